@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Benchmark 1 — single-route planning: score each predicted route against its label.
+
+Usage: python3 single_route/evaluate.py [--input CSV] [--json PATH] [--details PATH] ...
+(`--help` lists every flag.)
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import common  # noqa: E402
+
+
+def judge_single_route(row, context):
+    """Checks of one single-route row -> (record fields, predicted Route, label Route)."""
+    protocol = context.protocol
+    label = common.Route(row.label, protocol, "label")
+    pred = common.Route(row.prediction, protocol, "prediction")
+    fields = common.judge_route(pred, label, row.origin, row.destination,
+                                context.network, protocol)
+    return fields, pred, label
+
+
+class SingleRoute(common.Benchmark):
+    name = "single_route"
+    title = "TransitLM benchmark 1: single route"
+    default_input = "benchmark1_single_route_example.csv"
+
+    def evaluate(self, row, context):
+        return judge_single_route(row, context)[0]
+
+
+if __name__ == "__main__":
+    common.script_main(SingleRoute())
