@@ -1288,6 +1288,10 @@ class Benchmark(object):
     def prepare(self, context):
         """Load what the scenario needs (called once, after the station file)."""
 
+    def sample_fields(self, sample):
+        """Fields every record of this sample carries, error rows included."""
+        return {}
+
     def in_funnel_default(self, protocol):
         """Do error and no-response rows enter Round 1?"""
         return True
@@ -1445,29 +1449,34 @@ def evaluate_samples(benchmark, samples, context, progress):
     default_in_funnel = benchmark.in_funnel_default(protocol)
     records = [None] * len(samples)
     decoded = []
+
+    def error_row(sample, message, status="error"):
+        record = error_record(sample, message, default_in_funnel, status)
+        record.update(benchmark.sample_fields(sample))
+        return record
+
     for index, sample in enumerate(samples):
         if not sample.has_prediction:
-            records[index] = error_record(sample, "no prediction for this id",
-                                          default_in_funnel, "no_response")
+            records[index] = error_row(sample, "no prediction for this id", "no_response")
             progress.step()
             continue
         if benchmark.empty_prediction_is_no_response and _is_empty_prediction(sample):
-            records[index] = error_record(sample, "empty prediction", default_in_funnel,
-                                          "no_response")
+            records[index] = error_row(sample, "empty prediction", "no_response")
             progress.step()
             continue
         try:
             decoded.append((index, decode_row(sample, benchmark, context, lenient)))
         except RowError as exc:
-            records[index] = error_record(sample, str(exc), default_in_funnel)
+            records[index] = error_row(sample, str(exc))
             progress.step()
     results = benchmark.evaluate_rows([row for _, row in decoded], context, progress)
     for (index, _), (row, fields) in zip(decoded, results):
         sample = row.sample
         if isinstance(fields, RowError):
-            records[index] = error_record(sample, str(fields), default_in_funnel)
+            records[index] = error_row(sample, str(fields))
             continue
         record = base_record(sample)
+        record.update(benchmark.sample_fields(sample))
         record.update(fields)
         record["failed_round"] = failed_round(record)
         records[index] = record

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Benchmark 3 — route diversity: up to three routes per row (first/second/third).
+
+Part A is the funnel on the first route (reference: with a best match searched in
+second and third), Part B per-route reachability, Part C route diversity (RD),
+Part D expert scores per route.
+
+Usage: python3 diversity/evaluate.py [--input CSV] [--json PATH] ...
+"""
+
+import itertools
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import common  # noqa: E402
+
+KEYS = common.ROUTE_KEYS
+
+
+def present_routes(obj, what, protocol):
+    """{key: Route} for the keys first/second/third that are present and non-empty."""
+    if not isinstance(obj, dict):
+        raise common.RowError("%s is %s, expected a JSON object with first/second/third"
+                              % (what, common._type_name(obj)))
+    return {key: common.Route(obj[key], protocol, "%s %s" % (what, key))
+            for key in KEYS if obj.get(key)}
+
+
+def route_diversity(routes, protocol):
+    """RD = mean over route pairs of 1 - IoU of their line signatures.
+
+    reference: signatures skip empty access modes, routes with an empty
+    signature are ignored, and fewer than 2 routes give 0.  paper: every
+    present route counts, an empty mode reads as 步行.  -> (RD, n routes).
+    """
+    walk = protocol.line_set_with_access
+    signatures = [route.line_signature(walk) for route in routes]
+    if not walk:
+        signatures = [s for s in signatures if s]
+    if len(signatures) < 2:
+        return 0.0, len(signatures)
+    pairs = list(itertools.combinations(signatures, 2))
+    return sum(1.0 - common.iou(a, b) for a, b in pairs) / len(pairs), len(signatures)
+
+
+def best_match(routes, label_first, network, protocol):
+    """The first of second/third (present and reachable) whose stations equal the
+    label's first route (station IoU 1), or None."""
+    for key in KEYS[1:]:
+        route = routes.get(key)
+        if route is None:
+            continue
+        if not common.check_reachability(route.stations, network, protocol).ok:
+            continue
+        if common.iou(route.stations, label_first.stations) == 1:
+            return key
+    return None
+
+
+class Diversity(common.Benchmark):
+    name = "diversity"
+    title = "TransitLM benchmark 3: route diversity"
+    default_input = "benchmark3_diversity_example.csv"
+
+    def in_funnel_default(self, protocol):
+        # reference: Part A takes only rows with a first route on both sides.
+        return protocol.funnel_over_all_rows
+
+    def evaluate(self, row, context):
+        protocol, network = context.protocol, context.network
+        preds = present_routes(row.prediction, "prediction", protocol)
+        labels = present_routes(row.label, "label", protocol)
+        if not preds:
+            raise common.RowError("prediction has no route (first, second or third)")
+        fields = {"routes": {}, "other_failures": []}
+        reachable_keys = []
+        for key, route in preds.items():
+            verdict = common.check_reachability(route.stations, network, protocol)
+            fields["routes"][key] = {"reachable": verdict.ok, "reachable_reason": verdict.reason,
+                                     "score": route.score}
+            if verdict.ok:
+                reachable_keys.append(key)
+            elif key != "first":
+                fields["other_failures"].append("route %s: %s" % (key, verdict.reason))
+        fields["all_routes_reachable"] = len(reachable_keys) == len(preds)
+        fields["rd"], fields["route_count"] = route_diversity(
+            [preds[k] for k in KEYS if k in preds], protocol)
+        fields["rd_label"], fields["label_route_count"] = route_diversity(
+            [labels[k] for k in KEYS if k in labels], protocol)
+        label_first = labels.get("first")
+        fields["label_first_score"] = label_first.score if label_first else None
+        fields.update(self.first_route_funnel(row, preds, label_first, context))
+        return fields
+
+    def first_route_funnel(self, row, preds, label_first, context):
+        """Part A fields for the row (the single-route checks on `first`)."""
+        protocol, network = context.protocol, context.network
+        first = preds.get("first")
+        if first is None or label_first is None:
+            missing = "prediction" if first is None else "label"
+            return {"in_funnel": protocol.funnel_over_all_rows, "reachable": False,
+                    "reachable_reason": "%s has no first route" % missing,
+                    "best_match": None}
+        fields = common.judge_route(first, label_first, row.origin, row.destination,
+                                    network, protocol)
+        fields["in_funnel"] = True
+        fields["best_match"] = None
+        if not fields["reachable"]:
+            return fields
+        if fields["station_iou"] == 1:
+            fields["best_match"] = "first"
+        elif protocol.best_match:
+            key = best_match(preds, label_first, network, protocol)
+            if key is not None:
+                fields.update(common.compare_routes(preds[key], label_first, protocol))
+                fields["best_match"] = key
+        return fields
+
+    def aggregate(self, records, report, context):
+        report["diversity"] = diversity_parts(records, context.protocol)
+
+    def render(self, out, report):
+        common.render_funnel(out, report["rounds"], {
+            "reachability": "Part A  Round 1  Reachability of the first route",
+            "grounding": "Part A  Round 2  Station grounding and distance plausibility",
+            "overlap": "Part A  Round 3  Overlap (best match)",
+            "accuracy": "Part A  Round 4  Estimation accuracy (best match)"})
+        render_diversity(out, report["diversity"], report["protocol"])
+
+
+def diversity_parts(records, protocol):
+    """Parts A (best-match hits), B, C and D from the records."""
+    evaluated = [r for r in records if r["status"] == "evaluated"]
+    hits = {key: 0 for key in KEYS}
+    for record in evaluated:
+        # A hit is an exact match (stations and access modes), by the route that made it.
+        if record.get("in_funnel") and record.get("exact_match") and record.get("best_match"):
+            hits[record["best_match"]] += 1
+    reach = {}
+    for key in KEYS:
+        routes = [r["routes"][key] for r in evaluated if key in r["routes"]]
+        reach[key] = {"present": len(routes),
+                      "reachable": sum(1 for route in routes if route["reachable"])}
+    distribution = {}
+    for record in evaluated:
+        count = str(record["route_count"])
+        distribution[count] = distribution.get(count, 0) + 1
+    if protocol.rd_over_all_rows:
+        rd_rows = [r.get("rd", 0.0) if r["status"] == "evaluated" else 0.0 for r in records]
+        rd_label_rows = [r["rd_label"] for r in evaluated]
+    else:
+        rd_rows = [r["rd"] for r in evaluated if r["route_count"] >= 2]
+        rd_label_rows = [r["rd_label"] for r in evaluated if r["label_route_count"] >= 2]
+    label_scored = [r for r in evaluated if (r["label_first_score"] or 0) > 0]
+    scored = [r for r in label_scored if "first" in r["routes"]]
+    parts = {
+        "route_reachability": reach,
+        "all_routes_reachable": sum(1 for r in evaluated if r["all_routes_reachable"]),
+        "route_count_distribution": dict(sorted(distribution.items())),
+        "rd_mean": common.mean(rd_rows),
+        "rd_label_mean": common.mean(rd_label_rows),
+        "route_expert_score_mean": {
+            key: common.mean(r["routes"][key]["score"] for r in evaluated if key in r["routes"])
+            for key in KEYS},
+        "first_expert_score_mean": common.mean(r["routes"]["first"]["score"] for r in scored),
+        "label_first_expert_score_mean": common.mean(r["label_first_score"] for r in label_scored),
+    }
+    if protocol.best_match:
+        parts["best_match_hits"] = hits
+    return parts
+
+
+def render_diversity(out, parts, protocol_name):
+    if "best_match_hits" in parts:
+        out.title("Part A  Best-match hits (station IoU 1 with the label's first route)")
+        for key in KEYS:
+            out.count("found in " + key, parts["best_match_hits"][key])
+    out.title("Part B  Reachability per predicted route")
+    for key in KEYS:
+        row = parts["route_reachability"][key]
+        out.count("%s: present / reachable" % key, row["present"])
+        out.count("", row["reachable"], row["present"])
+    out.count("rows whose routes are all reachable", parts["all_routes_reachable"])
+    out.title("Part C  Route diversity")
+    for count, rows in parts["route_count_distribution"].items():
+        out.count("rows with %s distinct route(s)" % count, rows)
+    scope = "all rows" if protocol_name == "paper" else "rows with >= 2 routes"
+    out.value("RD mean, prediction (%s)" % scope, common.fmt_num(parts["rd_mean"], 4))
+    out.value("RD mean, label", common.fmt_num(parts["rd_label_mean"], 4))
+    out.title("Part D  Expert score per route")
+    for key in KEYS:
+        out.value("%s route mean" % key,
+                  common.fmt_num(parts["route_expert_score_mean"][key], 2))
+    out.value("first route mean (label score > 0)",
+              common.fmt_num(parts["first_expert_score_mean"], 2))
+    out.value("label first route mean", common.fmt_num(parts["label_first_expert_score_mean"], 2))
+
+
+if __name__ == "__main__":
+    common.script_main(Diversity())

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Benchmark 2 — personalized preferences: the single-route funnel plus Round 5,
+preference compliance by req_type (2 fewer transfers, 5 no subway / bus first,
+7 subway first, 8 shorter time).
+
+Usage: python3 personalized/evaluate.py [--input CSV] [--json PATH] ...
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import common  # noqa: E402
+from single_route.evaluate import judge_single_route  # noqa: E402
+
+FEWER_TRANSFERS, NO_SUBWAY, SUBWAY_FIRST, SHORTER_TIME = 2, 5, 7, 8
+PREFERENCE_NAMES = {FEWER_TRANSFERS: "fewer_transfers", NO_SUBWAY: "no_subway",
+                    SUBWAY_FIRST: "subway_first", SHORTER_TIME: "shorter_time"}
+# What the paper calls req 5: it asks for a bus leg rather than forbidding the subway.
+PAPER_NAMES = {NO_SUBWAY: "bus_first"}
+
+
+def parse_req_type(text):
+    """req_type cell -> int (empty -> 0); None when it is not a whole number."""
+    text = (text or "").strip()
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def transfers(route, protocol):
+    """Transfers: legs - 1, floored at 0 (paper: transit legs; reference: raw list)."""
+    legs = route.transit_lines if protocol.transfers_from_legs else len(route.lines)
+    return max(0, legs - 1)
+
+
+def transit_names(route):
+    return [name for name in route.lines if name.strip() and name.strip() != common.TRANSFER]
+
+
+def preference_compliance(req_type, route, label, protocol):
+    """Does ``route`` honour preference ``req_type``?  -> Verdict."""
+    if req_type == FEWER_TRANSFERS:
+        have, allowed = transfers(route, protocol), transfers(label, protocol)
+        return common.Verdict(have <= allowed, "%d transfer(s), the label has %d"
+                              % (have, allowed))
+    if req_type == NO_SUBWAY:
+        if protocol.bus_first:
+            buses = [n for n in transit_names(route) if not common.is_subway_line(n)]
+            return common.Verdict(bool(buses), "bus leg: %s" % buses[0] if buses
+                                  else "no bus leg")
+        subway = [n for n in route.lines if common.is_subway_line(n)]
+        return common.Verdict(not subway, "uses subway line %s" % subway[0] if subway
+                              else "no subway line")
+    if req_type == SUBWAY_FIRST:
+        subway = [n for n in route.lines if common.is_subway_line(n)]
+        return common.Verdict(bool(subway), "subway leg: %s" % subway[0] if subway
+                              else "no subway leg")
+    if req_type == SHORTER_TIME:
+        if not label.time_min > 0:
+            return common.Verdict(True, "label has no time")
+        limit = common.PREFERENCE_TIME_FACTOR * label.time_min
+        return common.Verdict(route.time_min <= limit, "%g min, limit %g min (1.1 x label)"
+                              % (route.time_min, limit))
+    return common.Verdict(True, "no known preference")
+
+
+class Personalized(common.Benchmark):
+    name = "personalized"
+    title = "TransitLM benchmark 2: personalized preferences"
+    default_input = "benchmark2_personalized_example.csv"
+    needs_req_type = True
+
+    def sample_fields(self, sample):
+        return {"req_type": parse_req_type(sample.req_type)}
+
+    def evaluate(self, row, context):
+        req_type = parse_req_type(row.sample.req_type)
+        if req_type is None:
+            raise common.RowError("req_type %r is not a whole number" % row.sample.req_type)
+        fields, pred, label = judge_single_route(row, context)
+        verdict = preference_compliance(req_type, pred, label, context.protocol)
+        fields["compliant"] = verdict.ok
+        fields["compliant_reason"] = verdict.reason
+        fields["label_compliant"] = preference_compliance(req_type, label, label,
+                                                          context.protocol).ok
+        if not verdict.ok:
+            fields["other_failures"] = ["preference %d (%s): %s" % (
+                req_type, PREFERENCE_NAMES[req_type], verdict.reason)]
+        return fields
+
+    def aggregate(self, records, report, context):
+        report["rounds"]["preference"] = preference_round(records, context.protocol)
+
+    def render(self, out, report):
+        common.render_funnel(out, report["rounds"])
+        render_preference(out, report["rounds"]["preference"])
+
+
+def preference_round(records, protocol):
+    """Round 5.  reference: over evaluated rows, unknown types count as compliant;
+    paper: over rows with a known req_type, error rows not compliant."""
+    if protocol.preference_over_known:
+        rows = [r for r in records if r.get("req_type") in PREFERENCE_NAMES]
+    else:
+        rows = [r for r in records if r["status"] == "evaluated"]
+    by_type = {}
+    for req_type in sorted(PREFERENCE_NAMES):
+        typed = [r for r in rows if r.get("req_type") == req_type]
+        if typed:
+            by_type[str(req_type)] = {
+                "name": (PAPER_NAMES.get(req_type, PREFERENCE_NAMES[req_type])
+                         if protocol.bus_first else PREFERENCE_NAMES[req_type]),
+                "samples": len(typed),
+                "compliant": sum(1 for r in typed if r.get("compliant")),
+                "label_compliant": sum(1 for r in typed if r.get("label_compliant"))}
+    return {"input": len(rows),
+            "compliant": sum(1 for r in rows if r.get("compliant")),
+            "label_compliant": sum(1 for r in rows if r.get("label_compliant")),
+            "by_req_type": by_type}
+
+
+def render_preference(out, preference):
+    out.title("Round 5  Preference compliance")
+    out.count("input", preference["input"])
+    out.count("compliant (prediction)", preference["compliant"], preference["input"])
+    out.count("compliant (label)", preference["label_compliant"], preference["input"])
+    out.text("")
+    out.text("  %-4s %-18s %8s %18s %18s" % ("req", "preference", "samples",
+                                           "compliant", "label compliant"))
+    for key, row in preference["by_req_type"].items():
+        out.text("  %-4s %-18s %8d %8d  %s %8d  %s" % (
+            key, row["name"], row["samples"], row["compliant"],
+            common.fmt_pct(row["compliant"], row["samples"]), row["label_compliant"],
+            common.fmt_pct(row["label_compliant"], row["samples"])))
+
+
+if __name__ == "__main__":
+    common.script_main(Personalized())
