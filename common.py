@@ -128,6 +128,10 @@ class RowError(Exception):
     """A row that cannot be evaluated; it becomes an error row with this reason."""
 
 
+class ServiceError(Exception):
+    """The route-eval service stayed unreachable: the run stops (exit status 3)."""
+
+
 # ---------------------------------------------------------------------------
 # 2. Value parsing and geometry
 # ---------------------------------------------------------------------------
@@ -1525,6 +1529,9 @@ def run(benchmark, argv=None):
     except InputError as exc:
         sys.stderr.write("error: %s\n" % exc)
         return EXIT_USAGE
+    except ServiceError as exc:
+        sys.stderr.write("error: %s\n" % exc)
+        return EXIT_SERVICE
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""General-purpose LLM evaluation: predictions name stations instead of stop ids.
+
+The boarding and alighting names of each leg are matched against line_info.csv
+and judged on the station graph by the route-eval check (protocol.md §11) —
+in-process by default, or by a route-eval service (`--api_url`, or the
+TRANSIT_LM_API environment variable; `general_llm/server.py` is one).  The rest
+of the funnel is the shared one of common.py.
+
+Usage: python3 general_llm/evaluate.py [--input CSV] [--api_url URL] [--json PATH] ...
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import common  # noqa: E402
+from general_llm import route_eval  # noqa: E402
+
+API_ENV = "TRANSIT_LM_API"
+SERVICE_UNAVAILABLE = "service unavailable"
+
+
+def predicted_names(prediction):
+    """`station_name` when it is a non-empty list, else `station_sequence`."""
+    names = common._text_list(prediction, "station_name", "prediction")
+    if any(name.strip() for name in names):
+        return names
+    return common._text_list(prediction, "station_sequence", "prediction")
+
+
+def stripped_names(lines):
+    return [route_eval.strip_line_suffix(name) for name in lines]
+
+
+class GeneralLLM(common.Benchmark):
+    name = "general_llm"
+    title = "TransitLM general-purpose LLM evaluation"
+    default_input = "general_llm_example.csv"
+    uses_line_info = True
+    empty_prediction_is_no_response = True
+
+    def add_arguments(self, parser):
+        parser.add_argument("--line_info", metavar="CSV",
+                            help="line file for the in-process route-eval check (default: "
+                                 "$%s/line_info.csv if set, else the bundled "
+                                 "data/line_info.csv)" % common.DATA_ENV)
+        parser.add_argument("--api_url", metavar="URL", default=os.environ.get(API_ENV),
+                            help="route-eval service to ask instead of checking in-process "
+                                 "(default: $%s; unset = in-process)" % API_ENV)
+        parser.add_argument("--batch_size", type=int, default=50, metavar="N",
+                            help="cases per request to the service (default 50)")
+        parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                            help="timeout of one request to the service (default 30)")
+        parser.add_argument("--allow_service_errors", action="store_true",
+                            help="if the service stays unreachable, count its cases as "
+                                 "unreachable (and report how many) instead of stopping "
+                                 "with exit status 3")
+
+    def in_funnel_default(self, protocol):
+        # reference: Round 1 takes evaluated rows only; paper: all rows.
+        return protocol.funnel_over_all_rows
+
+    def prepare(self, context):
+        args = context.args
+        if args.batch_size < 1:
+            raise common.InputError("--batch_size must be at least 1")
+        context.service_errors = 0
+        if args.api_url:
+            from general_llm.service_client import RouteEvalClient
+            context.client = RouteEvalClient(args.api_url, batch_size=args.batch_size,
+                                             timeout=args.timeout)
+            context.line_info_path = None
+            context.lines = None
+        else:
+            context.client = None
+            context.line_info_path = args.line_info or common.default_data_file(
+                common.LINE_FILE_NAMES)
+            context.lines = route_eval.LineTable.load(context.line_info_path)
+
+    # -- per row -------------------------------------------------------------
+    def build_case(self, row, protocol):
+        """A decoded row -> (case for the route-eval check, pred Route, label Route,
+        normalised predicted names, normalised label names)."""
+        if not isinstance(row.prediction, dict):
+            raise common.RowError("prediction is %s, expected a JSON object"
+                                  % common._type_name(row.prediction))
+        pred = common.Route(row.prediction, protocol, "prediction")
+        label = common.Route(row.label, protocol, "label")
+        trim = protocol.trim_single_leg_names
+        names = route_eval.normalise_transfer_names(predicted_names(row.prediction),
+                                                    len(pred.lines), trim)
+        label_names = route_eval.normalise_transfer_names(label.sequence, len(label.lines),
+                                                          trim)
+        case = {"city": row.city, "start": list(row.origin), "end": list(row.destination),
+                "pred": {"line_sequence": pred.lines, "station_name": names,
+                         "start_transfer_mode": pred.start_mode,
+                         "end_transfer_mode": pred.end_mode}}
+        return case, pred, label, names, label_names
+
+    def evaluate_rows(self, rows, context, progress):
+        protocol = context.protocol
+        built, cases = [], []
+        for row in rows:
+            try:
+                item = self.build_case(row, protocol)
+            except common.RowError as exc:
+                built.append(exc)
+                continue
+            built.append(item)
+            cases.append(item[0])
+        results = iter(self.judge_cases(cases, context, progress))
+        out = []
+        for row, item in zip(rows, built):
+            if isinstance(item, common.RowError):
+                out.append((row, item))
+                progress.step()
+                continue
+            result = next(results)
+            try:
+                out.append((row, self.record_fields(row, item, result, context)))
+            except common.RowError as exc:
+                out.append((row, exc))
+        return out
+
+    def judge_cases(self, cases, context, progress):
+        """Results of the route-eval check for every case, in order."""
+        if context.client is None:
+            results = []
+            for case in cases:
+                results.extend(route_eval.evaluate_cases([case], context.lines,
+                                                         context.network))
+                progress.step()
+            return results
+        from general_llm.service_client import ServiceUnavailable
+        policy = "mark" if context.args.allow_service_errors else "raise"
+        try:
+            results = context.client.evaluate(cases, progress=progress.step,
+                                              on_batch_failure=policy)
+        except ServiceUnavailable as exc:
+            raise common.ServiceError(
+                "%s\n(no figures were computed; --allow_service_errors counts the cases of "
+                "failed requests as unreachable instead)" % exc)
+        return results
+
+    def record_fields(self, row, item, result, context):
+        protocol = context.protocol
+        case, pred, label, names, label_names = item
+        error = result.get("error")
+        if error and not error.startswith(SERVICE_UNAVAILABLE):
+            raise common.RowError("route-eval: " + error)
+        if error:
+            context.service_errors += 1
+        fields = {"reachable": bool(result.get("reachable")),
+                  "reachable_reason": result.get("reachable_reason", ""),
+                  "station_grounding": bool(result.get("station_grounding")),
+                  "station_grounding_reason": result.get("station_grounding_reason", ""),
+                  "match_details": result.get("match_details", []),
+                  "boarding_alighting_names": names}
+        fields["reachable"] = fields["reachable"] and not error
+        plausibility = self.plausibility(row, pred, fields, context)
+        fields["distance_plausibility"] = plausibility.ok
+        fields["distance_plausibility_reason"] = plausibility.reason
+        fields.update(common.compare_routes(pred, label, protocol, names=stripped_names,
+                                            station_sets=(names, label_names)))
+        return fields
+
+    def plausibility(self, row, pred, fields, context):
+        """DP: the published service has none (always passes); the paper checks the
+        access distances against the matched first boarding / last alighting stops."""
+        if not context.protocol.general_dp_checked:
+            return common.Verdict(True, "not checked by the route-eval service")
+        details = fields["match_details"]
+        if not fields["reachable"] or not details:
+            return common.Verdict(True, "not checked: route unreachable")
+        verdicts = []
+        for side, point, stop, access_km in (
+                ("origin", row.origin, details[0].get("boarding_stop_id"), pred.start_access_km),
+                ("destination", row.destination, details[-1].get("alighting_stop_id"),
+                 pred.end_access_km)):
+            stop_point = stop_coords(context.network, stop)
+            if stop_point is None:
+                verdicts.append(common.Verdict(True, "%s stop has no coordinates" % side))
+                continue
+            straight = common.haversine_km(point[0], point[1], stop_point[0], stop_point[1])
+            verdicts.append(common.check_access_distance(side, straight, access_km,
+                                                         context.protocol))
+        return common.combine(verdicts, "access distances plausible")
+
+    def aggregate(self, records, report, context):
+        if context.service_errors:
+            report.setdefault("input_notes", {})["service_errors"] = context.service_errors
+
+    def render(self, out, report):
+        service_errors = report.get("input_notes", {}).get("service_errors")
+        if service_errors:
+            out.text("  WARNING: %d case(s) counted unreachable because the route-eval "
+                     "service failed (--allow_service_errors)" % service_errors)
+        common.render_funnel(out, report["rounds"])
+
+
+def stop_coords(network, stop):
+    """Coordinates of a matched stop, looked up as is or with the `bus-` prefix."""
+    if not stop:
+        return None
+    point = network.coords(stop)
+    if point is None:
+        point = network.coords(common.BUS_STOP_PREFIX + stop)
+    return point
+
+
+if __name__ == "__main__":
+    common.script_main(GeneralLLM())

@@ -1,0 +1,47 @@
+"""Small fixtures shared by the unit tests: a toy network and route builders."""
+
+import json
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+import common  # noqa: E402
+
+# On the equator one degree of longitude is 2*pi*6371/360 = 111.19 km.
+KM_PER_DEGREE = 2 * 3.141592653589793 * common.EARTH_RADIUS_KM / 360.0
+
+
+def east(km):
+    """Longitude of a point `km` east of (0, 0) on the equator."""
+    return km / KM_PER_DEGREE
+
+
+def toy_network():
+    """A -- B -- C -- D in a row (both directions), 1 km apart on the equator;
+    E is isolated with no hops; X has no coordinates in the file (unknown)."""
+    return common.StationNetwork.from_dict({
+        "A": (east(0), 0.0, ["B"]),
+        "B": (east(1), 0.0, ["A", "C"]),
+        "C": (east(2), 0.0, ["B", "D"]),
+        "D": (east(3), 0.0, ["C"]),
+        "E": (east(10), 0.0, []),
+    })
+
+
+def route(**fields):
+    """A route object with sensible defaults (A -> D on one line)."""
+    base = {"station_sequence": ["A", "B", "C", "D"], "line_sequence": ["地铁1号线(A--D)"],
+            "total_distance": "3.0公里", "total_time": "20分钟", "total_fare": "3",
+            "start_transfer_mode": "步行", "end_transfer_mode": "步行",
+            "start_transfer_distance": "", "end_transfer_distance": ""}
+    base.update(fields)
+    return base
+
+
+def prompt(start=(0.0, 0.0), end=None, city="北京"):
+    end = end if end is not None else (east(3), 0.0)
+    return json.dumps({"query": "从甲到乙怎么走", "start": "%f,%f" % start,
+                       "end": "%f,%f" % end, "city": city}, ensure_ascii=False)

@@ -1,0 +1,315 @@
+"""Unit tests of common.py: value parsing, geometry, checks, funnel and metrics.
+
+Every expected figure is computed by hand (see the comments)."""
+
+import unittest
+
+from tests.helpers import common, east, route, toy_network
+
+REF, PAPER = common.REFERENCE, common.PAPER
+
+
+class DistanceParsing(unittest.TestCase):
+    def test_formats(self):
+        cases = [(None, 0.0), ("", 0.0), ("12.5", 12.5), (3, 3.0), (2.5, 2.5),
+                 ("344米", 0.344), ("344 米", 0.344), ("1.4公里", 1.4), ("约8.1公里", 8.1),
+                 ("8.1km", 8.1), ("8.1 KM", 8.1), ("about 7", 7.0), ("abc", 0.0),
+                 ("1公里200米", 0.2)]          # quirk: the first number before 米 wins
+        for value, expected in cases:
+            with self.subTest(value=value):
+                self.assertAlmostEqual(common.parse_distance_km(value), expected)
+
+    def test_metre_sign_without_number_falls_through(self):
+        self.assertAlmostEqual(common.parse_distance_km("米 5"), 5.0)
+
+    def test_list_or_object_is_a_row_error(self):
+        for value in ([1], {"km": 1}):
+            with self.assertRaises(common.RowError):
+                common.parse_distance_km(value)
+
+
+class TimeParsing(unittest.TestCase):
+    def test_reference_ignores_minutes_after_hours(self):
+        self.assertEqual(common.parse_time_minutes("1小时7分钟"), 60.0)     # quirk
+        self.assertEqual(common.parse_time_minutes("1.5小时"), 90.0)
+        self.assertEqual(common.parse_time_minutes("37分钟"), 37.0)
+        self.assertEqual(common.parse_time_minutes("约26分钟"), 26.0)
+        self.assertEqual(common.parse_time_minutes("45"), 45.0)
+        self.assertEqual(common.parse_time_minutes(""), 0.0)
+        self.assertEqual(common.parse_time_minutes(None), 0.0)
+        self.assertEqual(common.parse_time_minutes("half an hour"), 0.0)
+        self.assertEqual(common.parse_time_minutes("about 20 min"), 20.0)
+
+    def test_reference_hours_without_number_fall_to_minutes(self):
+        self.assertEqual(common.parse_time_minutes("小时 30分钟"), 30.0)
+
+    def test_paper_adds_hours_and_minutes(self):
+        full = lambda v: common.parse_time_minutes(v, full=True)
+        self.assertEqual(full("1小时7分钟"), 67.0)
+        self.assertEqual(full("1小时"), 60.0)
+        self.assertEqual(full("1.5小时"), 90.0)
+        self.assertEqual(full("45分钟"), 45.0)
+        self.assertEqual(full("2小时 5分钟"), 125.0)
+        self.assertEqual(full("about 20"), 20.0)
+        self.assertEqual(full(""), 0.0)
+
+    def test_object_is_a_row_error(self):
+        with self.assertRaises(common.RowError):
+            common.parse_time_minutes({"m": 3})
+
+
+class FareParsing(unittest.TestCase):
+    def test_formats(self):
+        for value, expected in [("3元", 3.0), ("2.0", 2.0), (4, 4.0), ("", 0.0),
+                                (None, 0.0), ("free", 0.0), ("约5元", 5.0)]:
+            with self.subTest(value=value):
+                self.assertEqual(common.parse_fare_cny(value), expected)
+
+
+class Geometry(unittest.TestCase):
+    def test_haversine_one_degree_on_equator(self):
+        self.assertAlmostEqual(common.haversine_km(0, 0, 1, 0), 111.19492664, places=6)
+        self.assertEqual(common.haversine_km(116.4, 39.9, 116.4, 39.9), 0.0)
+
+    def test_access_thresholds(self):
+        for mode, limit in [("", 3), ("步行", 3), ("骑行", 5), ("打车", 10), ("网约车", 10),
+                            ("滴滴", 10), ("公交", 3), ("步行+骑行", 3)]:
+            with self.subTest(mode=mode):
+                self.assertEqual(common.access_threshold_km(mode), limit)
+        # the route-eval service does not treat 滴滴 as a taxi
+        self.assertEqual(common.access_threshold_km("滴滴", common.SERVICE_TAXI_MARKERS), 3)
+
+    def test_iou(self):
+        self.assertEqual(common.iou([], ["a"]), 0.0)
+        self.assertEqual(common.iou(["a"], []), 0.0)
+        self.assertEqual(common.iou([], []), 0.0)
+        self.assertEqual(common.iou(["a", "b"], ["b", "c"]), 1 / 3)
+        self.assertEqual(common.iou(["a", "a"], ["a"]), 1.0)
+
+    def test_mean_and_ratio(self):
+        self.assertIsNone(common.mean([]))
+        self.assertEqual(common.mean([1, 2]), 1.5)
+        self.assertIsNone(common.ratio(1, 0))
+
+
+class RouteReading(unittest.TestCase):
+    def test_stations_skip_transfer_and_blank_entries(self):
+        r = common.Route(route(station_sequence=["A", " ", "【换乘】", None, "B", " 【换乘】 "]), REF)
+        self.assertEqual(r.stations, ["A", "B"])
+
+    def test_line_count_cycling_and_expert_score(self):
+        # 30 min -> 30*60/300 = 6; 2 transit lines + 1 cycling leg; fare 4 -> 13
+        r = common.Route(route(line_sequence=["L1", "【换乘】", " ", "L2"], total_time="30分钟",
+                               total_fare="4元", start_transfer_mode="骑行"), REF)
+        self.assertEqual(r.transit_lines, 2)
+        self.assertEqual(r.cycling_legs, 1)
+        self.assertAlmostEqual(r.score, 13.0)
+
+    def test_time_parsing_follows_protocol(self):
+        self.assertEqual(common.Route(route(total_time="1小时7分钟"), REF).time_min, 60)
+        self.assertEqual(common.Route(route(total_time="1小时7分钟"), PAPER).time_min, 67)
+
+    def test_wrong_types_are_row_errors(self):
+        bad = [route(station_sequence="A,B"), route(station_sequence=5),
+               route(line_sequence="L1"), route(station_sequence=["A", 3]),
+               route(total_time=[20]), route(start_transfer_mode=["步行"]), ["not a route"]]
+        for obj in bad:
+            with self.subTest(obj=obj), self.assertRaises(common.RowError):
+                common.Route(obj, REF)
+
+    def test_nulls_read_as_empty(self):
+        r = common.Route(route(station_sequence=None, line_sequence=None, total_time=None,
+                               start_transfer_mode=None), REF)
+        self.assertEqual((r.stations, r.lines, r.time_min, r.start_mode), ([], [], 0.0, ""))
+
+    def test_score_deviation_and_band(self):
+        self.assertEqual(common.score_deviation_pct(11, 10), 10.0)
+        self.assertEqual(common.score_deviation_pct(5, 0), 0.0)
+        self.assertEqual(common.score_band(0.11), "worse")
+        self.assertEqual(common.score_band(0.1), "same")
+        self.assertEqual(common.score_band(-0.1), "same")
+        self.assertEqual(common.score_band(-0.11), "better")
+
+
+class Reachability(unittest.TestCase):
+    def setUp(self):
+        self.net = toy_network()
+
+    def check(self, stations, protocol=REF):
+        return common.check_reachability(stations, self.net, protocol)
+
+    def test_connected_chain_and_self_hop(self):
+        self.assertTrue(self.check(["A", "B", "C", "D"]).ok)
+        self.assertTrue(self.check(["A", "B", "B", "C"]).ok)      # "B 【换乘】 B": self-hop
+        self.assertTrue(self.check(["E", "E"]).ok)                # empty next-hop list + self
+
+    def test_broken_hop_names_the_pair(self):
+        verdict = self.check(["A", "C"])
+        self.assertFalse(verdict.ok)
+        self.assertEqual(verdict.reason, "A -> C not connected")
+
+    def test_unknown_station(self):
+        verdict = self.check(["A", "B", "X", "C"])
+        self.assertFalse(verdict.ok)
+        self.assertEqual(verdict.reason, "B -> X not connected")
+        self.assertEqual(self.check(["X", "A"]).reason, "X has no next-hop information")
+
+    def test_empty_and_one_station_routes(self):
+        self.assertTrue(self.check([]).ok)                        # reference quirk
+        self.assertTrue(self.check(["X"]).ok)
+        self.assertFalse(self.check([], PAPER).ok)
+        self.assertFalse(self.check(["A"], PAPER).ok)
+        self.assertTrue(self.check(["A", "B"], PAPER).ok)
+
+    def test_station_file_empty_cells(self):
+        net = common.StationNetwork({"S": ("", "", "", 2)})
+        self.assertEqual(net.coords("S"), (0.0, 0.0))
+        self.assertEqual(net.next_hops("S"), {"S"})
+
+    def test_malformed_next_hops_is_an_input_error(self):
+        net = common.StationNetwork({"S": ("1", "2", "[oops", 7)}, "st.csv")
+        with self.assertRaises(common.InputError) as ctx:
+            net.next_hops("S")
+        self.assertIn("line 7", str(ctx.exception))
+
+
+class Grounding(unittest.TestCase):
+    """Origin at (0,0); A at 0 km, D at 3 km east: distances are exact multiples."""
+
+    def setUp(self):
+        self.net = toy_network()
+
+    def ground(self, protocol=REF, origin_km=0.0, dest_km=3.0, **fields):
+        r = common.Route(route(**fields), protocol)
+        return common.check_grounding(r, (east(origin_km), 0.0), (east(dest_km), 0.0),
+                                      self.net, protocol)
+
+    def test_walk_limit_both_sides(self):
+        self.assertTrue(self.ground(origin_km=-2.99)[0].ok)
+        self.assertFalse(self.ground(origin_km=-3.01)[0].ok)
+        self.assertTrue(self.ground(dest_km=5.99)[0].ok)
+        self.assertFalse(self.ground(dest_km=6.01)[0].ok)
+
+    def test_bike_and_taxi_limits(self):
+        self.assertTrue(self.ground(origin_km=-4.99, start_transfer_mode="骑行")[0].ok)
+        self.assertFalse(self.ground(origin_km=-5.01, start_transfer_mode="骑行")[0].ok)
+        for taxi in ("打车", "网约车", "滴滴"):
+            self.assertTrue(self.ground(origin_km=-9.99, start_transfer_mode=taxi)[0].ok)
+            self.assertFalse(self.ground(origin_km=-10.01, start_transfer_mode=taxi)[0].ok)
+        self.assertFalse(self.ground(origin_km=-3.01, start_transfer_mode="")[0].ok)
+
+    def test_missing_coordinates_fail_grounding_not_plausibility(self):
+        sg, dp = self.ground(station_sequence=["X"], start_transfer_distance="1")
+        self.assertFalse(sg.ok)
+        self.assertIn("no coordinates", sg.reason)
+        self.assertTrue(dp.ok)
+
+    def test_no_stations_not_checked(self):
+        sg, dp = self.ground(station_sequence=[])
+        self.assertTrue(sg.ok and dp.ok)
+
+    def test_plausibility_reference_slack(self):
+        # straight line d = 2 km: plausible range [1.5, 6.5] in reference, [2, 6] in paper
+        for td, ref_ok, paper_ok in [("1.49", False, False), ("1.5", True, False),
+                                     ("1.99", True, False), ("2.0", True, True),
+                                     ("6.0", True, True), ("6.01", True, False),
+                                     ("6.5", True, False), ("6.51", False, False)]:
+            with self.subTest(td=td):
+                self.assertEqual(self.ground(REF, origin_km=-2, start_transfer_distance=td)[1].ok,
+                                 ref_ok)
+                self.assertEqual(self.ground(PAPER, origin_km=-2,
+                                             start_transfer_distance=td)[1].ok, paper_ok)
+
+    def test_plausibility_skipped_without_distance(self):
+        self.assertTrue(self.ground(PAPER, origin_km=-2, start_transfer_distance="")[1].ok)
+        self.assertTrue(self.ground(PAPER, origin_km=-2, start_transfer_distance="0")[1].ok)
+
+    def test_destination_side(self):
+        sg, dp = self.ground(dest_km=5.0, end_transfer_distance="10")   # d = 2, 3d+0.5 = 6.5
+        self.assertTrue(sg.ok)
+        self.assertFalse(dp.ok)
+        self.assertIn("destination", dp.reason)
+
+
+class OverlapAndAccuracy(unittest.TestCase):
+    def compare(self, pred, label=None, protocol=REF):
+        p = common.Route(route(**pred), protocol)
+        l = common.Route(route(**(label or {})), protocol)
+        return common.compare_routes(p, l, protocol)
+
+    def test_identical_route(self):
+        rec = self.compare({})
+        self.assertEqual((rec["line_iou"], rec["station_iou"]), (1.0, 1.0))
+        self.assertTrue(rec["exact_match"] and rec["overall_accurate"] and rec["transfer_accurate"])
+        self.assertEqual(rec["score_band"], "same")
+
+    def test_line_iou_raw_names_and_empty(self):
+        self.assertEqual(self.compare({"line_sequence": ["地铁1号线"]})["line_iou"], 0.0)
+        self.assertEqual(self.compare({"line_sequence": []})["line_iou"], 0.0)
+        rec = self.compare({"line_sequence": ["L1", "L2"]}, {"line_sequence": ["L2", "L3"]})
+        self.assertAlmostEqual(rec["line_iou"], 1 / 3)
+
+    def test_exact_match_rules_differ_by_protocol(self):
+        # same stations and modes, other line name: reference exact, paper not
+        self.assertTrue(self.compare({"line_sequence": ["other"]})["exact_match"])
+        self.assertFalse(self.compare({"line_sequence": ["other"]}, None, PAPER)["exact_match"])
+        # same stations and lines, other access mode: paper LO < 1 too
+        rec = self.compare({"end_transfer_mode": "骑行"})
+        self.assertFalse(rec["exact_match"])
+        self.assertFalse(self.compare({"end_transfer_mode": "骑行"}, None, PAPER)["exact_match"])
+
+    def test_mode_match_empty_is_walk(self):
+        self.assertTrue(self.compare({"start_transfer_mode": ""})["transfer_mode_match"])
+        self.assertFalse(self.compare({"start_transfer_mode": "打车"})["transfer_mode_match"])
+
+    def test_paper_line_set_includes_access_modes(self):
+        # pred {L, 接驳:步行}, label {L, 接驳:步行, 接驳:骑行} -> 2/3
+        rec = self.compare({}, {"end_transfer_mode": "骑行"}, PAPER)
+        self.assertAlmostEqual(rec["line_iou"], 2 / 3)
+        # an empty mode counts as 步行
+        self.assertEqual(self.compare({"start_transfer_mode": ""}, None, PAPER)["line_iou"], 1.0)
+
+    def test_distance_tolerances(self):
+        # label 3.0 km: 10 % = 0.3 km, absolute 0.5 km -> accurate up to 3.5
+        self.assertTrue(self.compare({"total_distance": "3.5"})["distance_accurate"])
+        self.assertFalse(self.compare({"total_distance": "3.51"})["distance_accurate"])
+        # label 10 km: 10 % = 1 km beats 0.5 km
+        rec = self.compare({"total_distance": "11"}, {"total_distance": "10"})
+        self.assertTrue(rec["distance_accurate"])
+        self.assertAlmostEqual(rec["distance_mape_pct"], 10.0)
+        self.assertFalse(self.compare({"total_distance": "11.01"},
+                                      {"total_distance": "10"})["distance_accurate"])
+
+    def test_time_tolerances(self):
+        self.assertTrue(self.compare({"total_time": "25分钟"})["time_accurate"])      # 5 min
+        self.assertFalse(self.compare({"total_time": "25.1"})["time_accurate"])
+        self.assertTrue(self.compare({"total_time": "110"}, {"total_time": "100"})["time_accurate"])
+        self.assertFalse(self.compare({"total_time": "110.5"},
+                                      {"total_time": "100"})["time_accurate"])
+
+    def test_fare_tolerances(self):
+        self.assertTrue(self.compare({"total_fare": "4"})["fare_accurate"])          # 1 CNY
+        self.assertFalse(self.compare({"total_fare": "4.01"})["fare_accurate"])
+        self.assertTrue(self.compare({"total_fare": "22"}, {"total_fare": "20"})["fare_accurate"])
+        self.assertFalse(self.compare({"total_fare": "22.1"},
+                                      {"total_fare": "20"})["fare_accurate"])
+
+    def test_overall_needs_all_three(self):
+        rec = self.compare({"total_fare": "9"})
+        self.assertTrue(rec["distance_accurate"] and rec["time_accurate"])
+        self.assertFalse(rec["overall_accurate"])
+
+    def test_zero_label_gives_zero_mape(self):
+        rec = self.compare({"total_fare": "3"}, {"total_fare": ""})
+        self.assertEqual(rec["fare_mape_pct"], 0.0)
+        # MAPE is 0 for a zero label, so the 10 % test passes whatever was predicted
+        self.assertTrue(rec["fare_accurate"])
+
+    def test_transfer_accuracy(self):
+        label = {"start_transfer_distance": "1.0", "end_transfer_distance": ""}
+        self.assertTrue(self.compare({"start_transfer_distance": "1.5"}, label)["transfer_accurate"])
+        self.assertFalse(self.compare({"start_transfer_distance": "1.51"},
+                                      label)["transfer_accurate"])
+        # the label's end distance is 0: any predicted end distance passes
+        self.assertTrue(self.compare({"start_transfer_distance": "1",
+                                      "end_transfer_distance": "9"}, label)["transfer_accurate"])
