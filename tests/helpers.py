@@ -45,3 +45,50 @@ def prompt(start=(0.0, 0.0), end=None, city="北京"):
     end = end if end is not None else (east(3), 0.0)
     return json.dumps({"query": "从甲到乙怎么走", "start": "%f,%f" % start,
                        "end": "%f,%f" % end, "city": city}, ensure_ascii=False)
+
+
+TOY_STATIONS = [
+    # stop_id, lng, lat, next hops
+    ("A", east(0), 0.0, ["B"]),
+    ("B", east(1), 0.0, ["A", "C"]),
+    ("C", east(2), 0.0, ["B", "D"]),
+    ("D", east(3), 0.0, ["C"]),
+    ("E", east(10), 0.0, []),
+]
+
+
+def write_station_file(path, stations=TOY_STATIONS):
+    import csv
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
+                         "station_name"])
+        for stop, lng, lat, hops in stations:
+            writer.writerow([stop, "010", "%.9f" % lng, "%.9f" % lat,
+                             json.dumps(hops), "站" + stop])
+
+
+def write_samples(path, rows, columns=("index_id", "sft_prompt", "sft_label",
+                                       "generate_results")):
+    """rows: dicts; values that are not text are JSON-encoded."""
+    import csv
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([value if isinstance(value, str) else
+                             json.dumps(value, ensure_ascii=False)
+                             for value in (row.get(col, "") for col in columns)])
+
+
+def run_evaluator(benchmark, argv):
+    """Run an evaluator in-process -> (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = common.run(benchmark, argv)
+        except SystemExit as exc:         # argparse usage errors
+            status = exc.code
+    return status, out.getvalue(), err.getvalue()

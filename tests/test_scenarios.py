@@ -1,0 +1,321 @@
+"""Scenario rules: funnel denominators and metrics, preferences (benchmark 2),
+best match and route diversity (benchmark 3), and each row of the table in
+paper-protocol.md under both protocols (the same input, two verdicts)."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from tests.helpers import (common, east, prompt, route, run_evaluator, write_samples,
+                           write_station_file)
+from personalized.evaluate import Personalized, preference_compliance, transfers
+from diversity.evaluate import Diversity, best_match, route_diversity
+from single_route.evaluate import SingleRoute
+
+REF, PAPER = common.REFERENCE, common.PAPER
+
+
+def R(protocol=REF, **fields):
+    return common.Route(route(**fields), protocol)
+
+
+class FunnelAndMetrics(unittest.TestCase):
+    def record(self, **fields):
+        base = {"status": "evaluated", "in_funnel": True, "reachable": True,
+                "station_grounding": True, "distance_plausibility": True,
+                "line_iou": 1.0, "station_iou": 1.0, "station_iou_exact": True,
+                "exact_match": True, "score": 10.0, "label_score": 10.0,
+                "score_deviation_pct": 0.0, "score_band": "same",
+                "distance_accurate": True, "time_accurate": True, "fare_accurate": True,
+                "transfer_accurate": True, "overall_accurate": True,
+                "distance_mape_pct": 0.0, "time_mape_pct": 0.0, "fare_mape_pct": 0.0}
+        base.update(fields)
+        return base
+
+    def test_denominators(self):
+        records = [
+            self.record(),
+            self.record(station_grounding=False, exact_match=False, line_iou=0.5,
+                        station_iou=0.5, station_iou_exact=False, score_band="worse",
+                        score_deviation_pct=20.0, score=12.0),
+            self.record(reachable=False),
+            {"status": "error", "in_funnel": True, "reachable": False},
+            {"status": "error", "in_funnel": False, "reachable": False},
+            self.record(time_accurate=False, overall_accurate=False, time_mape_pct=30.0),
+        ]
+        rounds = common.funnel_rounds(records)
+        self.assertEqual(rounds["reachability"], {"input": 5, "passed": 3})
+        self.assertEqual(rounds["grounding"]["input"], 3)
+        self.assertEqual(rounds["grounding"]["station_grounding"], 2)
+        overlap = rounds["overlap"]
+        self.assertAlmostEqual(overlap["line_iou_mean"], 2.5 / 3)
+        self.assertEqual((overlap["exact_match"], overlap["score_worse"], overlap["score_same"]),
+                         (2, 1, 2))
+        self.assertAlmostEqual(overlap["expert_score_mean"], 32 / 3)
+        acc = rounds["accuracy"]
+        self.assertEqual((acc["input"], acc["time"], acc["overall"]), (2, 1, 1))
+        self.assertAlmostEqual(acc["time_mape_pct"], 15.0)
+        metrics = common.metrics_block(rounds)
+        self.assertAlmostEqual(metrics["conn"], 3 / 5)
+        self.assertAlmostEqual(metrics["sg"], 2 / 3)
+        self.assertAlmostEqual(metrics["rem"], 2 / 3)
+        self.assertAlmostEqual(metrics["ea"], 5 / 6)          # (2 + 1 + 2) / (3 * 2)
+        self.assertAlmostEqual(metrics["mape"], 5.0)          # (0 + 15 + 0) / 3
+
+    def test_empty_denominators_give_null(self):
+        rounds = common.funnel_rounds([{"status": "error", "in_funnel": True,
+                                        "reachable": False}])
+        metrics = common.metrics_block(rounds)
+        self.assertEqual(metrics["conn"], 0.0)
+        for key in ("sg", "dp", "lo", "sso", "rem", "ea", "mape"):
+            self.assertIsNone(metrics[key], key)
+        self.assertIsNone(common.metrics_block(common.funnel_rounds([]))["conn"])
+        with_pc = dict(rounds, preference={"input": 0, "compliant": 0})
+        self.assertIsNone(common.metrics_block(with_pc)["pc"])
+
+    def test_summary_line_layout(self):
+        line = common.summary_line({"conn": 0.97, "sg": 0.985, "dp": 0.91, "lo": 0.828,
+                                    "sso": 0.838, "rem": 0.71, "ea": 0.985, "mape": 1.33})
+        self.assertEqual(line, "Conn 97.0% | SG 98.5% | DP 91.0% | LO 0.828 | SSO 0.838 | "
+                               "REM 71.0% | EA 98.5% | MAPE 1.33%")
+        self.assertIn("EA - | MAPE -", common.summary_line({"ea": None, "mape": None}))
+
+
+class Preferences(unittest.TestCase):
+    def verdict(self, req, pred, label, protocol=REF):
+        return preference_compliance(req, R(protocol, **pred), R(protocol, **label), protocol).ok
+
+    def test_fewer_transfers(self):
+        two = {"line_sequence": ["L1", "L2"]}
+        one = {"line_sequence": ["L1"]}
+        self.assertTrue(self.verdict(2, one, two))
+        self.assertTrue(self.verdict(2, two, two))
+        self.assertFalse(self.verdict(2, two, one))
+        self.assertEqual(transfers(R(line_sequence=[]), REF), 0)    # floored at 0
+
+    def test_fewer_transfers_counts_differ_by_protocol(self):
+        # ["L1", "【换乘】", "L2"]: reference counts list entries (2 transfers),
+        # the paper transit legs (1 transfer)
+        pred = {"line_sequence": ["L1", "【换乘】", "L2"]}
+        label = {"line_sequence": ["L3", "L4"]}
+        self.assertFalse(self.verdict(2, pred, label, REF))
+        self.assertTrue(self.verdict(2, pred, label, PAPER))
+
+    def test_no_subway_vs_bus_first(self):
+        mixed = {"line_sequence": ["977路", "地铁2号线"]}
+        bus = {"line_sequence": ["977路"]}
+        metro = {"line_sequence": ["5号线"]}
+        self.assertFalse(self.verdict(5, mixed, bus, REF))         # uses a subway line
+        self.assertTrue(self.verdict(5, mixed, bus, PAPER))        # has a bus leg
+        self.assertTrue(self.verdict(5, bus, bus, REF))
+        self.assertTrue(self.verdict(5, bus, bus, PAPER))
+        self.assertFalse(self.verdict(5, metro, bus, PAPER))
+        self.assertTrue(self.verdict(5, {"line_sequence": []}, bus, REF))
+        self.assertFalse(self.verdict(5, {"line_sequence": []}, bus, PAPER))
+
+    def test_subway_first(self):
+        for protocol in (REF, PAPER):
+            self.assertTrue(self.verdict(7, {"line_sequence": ["977路", "5号线"]}, {}, protocol))
+            self.assertFalse(self.verdict(7, {"line_sequence": ["977路"]}, {}, protocol))
+
+    def test_shorter_time(self):
+        label = {"total_time": "40"}
+        self.assertTrue(self.verdict(8, {"total_time": "44"}, label))     # 1.1 x 40 = 44
+        self.assertFalse(self.verdict(8, {"total_time": "44.1"}, label))
+        self.assertTrue(self.verdict(8, {"total_time": "999"}, {"total_time": ""}))
+
+    def test_shorter_time_uses_protocol_time_parsing(self):
+        # "1小时7分钟" is 60 min (reference) or 67 min (paper); the label is 60 min
+        pred, label = {"total_time": "1小时7分钟"}, {"total_time": "60"}
+        self.assertTrue(self.verdict(8, pred, label, REF))
+        self.assertFalse(self.verdict(8, pred, label, PAPER))
+
+    def test_unknown_type_is_compliant(self):
+        self.assertTrue(self.verdict(3, {}, {}))
+        self.assertTrue(self.verdict(0, {}, {}))
+
+
+class CsvCase(object):
+    """Mixin: tiny CSVs through the real CLI driver."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.stations = os.path.join(self.dir, "stations.csv")
+        write_station_file(self.stations)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_json(self, benchmark, rows, columns=None, extra=()):
+        path = os.path.join(self.dir, "in.csv")
+        if columns:
+            write_samples(path, rows, columns)
+        else:
+            write_samples(path, rows)
+        out = os.path.join(self.dir, "report.json")
+        details = os.path.join(self.dir, "details.jsonl")
+        status, stdout, stderr = run_evaluator(benchmark, [
+            "--input", path, "--station_info", self.stations, "--json", out,
+            "--details", details] + list(extra))
+        self.assertEqual(status, 0, stderr)
+        with open(out, encoding="utf-8") as handle:
+            report = json.load(handle)
+        with open(details, encoding="utf-8") as handle:
+            lines = [json.loads(line) for line in handle]
+        return report, lines, stdout
+
+    def row(self, i, pred, label=None, **extra):
+        base = {"index_id": "id%d" % i, "sft_prompt": prompt(),
+                "sft_label": route() if label is None else label, "generate_results": pred}
+        base.update(extra)
+        return base
+
+
+class EndToEnd(CsvCase, unittest.TestCase):
+    def test_bad_rows_become_error_rows_and_the_run_goes_on(self):
+        rows = [self.row(1, route()),
+                self.row(2, "{not json"),
+                self.row(3, "null"),
+                self.row(4, route(station_sequence=5)),
+                self.row(5, route(total_time=["20"])),
+                self.row(6, route(), sft_prompt=json.dumps({"query": "x"})),
+                self.row(7, route(), sft_prompt="[]"),
+                self.row(8, route(line_sequence="地铁1号线")),
+                self.row(9, "")]
+        report, details, stdout = self.run_json(SingleRoute(), rows)
+        self.assertEqual(report["counts"], {"samples": 9, "evaluated": 1, "errors": 8,
+                                            "no_response": 0})
+        self.assertEqual(len(details), 9)
+        self.assertEqual([d["row"] for d in details], list(range(1, 10)))
+        self.assertEqual(report["rounds"]["reachability"], {"input": 9, "passed": 1})
+        errors = {d["index_id"]: d["error"] for d in details if d["status"] == "error"}
+        self.assertIn("not valid JSON", errors["id2"])
+        self.assertIn("expected a JSON object", errors["id3"])
+        self.assertIn("station_sequence is a number", errors["id4"])
+        self.assertIn("total_time is a list", errors["id5"])
+        self.assertIn("no start coordinates", errors["id6"])
+        self.assertIn("line_sequence is text", errors["id8"])
+        self.assertIn("empty", errors["id9"])
+        for index_id in errors:
+            self.assertIn(index_id, stdout)      # listed in the text report
+
+    def test_details_carry_verdicts_and_failed_round(self):
+        rows = [self.row(1, route()),
+                self.row(2, route(station_sequence=["A", "C"])),
+                self.row(3, route(station_sequence=["A", "B"])),
+                self.row(4, route(total_fare="9"))]
+        report, details, _ = self.run_json(SingleRoute(), rows)
+        self.assertEqual([d["failed_round"] for d in details],
+                         [None, "reachability", "overlap", "accuracy"])
+        self.assertEqual(details[1]["reachable_reason"], "A -> C not connected")
+        self.assertAlmostEqual(details[2]["station_iou"], 0.5)
+        for key in ("station_grounding_reason", "distance_plausibility_reason", "line_iou",
+                    "transfer_mode_match", "exact_match", "score", "label_score",
+                    "time_mape_pct", "overall_accurate"):
+            self.assertIn(key, details[0])
+
+    def test_empty_route_reference_vs_paper(self):
+        rows = [self.row(1, route(station_sequence=[])), self.row(2, route())]
+        ref, _, _ = self.run_json(SingleRoute(), rows)
+        paper, details, _ = self.run_json(SingleRoute(), rows, extra=["--protocol", "paper"])
+        self.assertEqual(ref["rounds"]["reachability"]["passed"], 2)
+        self.assertEqual(paper["rounds"]["reachability"]["passed"], 1)
+        self.assertEqual(paper["protocol"], "paper")
+        self.assertIn("fewer than 2 stations", details[0]["reachable_reason"])
+
+    def test_personalized_round5_and_invalid_req_type(self):
+        cols = ("index_id", "sft_prompt", "sft_label", "generate_results", "req_type")
+        rows = [self.row(1, route(line_sequence=["977路"]), req_type="5"),
+                self.row(2, route(), req_type="5"),          # subway line: violates 5
+                self.row(3, route(), req_type="3"),          # unknown: compliant
+                self.row(4, route(), req_type=""),           # empty -> 0
+                self.row(5, route(), req_type="abc"),        # invalid -> error row
+                self.row(6, "{bad", req_type="7")]
+        report, details, stdout = self.run_json(Personalized(), rows, cols)
+        pref = report["rounds"]["preference"]
+        self.assertEqual((pref["input"], pref["compliant"]), (4, 3))
+        self.assertEqual(pref["by_req_type"], {"5": {"name": "no_subway", "samples": 2,
+                                                     "compliant": 1, "label_compliant": 0}})
+        self.assertIn("req_type 'abc' is not a whole number", details[4]["error"])
+        self.assertIn("preference 5", stdout)
+        paper, _, _ = self.run_json(Personalized(), rows, cols, ["--protocol", "paper"])
+        pref = paper["rounds"]["preference"]
+        # known types only (rows 1, 2 and the error row 6); the error row is not compliant
+        self.assertEqual((pref["input"], pref["compliant"]), (3, 1))
+        self.assertAlmostEqual(paper["metrics"]["pc"], 1 / 3)
+
+
+class MultiRoute(unittest.TestCase):
+    def setUp(self):
+        self.net = common.StationNetwork.from_dict({
+            s: (lng, lat, hops) for s, lng, lat, hops in
+            [("A", east(0), 0, ["B"]), ("B", east(1), 0, ["A", "C"]),
+             ("C", east(2), 0, ["B", "D"]), ("D", east(3), 0, ["C"])]})
+
+    def test_best_match_in_second_then_third(self):
+        label = R()
+        routes = {"first": R(station_sequence=["A", "B"]),
+                  "second": R(station_sequence=["A", "C"]),              # unreachable
+                  "third": R(station_sequence=["A", "B", "C", "D"])}
+        self.assertEqual(best_match(routes, label, self.net, REF), "third")
+        routes["second"] = R(station_sequence=["D", "C", "B", "A"])     # same set, reachable
+        self.assertEqual(best_match(routes, label, self.net, REF), "second")
+        del routes["second"], routes["third"]
+        self.assertIsNone(best_match(routes, label, self.net, REF))
+
+    def test_rd_reference_with_shared_access_modes(self):
+        # signatures: {L1, 接驳:步行}, {L2, 接驳:步行}: IoU 1/3 -> RD 2/3
+        a = R(line_sequence=["L1"], end_transfer_mode="")
+        b = R(line_sequence=["L2"], end_transfer_mode="")
+        rd, n = route_diversity([a, b], REF)
+        self.assertEqual(n, 2)
+        self.assertAlmostEqual(rd, 2 / 3)
+        # the paper reads the empty end mode as 步行: the same sets here
+        self.assertAlmostEqual(route_diversity([a, b], PAPER)[0], 2 / 3)
+
+    def test_rd_three_routes_and_degenerate_cases(self):
+        a = R(line_sequence=["L1"])
+        b = R(line_sequence=["L1"])
+        c = R(line_sequence=["L2"], start_transfer_mode="骑行")
+        # pairs: a-b IoU 1 -> 0; a-c {L1,步行} vs {L2,骑行,步行}: 1/4 -> 3/4; b-c 3/4
+        self.assertAlmostEqual(route_diversity([a, b, c], REF)[0], 0.5)
+        self.assertEqual(route_diversity([a], REF), (0.0, 1))
+        empty = R(line_sequence=[], start_transfer_mode="", end_transfer_mode="")
+        # reference ignores a route with an empty signature; the paper does not
+        self.assertEqual(route_diversity([a, empty], REF), (0.0, 1))
+        rd, n = route_diversity([a, empty], PAPER)
+        self.assertEqual(n, 2)
+        self.assertAlmostEqual(rd, 0.5)      # {L1, 接驳:步行} vs {接驳:步行}
+
+
+class MultiRouteEndToEnd(CsvCase, unittest.TestCase):
+    def test_best_match_reference_first_only_paper(self):
+        label = {"first": route(), "second": route(line_sequence=["L9"])}
+        rows = [
+            self.row(1, {"first": route(), "second": route(line_sequence=["L9"])}, label),
+            self.row(2, {"first": route(station_sequence=["A", "B"]),
+                         "second": route(station_sequence=["D", "C", "B", "A"])}, label),
+            self.row(3, {"first": route(station_sequence=["A", "B"]),
+                         "third": route(station_sequence=["A", "B", "C", "D"])}, label),
+            self.row(4, {"second": route()}, label),                  # no first
+            self.row(5, {"foo": 1}, label),                           # no route: error
+        ]
+        ref, details, stdout = self.run_json(Diversity(), rows)
+        div = ref["diversity"]
+        self.assertEqual(div["best_match_hits"], {"first": 1, "second": 1, "third": 1})
+        self.assertEqual(ref["rounds"]["reachability"], {"input": 3, "passed": 3})
+        self.assertEqual(ref["rounds"]["overlap"]["exact_match"], 3)
+        self.assertEqual(ref["counts"]["errors"], 1)
+        self.assertEqual(div["route_reachability"]["first"], {"present": 3, "reachable": 3})
+        self.assertEqual(div["route_count_distribution"], {"1": 1, "2": 3})
+        self.assertIn("prediction has no route", details[4]["error"])
+        paper, _, _ = self.run_json(Diversity(), rows, extra=["--protocol", "paper"])
+        self.assertNotIn("best_match_hits", paper["diversity"])
+        self.assertEqual(paper["rounds"]["reachability"], {"input": 5, "passed": 3})
+        self.assertEqual(paper["rounds"]["overlap"]["exact_match"], 1)
+        # RD over all five rows: rows 1-4 have two routes (row 1: {L1,步行} vs {L9,步行}
+        # -> 2/3; rows 2, 3 identical lines -> 0; row 4 one route -> 0; row 5 error -> 0
+        self.assertAlmostEqual(paper["diversity"]["rd_mean"], (2 / 3) / 5)
+        self.assertAlmostEqual(paper["metrics"]["rd"], (2 / 3) / 5)
