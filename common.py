@@ -681,6 +681,8 @@ def _text_list(route, key, what):
 
 
 def _type_name(value):
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
@@ -1464,7 +1466,10 @@ def evaluate_samples(benchmark, samples, context, progress):
             records[index] = error_row(sample, "no prediction for this id", "no_response")
             progress.step()
             continue
-        if benchmark.empty_prediction_is_no_response and _is_empty_prediction(sample):
+        # An empty output: the general-LLM evaluator (as published) and a
+        # predictions file call it no response; inline it is unreadable JSON.
+        if (benchmark.empty_prediction_is_no_response or context.args.predictions) \
+                and _is_empty_prediction(sample):
             records[index] = error_row(sample, "empty prediction", "no_response")
             progress.step()
             continue
