@@ -20,6 +20,7 @@ Standard library only; Python 3.8+.
 import argparse
 import csv
 import hashlib
+import io
 import json
 import math
 import os
@@ -295,116 +296,242 @@ def _raise_csv_field_limit():
 _raise_csv_field_limit()
 
 STATION_COLUMNS = ("stop_id", "coord_x", "coord_y", "next_hop_stations")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class StationNetwork(object):
     """The station graph of station_info.csv, read once.
 
-    Each stop keeps its raw cells; coordinates and the next-hop JSON are
-    decoded only for stops a route touches (a 150,000-stop file is read in a
-    fraction of a second this way).  A stop's own id is always one of its
-    next hops (self-hop), so "A, 【换乘】, A" is connected.
+    The file's bytes are kept as they are, with the offset of each stop's
+    line; a line is parsed, and its coordinates and next-hop JSON decoded, only
+    when a route touches that stop.  A 150,000-stop file is so indexed in a
+    fraction of a second and in about the memory of the file itself.  A stop's
+    own id is always one of its next hops (self-hop), so "A, 【换乘】, A" is
+    connected.
     """
 
-    def __init__(self, raw_rows, path="<memory>", names=None):
+    def __init__(self, lookup, columns, path="<memory>", sha256=None):
         self.path = path
-        self._raw = raw_rows           # stop_id -> (coord_x, coord_y, next_hops_json, line no)
-        self._names = names or {}
-        self._hops = {}
-        self._coords = {}
+        self.sha256 = sha256
+        self._lookup = lookup          # stop -> list of cells, or None
+        self._columns = columns        # (i_stop, i_x, i_y, i_hops, i_name or None, width)
+        self._decoded = {}             # stop -> (next hops, (lng, lat)) once touched
 
     # -- loading ----------------------------------------------------------
     @classmethod
     def load(cls, path):
         try:
-            handle = open(path, encoding="utf-8-sig", newline="")
+            with open(path, "rb") as handle:
+                data = handle.read()
         except OSError as exc:
             raise InputError("cannot read station file %s: %s" % (path, exc.strerror or exc))
-        with handle:
-            try:
-                reader = csv.reader(handle)
-                header = next(reader, None)
-                if header is None:
-                    raise InputError("station file %s is empty" % path)
-                header = [cell.strip() for cell in header]
-                missing = [col for col in STATION_COLUMNS if col not in header]
-                if missing:
-                    raise InputError("station file %s lacks column(s) %s (has: %s)"
-                                     % (path, ", ".join(missing), ", ".join(header)))
-                i_id, i_x, i_y, i_hops = (header.index(col) for col in STATION_COLUMNS)
-                i_name = header.index("station_name") if "station_name" in header else None
-                width = max(i_id, i_x, i_y, i_hops, i_name or 0) + 1
-                raw, names = {}, {}
-                for line_no, cells in enumerate(reader, start=2):
-                    if not cells:
-                        continue
-                    if len(cells) < width:
-                        raise InputError("station file %s line %d has %d column(s), expected %d"
-                                         % (path, line_no, len(cells), len(header)))
-                    stop = cells[i_id]
-                    raw[stop] = (cells[i_x], cells[i_y], cells[i_hops], line_no)
-                    if i_name is not None:
-                        names[stop] = cells[i_name]
-            except UnicodeDecodeError:
-                raise InputError("station file %s is not UTF-8 text" % path)
-            except csv.Error as exc:
-                raise InputError("station file %s is not valid CSV: %s" % (path, exc))
-        return cls(raw, path, names)
+        digest = hashlib.sha256(data).hexdigest()
+        if data.startswith(UTF8_BOM):
+            data = data[len(UTF8_BOM):]
+        header_end = data.find(b"\n")
+        header_bytes = data if header_end < 0 else data[:header_end]
+        try:
+            header = next(csv.reader([header_bytes.decode("utf-8")]), [])
+        except UnicodeDecodeError:
+            raise InputError("station file %s is not UTF-8 text" % path)
+        header = [cell.strip() for cell in header]
+        if not any(header):
+            raise InputError("station file %s is empty" % path)
+        missing = [col for col in STATION_COLUMNS if col not in header]
+        if missing:
+            raise InputError("station file %s lacks column(s) %s (has: %s)"
+                             % (path, ", ".join(missing), ", ".join(header)))
+        indexes = [header.index(col) for col in STATION_COLUMNS]
+        i_name = header.index("station_name") if "station_name" in header else None
+        columns = tuple(indexes) + (i_name, max(indexes + [i_name or 0]) + 1)
+        body_start = len(data) if header_end < 0 else header_end + 1
+        lookup = None
+        if indexes[0] == 0:
+            lookup = _IndexedLines.build(data, body_start, path, len(header))
+        if lookup is None:      # ids not first, or quoted: the csv module reads it all
+            lookup = _ParsedLines.build(data, body_start, path, indexes[0])
+        return cls(lookup, columns, path, digest)
 
     @classmethod
     def from_dict(cls, stations):
         """Build from {stop_id: (lng, lat, [next hops])} (tests, demos)."""
-        raw = {stop: (str(lng), str(lat), json.dumps(list(hops)), 0)
-               for stop, (lng, lat, hops) in stations.items()}
-        return cls(raw)
+        return cls.from_cells({stop: (str(lng), str(lat), json.dumps(list(hops)))
+                               for stop, (lng, lat, hops) in stations.items()})
+
+    @classmethod
+    def from_cells(cls, cells, path="<memory>"):
+        """Build from raw text cells {stop_id: (coord_x, coord_y, next_hop_stations)}."""
+        rows = {stop: [stop, x, y, hops] for stop, (x, y, hops) in cells.items()}
+        numbers = {stop: number for number, stop in enumerate(cells, start=2)}
+        return cls(_ParsedLines(rows, path, numbers), (0, 1, 2, 3, None, 4), path)
 
     # -- lookups ------------------------------------------------------------
     def __contains__(self, stop):
-        return stop in self._raw
+        return stop in self._lookup
 
     def __len__(self):
-        return len(self._raw)
+        return len(self._lookup)
+
+    def _cells(self, stop):
+        cells = self._lookup.cells(stop)
+        if cells is not None and len(cells) < self._columns[5]:
+            self._bad(stop, "the line (too few columns)")
+        return cells
 
     def _bad(self, stop, what):
-        raise InputError("station file %s line %d: %s of stop %s is malformed"
-                         % (self.path, self._raw[stop][3], what, stop))
+        raise InputError("station file %s line %s: %s of stop %s is malformed"
+                         % (self.path, self._lookup.line_number(stop), what, stop))
 
     def next_hops(self, stop):
-        """Set of stops reachable in one hop (self included), or None if unknown."""
-        hops = self._hops.get(stop)
-        if hops is None:
-            raw = self._raw.get(stop)
-            if raw is None:
+        """Stops reachable in one hop (self included, as a tuple), or None if unknown."""
+        decoded = self._decoded.get(stop)
+        if decoded is None:
+            decoded = self._decode(stop)
+            if decoded is None:
                 return None
-            cell = raw[2].strip()
-            try:
-                decoded = json.loads(cell) if cell else []
-            except ValueError:
-                self._bad(stop, "next_hop_stations")
-            if not isinstance(decoded, list):
-                self._bad(stop, "next_hop_stations")
-            hops = set(decoded)
-            hops.add(stop)
-            self._hops[stop] = hops
+        hops = decoded[0]
+        if type(hops) is str:          # the cell was malformed: say so now it is used
+            self._bad(stop, hops)
         return hops
 
     def coords(self, stop):
         """(lng, lat) of a stop, or None if unknown; an empty cell reads as 0.0."""
-        point = self._coords.get(stop)
-        if point is None:
-            raw = self._raw.get(stop)
-            if raw is None:
+        decoded = self._decoded.get(stop)
+        if decoded is None:
+            decoded = self._decode(stop)
+            if decoded is None:
                 return None
-            try:
-                point = (float(raw[0]) if raw[0].strip() else 0.0,
-                         float(raw[1]) if raw[1].strip() else 0.0)
-            except ValueError:
-                self._bad(stop, "coord_x/coord_y")
-            self._coords[stop] = point
+        point = decoded[1]
+        if type(point) is str:
+            self._bad(stop, point)
         return point
 
+    def _decode(self, stop):
+        """Parse a stop's line once -> (hops or problem, point or problem)."""
+        cells = self._cells(stop)
+        if cells is None:
+            return None
+        i_x, i_y, i_hops = self._columns[1:4]
+        cell = cells[i_hops].strip()
+        try:
+            hops = json.loads(cell) if cell else []
+            if not isinstance(hops, list):
+                raise ValueError
+            # A tuple is a third of a set's size; next-hop lists are short.
+            hops = tuple(hops) + (stop,)
+        except ValueError:
+            hops = "next_hop_stations"
+        x, y = cells[i_x].strip(), cells[i_y].strip()
+        try:
+            point = (float(x) if x else 0.0, float(y) if y else 0.0)
+        except ValueError:
+            point = "coord_x/coord_y"
+        decoded = (hops, point)
+        self._decoded[stop] = decoded
+        return decoded
+
     def name(self, stop):
-        return self._names.get(stop)
+        i_name = self._columns[4]
+        cells = self._cells(stop)
+        return cells[i_name] if cells is not None and i_name is not None else None
+
+
+class _IndexedLines(object):
+    """Stop id -> its line of the file, kept as bytes and parsed on demand."""
+
+    def __init__(self, lines, ordinals, path, line_numbers=None):
+        self._lines = lines              # data lines as bytes, blank lines removed
+        self._ordinals = ordinals        # stop id -> index into _lines
+        self._path = path
+        self._line_numbers = line_numbers
+
+    @classmethod
+    def build(cls, data, start, path, width):
+        """Index the lines after the header, or None if the file needs the csv module
+        (quoted stop ids, or a quoted cell running over several lines)."""
+        if data.startswith(b'"', start) or b'\n"' in data:
+            return None
+        lines = data.split(b"\n")
+        del lines[0]                   # the header
+        if lines and not lines[-1].strip():
+            lines.pop()                # the file's final newline
+        line_numbers = None
+        if b"\n\n" in data or b"\n\r\n" in data:
+            kept = [(number, line) for number, line in enumerate(lines, start=2)
+                    if line.strip()]
+            line_numbers = [number for number, _ in kept]
+            lines = [line for _, line in kept]
+        # A line with an odd number of quotes opens a cell that ends on a later line.
+        if any(line.count(b'"') & 1 for line in lines):
+            return None
+        ids = b"\n".join([line.partition(b",")[0] for line in lines])
+        try:
+            keys = ids.decode("utf-8").split("\n") if lines else []
+        except UnicodeDecodeError:
+            raise InputError("station file %s is not UTF-8 text" % path)
+        return cls(lines, dict(zip(keys, range(len(keys)))), path, line_numbers)
+
+    def __contains__(self, stop):
+        return stop in self._ordinals
+
+    def __len__(self):
+        return len(self._ordinals)
+
+    def cells(self, stop):
+        ordinal = self._ordinals.get(stop)
+        if ordinal is None:
+            return None
+        try:
+            rows = list(csv.reader([self._lines[ordinal].decode("utf-8")]))
+        except UnicodeDecodeError:
+            raise InputError("station file %s line %d is not UTF-8 text"
+                             % (self._path, self.line_number(stop)))
+        except csv.Error as exc:
+            raise InputError("station file %s line %d is not valid CSV: %s"
+                             % (self._path, self.line_number(stop), exc))
+        return rows[0] if rows else []
+
+    def line_number(self, stop):
+        ordinal = self._ordinals[stop]
+        return self._line_numbers[ordinal] if self._line_numbers else ordinal + 2
+
+
+class _ParsedLines(object):
+    """Stop id -> cells, read with the csv module (the general, slower path)."""
+
+    def __init__(self, rows, path, line_numbers=None):
+        self._rows = rows
+        self._path = path
+        self._line_numbers = line_numbers or {}
+
+    @classmethod
+    def build(cls, data, start, path, i_stop):
+        try:
+            text = data[start:].decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("station file %s is not UTF-8 text" % path)
+        rows, numbers = {}, {}
+        try:
+            reader = csv.reader(io.StringIO(text, newline=""))
+            for cells in reader:
+                if cells and len(cells) > i_stop:
+                    rows[cells[i_stop]] = cells
+                    numbers[cells[i_stop]] = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError("station file %s is not valid CSV: %s" % (path, exc))
+        return cls(rows, path, numbers)
+
+    def __contains__(self, stop):
+        return stop in self._rows
+
+    def __len__(self):
+        return len(self._rows)
+
+    def cells(self, stop):
+        return self._rows.get(stop)
+
+    def line_number(self, stop):
+        return self._line_numbers.get(stop, "?")
 
 
 # ---------------------------------------------------------------------------
@@ -1307,15 +1434,14 @@ class Benchmark(object):
         raise NotImplementedError
 
     def evaluate_rows(self, rows, context, progress):
-        """Evaluate decoded rows -> list of (row, fields or RowError)."""
-        out = []
+        """Evaluate decoded rows (an iterator) -> yield (row, fields or RowError)."""
         for row in rows:
             try:
-                out.append((row, self.evaluate(row, context)))
+                fields = self.evaluate(row, context)
             except RowError as exc:
-                out.append((row, exc))
+                fields = exc
             progress.step()
-        return out
+            yield row, fields
 
     def aggregate(self, records, report, context):
         """Add scenario figures to the report (rounds["preference"], "diversity")."""
@@ -1327,9 +1453,10 @@ class Benchmark(object):
 class DecodedRow(object):
     """A sample whose cells are decoded: origin, destination, city, label, prediction."""
 
-    __slots__ = ("sample", "origin", "destination", "city", "label", "prediction")
+    __slots__ = ("sample", "origin", "destination", "city", "label", "prediction", "index")
 
     def __init__(self, sample, origin, destination, city, label, prediction):
+        self.index = None
         self.sample = sample
         self.origin = origin
         self.destination = destination
@@ -1449,46 +1576,52 @@ def _is_empty_prediction(sample):
 
 
 def evaluate_samples(benchmark, samples, context, progress):
-    """Samples -> records (one per sample, in order)."""
-    protocol = context.protocol
+    """Samples -> records (one per sample, in order).
+
+    Rows stream through decoding and evaluation one at a time (a scenario may
+    pull a batch ahead), so memory holds the records, not every decoded row.
+    """
     lenient = bool(context.args.predictions) and not context.args.strict_json
-    default_in_funnel = benchmark.in_funnel_default(protocol)
+    default_in_funnel = benchmark.in_funnel_default(context.protocol)
     records = [None] * len(samples)
-    decoded = []
 
     def error_row(sample, message, status="error"):
         record = error_record(sample, message, default_in_funnel, status)
         record.update(benchmark.sample_fields(sample))
         return record
 
-    for index, sample in enumerate(samples):
-        if not sample.has_prediction:
-            records[index] = error_row(sample, "no prediction for this id", "no_response")
-            progress.step()
-            continue
-        # An empty output: the general-LLM evaluator (as published) and a
-        # predictions file call it no response; inline it is unreadable JSON.
-        if (benchmark.empty_prediction_is_no_response or context.args.predictions) \
-                and _is_empty_prediction(sample):
-            records[index] = error_row(sample, "empty prediction", "no_response")
-            progress.step()
-            continue
-        try:
-            decoded.append((index, decode_row(sample, benchmark, context, lenient)))
-        except RowError as exc:
-            records[index] = error_row(sample, str(exc))
-            progress.step()
-    results = benchmark.evaluate_rows([row for _, row in decoded], context, progress)
-    for (index, _), (row, fields) in zip(decoded, results):
+    def decoded_rows():
+        for index, sample in enumerate(samples):
+            if not sample.has_prediction:
+                records[index] = error_row(sample, "no prediction for this id", "no_response")
+                progress.step()
+                continue
+            # An empty output: the general-LLM evaluator (as published) and a
+            # predictions file call it no response; inline it is unreadable JSON.
+            if (benchmark.empty_prediction_is_no_response or context.args.predictions) \
+                    and _is_empty_prediction(sample):
+                records[index] = error_row(sample, "empty prediction", "no_response")
+                progress.step()
+                continue
+            try:
+                row = decode_row(sample, benchmark, context, lenient)
+            except RowError as exc:
+                records[index] = error_row(sample, str(exc))
+                progress.step()
+                continue
+            row.index = index
+            yield row
+
+    for row, fields in benchmark.evaluate_rows(decoded_rows(), context, progress):
         sample = row.sample
         if isinstance(fields, RowError):
-            records[index] = error_row(sample, str(fields))
+            records[row.index] = error_row(sample, str(fields))
             continue
         record = base_record(sample)
         record.update(benchmark.sample_fields(sample))
         record.update(fields)
         record["failed_round"] = failed_round(record)
-        records[index] = record
+        records[row.index] = record
     return records
 
 
@@ -1563,7 +1696,8 @@ def _run(benchmark, args):
     inputs = {"input": args.input, "input_field": args.input_field,
               "predictions": args.predictions, "station_info": station_path,
               "line_info": line_path,
-              "sha256": {path: file_sha256(path) for path in paths}}
+              "sha256": {path: (network.sha256 if path == station_path else file_sha256(path))
+                         for path in paths}}
     progress = Progress(len(samples), sys.stderr.isatty() and not args.quiet)
     try:
         records = evaluate_samples(benchmark, samples, context, progress)

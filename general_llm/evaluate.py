@@ -19,6 +19,7 @@ import common  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
 API_ENV = "TRANSIT_LM_API"
+IN_PROCESS_BATCH = 256           # rows judged together when no service is used
 SERVICE_UNAVAILABLE = "service unavailable"
 
 
@@ -100,29 +101,32 @@ class GeneralLLM(common.Benchmark):
         return case, pred, label, names, label_names
 
     def evaluate_rows(self, rows, context, progress):
-        protocol = context.protocol
+        """Pull rows a batch at a time from the stream, judge the batch's cases
+        together (one request to a service), and yield each row's fields."""
+        size = context.args.batch_size if context.client else IN_PROCESS_BATCH
+        for batch in batches(rows, size):
+            yield from self.evaluate_batch(batch, context, progress)
+
+    def evaluate_batch(self, rows, context, progress):
         built, cases = [], []
         for row in rows:
             try:
-                item = self.build_case(row, protocol)
+                item = self.build_case(row, context.protocol)
             except common.RowError as exc:
-                built.append(exc)
-                continue
+                item = exc
+            else:
+                cases.append(item[0])
             built.append(item)
-            cases.append(item[0])
         results = iter(self.judge_cases(cases, context, progress))
-        out = []
         for row, item in zip(rows, built):
             if isinstance(item, common.RowError):
-                out.append((row, item))
                 progress.step()
+                yield row, item
                 continue
-            result = next(results)
             try:
-                out.append((row, self.record_fields(row, item, result, context)))
+                yield row, self.record_fields(row, item, next(results), context)
             except common.RowError as exc:
-                out.append((row, exc))
-        return out
+                yield row, exc
 
     def judge_cases(self, cases, context, progress):
         """Results of the route-eval check for every case, in order."""
@@ -198,6 +202,18 @@ class GeneralLLM(common.Benchmark):
             out.text("  WARNING: %d case(s) counted unreachable because the route-eval "
                      "service failed (--allow_service_errors)" % service_errors)
         common.render_funnel(out, report["rounds"])
+
+
+def batches(items, size):
+    """Consecutive lists of at most ``size`` items from an iterator."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def stop_coords(network, stop):

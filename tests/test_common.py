@@ -162,15 +162,16 @@ class Reachability(unittest.TestCase):
         self.assertTrue(self.check(["A", "B"], PAPER).ok)
 
     def test_station_file_empty_cells(self):
-        net = common.StationNetwork({"S": ("", "", "", 2)})
+        net = common.StationNetwork.from_cells({"S": ("", "", "")})
         self.assertEqual(net.coords("S"), (0.0, 0.0))
-        self.assertEqual(net.next_hops("S"), {"S"})
+        self.assertEqual(set(net.next_hops("S")), {"S"})
 
     def test_malformed_next_hops_is_an_input_error(self):
-        net = common.StationNetwork({"S": ("1", "2", "[oops", 7)}, "st.csv")
+        net = common.StationNetwork.from_cells({"R": ("1", "2", "[]"), "S": ("1", "2", "[oops")},
+                                               "st.csv")
         with self.assertRaises(common.InputError) as ctx:
             net.next_hops("S")
-        self.assertIn("line 7", str(ctx.exception))
+        self.assertIn("st.csv line 3", str(ctx.exception))
 
 
 class Grounding(unittest.TestCase):
@@ -313,3 +314,50 @@ class OverlapAndAccuracy(unittest.TestCase):
         # the label's end distance is 0: any predicted end distance passes
         self.assertTrue(self.compare({"start_transfer_distance": "1",
                                       "end_transfer_distance": "9"}, label)["transfer_accurate"])
+
+
+class StationFile(unittest.TestCase):
+    """The station file is indexed by line offset; odd files take the csv path."""
+
+    def load(self, text):
+        import tempfile, os
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "st.csv")
+            with open(path, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+            return common.StationNetwork.load(path)
+
+    def test_fast_index_reads_cells(self):
+        net = self.load('\ufeffstop_id,ad_code,coord_x,coord_y,next_hop_stations,station_name\n'
+                        'A,010,1.5,2.5,"[""B""]",甲站\r\n\nB,010,,,,"乙,站"\n')
+        self.assertEqual(len(net), 2)
+        self.assertEqual(net.coords("A"), (1.5, 2.5))
+        self.assertEqual(set(net.next_hops("A")), {"A", "B"})
+        self.assertEqual(net.coords("B"), (0.0, 0.0))
+        self.assertEqual(set(net.next_hops("B")), {"B"})
+        self.assertEqual(net.name("B"), "乙,站")
+        self.assertIsNone(net.coords("C"))
+        self.assertEqual(len(net.sha256), 64)
+
+    def test_quoted_ids_and_other_column_order_use_csv(self):
+        net = self.load('coord_x,coord_y,stop_id,next_hop_stations\n1,2,"A","[""B""]"\n')
+        self.assertEqual(set(net.next_hops("A")), {"A", "B"})
+        net = self.load('stop_id,coord_x,coord_y,next_hop_stations\n"A",1,2,"[]"\n'
+                        '"B\nC",3,4,[]\n')
+        self.assertEqual(net.coords("A"), (1.0, 2.0))
+        self.assertEqual(net.coords("B\nC"), (3.0, 4.0))
+
+    def test_malformed_cells_name_the_line(self):
+        net = self.load('stop_id,coord_x,coord_y,next_hop_stations\nA,1,2,[]\nB,x,2,[]\n'
+                        'C,1,2\n')
+        with self.assertRaises(common.InputError) as ctx:
+            net.coords("B")
+        self.assertIn("line 3", str(ctx.exception))
+        with self.assertRaises(common.InputError) as ctx:
+            net.next_hops("C")
+        self.assertIn("line 4", str(ctx.exception))
+
+    def test_header_problems(self):
+        for text in ("", "stop_id,coord_x\nA,1\n"):
+            with self.assertRaises(common.InputError):
+                self.load(text)

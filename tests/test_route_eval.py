@@ -700,10 +700,16 @@ class EvaluateCasesTest(unittest.TestCase):
     def test_malformed_station_cell_is_a_case_error(self):
         # StationNetwork decodes a stop's cells on first use: only the case
         # that reaches the broken stop is affected.
-        stations = StationNetwork({"bus-3": ("114.03", "22.5", "[not json", 7)}, "st.csv")
-        two_legs = make_case(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "老街", "湖贝"])
-        results = evaluate_cases([two_legs, self.good()], self.lines, stations)
-        self.assertIn("st.csv line 7", results[0]["error"])
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "st.csv")
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write("stop_id,ad_code,coord_x,coord_y,next_hop_stations\n"
+                             "bus-1,440300,114.01,22.5,\"[\"\"bus-2\"\"]\"\n"
+                             "bus-3,440300,114.03,22.5,[not json\n")
+            stations = StationNetwork.load(path)
+            two_legs = make_case(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "老街", "湖贝"])
+            results = evaluate_cases([two_legs, self.good()], self.lines, stations)
+        self.assertIn("st.csv line 3", results[0]["error"])
         self.assertNotIn("error", results[1])
 
     def test_results_are_json_serialisable(self):

@@ -1,0 +1,376 @@
+"""Tests of general_llm/server.py: the local route-eval HTTP service."""
+
+import csv
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from common import StationNetwork  # noqa: E402
+from general_llm import server as service  # noqa: E402
+from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
+
+SERVER_SCRIPT = os.path.join(REPO, "general_llm", "server.py")
+BATCH = service.BATCH_PATH
+JSON_TYPE = "application/json; charset=utf-8"
+
+SHENZHEN = "深圳"
+WALK = "步行"
+LINE_1 = "地铁1号线(罗湖--机场东)"
+LINE_2 = "地铁2号线(赤湾--新秀)"
+STATIONS_1 = [("罗湖", "bus-1"), ("国贸", "bus-2"), ("老街", "bus-3")]
+STATIONS_2 = [("老街", "bus-3"), ("大剧院", "bus-4"), ("湖贝", "bus-5")]
+STOPS = {  # stop id -> (lng, lat, next hops), about 1 km apart
+    "bus-1": (114.01, 22.5, ["bus-2"]),
+    "bus-2": (114.02, 22.5, ["bus-1", "bus-3"]),
+    "bus-3": (114.03, 22.5, ["bus-2", "bus-4"]),
+    "bus-4": (114.04, 22.5, ["bus-3", "bus-5"]),
+    "bus-5": (114.05, 22.5, ["bus-4"]),
+}
+LINE_ROWS = [("0755", LINE_1, STATIONS_1), ("0755", LINE_2, STATIONS_2)]
+
+
+def fixture_lines():
+    return LineTable.from_rows([(city, name, [{"station_name": n, "stop_id": i}
+                                              for n, i in stations])
+                                for city, name, stations in LINE_ROWS])
+
+
+def fixture_stations():
+    return StationNetwork.from_dict(STOPS)
+
+
+def make_case(lines, names, start=(114.0, 22.5), end=(114.05, 22.49)):
+    return {"city": SHENZHEN, "start": list(start), "end": list(end),
+            "pred": {"line_sequence": lines, "station_name": names,
+                     "start_transfer_mode": WALK, "end_transfer_mode": WALK}}
+
+
+def sample_cases(seed=0):
+    """A varied batch: reachable, unreachable, far from the origin, malformed."""
+    far = 114.0 - 0.05 * (seed % 3)     # 0, ~5 or ~10 km west of the first stop
+    return [
+        make_case(["地铁1号线"], ["罗湖", "老街"], start=(far, 22.5)),
+        make_case(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "老街", "湖贝"]),
+        make_case(["地铁1号线", "地铁2号线"], ["罗湖", "国贸", "大剧院", "湖贝"]),
+        make_case(["977路"], ["罗湖", "国贸"]),
+        {"city": SHENZHEN, "start": "114,22", "end": [114.0, 22.5], "pred": {}},
+        "not a case",
+        make_case(["地铁2号线"], ["老街", "湖贝站"], end=(114.05, 22.5 - 0.001 * seed)),
+    ]
+
+
+class ServerTestCase(unittest.TestCase):
+    """Runs the service on a free loopback port in a thread."""
+
+    def setUp(self):
+        self.lines = fixture_lines()
+        self.stations = fixture_stations()
+        self.log = []
+        self.server = service.make_server(self.lines, self.stations, "127.0.0.1", 0,
+                                          log=self.log.append)
+        # A short poll interval keeps shutdown() in tearDown quick.
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        self.host, self.port = self.server.server_address[:2]
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+    def request(self, method, path, body=None, headers=None, connection=None):
+        """-> (status, headers, decoded JSON body or None)."""
+        conn = connection or http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            raw = response.read()
+            payload = json.loads(raw.decode("utf-8")) if raw else None
+            return response.status, response, payload
+        finally:
+            if connection is None:
+                conn.close()
+
+    def raw_request(self, method, path, headers):
+        """A request with exactly these headers (no automatic Content-Length)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.putrequest(method, path, skip_accept_encoding=True)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            conn.endheaders()
+            response = conn.getresponse()
+            return response.status, response, json.loads(response.read().decode("utf-8"))
+        finally:
+            conn.close()
+
+
+class EndpointTest(ServerTestCase):
+
+    def test_healthz(self):
+        status, response, payload = self.request("GET", "/healthz")
+        self.assertEqual(status, 200)
+        self.assertEqual(response.getheader("Content-Type"), JSON_TYPE)
+        self.assertEqual(payload, {"status": "ok", "stations": 5, "lines": 2})
+
+    def test_head_healthz_has_no_body(self):
+        status, response, payload = self.request("HEAD", "/healthz")
+        self.assertEqual(status, 200)
+        self.assertIsNone(payload)
+
+    def test_batch_matches_in_process_results_in_order(self):
+        cases = sample_cases()
+        status, response, payload = self.request("POST", BATCH, {"cases": cases})
+        self.assertEqual(status, 200)
+        self.assertEqual(response.getheader("Content-Type"), JSON_TYPE)
+        self.assertEqual(payload, {"results": evaluate_cases(cases, self.lines, self.stations)})
+        results = payload["results"]
+        self.assertEqual([r["reachable"] for r in results],
+                         [True, True, False, False, False, False, True])
+        self.assertFalse(results[0]["station_grounding"] is None)
+
+    def test_per_case_errors(self):
+        cases = [make_case(["地铁1号线"], ["罗湖", "国贸"]), 7, {"city": SHENZHEN}]
+        status, _, payload = self.request("POST", BATCH, {"cases": cases})
+        self.assertEqual(status, 200)
+        ok, number, incomplete = payload["results"]
+        self.assertNotIn("error", ok)
+        for result in (number, incomplete):
+            self.assertFalse(result["reachable"])
+            self.assertEqual(result["reachable_reason"], result["error"])
+            self.assertEqual(result["match_details"], [])
+        self.assertIn("number", number["error"])
+        self.assertIn("start", incomplete["error"])
+
+    def test_empty_batch(self):
+        self.assertEqual(self.request("POST", BATCH, {"cases": []})[2], {"results": []})
+
+    def test_query_string_is_ignored(self):
+        self.assertEqual(self.request("GET", "/healthz?verbose=1")[0], 200)
+
+    def test_keep_alive(self):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            for _ in range(3):
+                status, _, payload = self.request("POST", BATCH, {"cases": sample_cases()},
+                                                  connection=conn)
+                self.assertEqual(status, 200)
+                self.assertEqual(len(payload["results"]), 7)
+        finally:
+            conn.close()
+
+    def test_one_log_line_per_request(self):
+        self.request("POST", BATCH, {"cases": sample_cases()})
+        self.request("GET", "/nowhere")
+        self.assertEqual(len(self.log), 2)
+        self.assertIn("POST %s 200 7 cases" % BATCH, self.log[0])
+        self.assertTrue(self.log[0].endswith(" ms"))
+        self.assertIn("GET /nowhere 404", self.log[1])
+
+
+class BadRequestTest(ServerTestCase):
+
+    def assertError(self, result, status, words):
+        self.assertEqual(result[0], status, result[2])
+        self.assertEqual(result[1].getheader("Content-Type"), JSON_TYPE)
+        self.assertEqual(set(result[2]), {"error"})
+        for word in words:
+            self.assertIn(word, result[2]["error"])
+
+    def test_malformed_json(self):
+        self.assertError(self.request("POST", BATCH, b'{"cases": ['), 400, ["not valid JSON"])
+
+    def test_not_utf8(self):
+        self.assertError(self.request("POST", BATCH, b'\xff\xfe{}'), 400, ["UTF-8"])
+
+    def test_not_an_object(self):
+        self.assertError(self.request("POST", BATCH, [1, 2]), 400, ["JSON object"])
+
+    def test_no_cases(self):
+        self.assertError(self.request("POST", BATCH, {"case": []}), 400, ["\"cases\""])
+
+    def test_cases_not_a_list(self):
+        self.assertError(self.request("POST", BATCH, {"cases": {"a": 1}}), 400,
+                         ["\"cases\" must be a list"])
+
+    def test_unknown_path(self):
+        self.assertError(self.request("GET", "/api/eval/route"), 404, ["/api/eval/route"])
+        self.assertError(self.request("POST", "/", {"cases": []}), 404, ["no such path"])
+
+    def test_wrong_method(self):
+        result = self.request("GET", BATCH)
+        self.assertError(result, 405, ["GET", "POST"])
+        self.assertEqual(result[1].getheader("Allow"), "POST")
+        result = self.request("POST", "/healthz", {"cases": []})
+        self.assertError(result, 405, ["POST"])
+        self.assertEqual(result[1].getheader("Allow"), "GET")
+        self.assertError(self.request("DELETE", BATCH), 405, ["DELETE"])
+
+    def test_unsupported_method_is_json_too(self):
+        self.assertError(self.request("BREW", BATCH), 501, ["BREW"])
+
+    def test_body_over_the_limit(self):
+        result = self.raw_request("POST", BATCH, {
+            "Content-Type": "application/json",
+            "Content-Length": str(service.MAX_BODY_BYTES + 1)})
+        self.assertError(result, 413, [str(service.MAX_BODY_BYTES + 1), "limit"])
+
+    def test_missing_content_length(self):
+        self.assertError(self.raw_request("POST", BATCH, {"Content-Type": "application/json"}),
+                         411, ["Content-Length"])
+
+    def test_bad_content_length(self):
+        self.assertError(self.raw_request("POST", BATCH, {"Content-Length": "ten"}), 400,
+                         ["Content-Length"])
+
+    def test_server_keeps_serving_after_errors(self):
+        self.request("POST", BATCH, b"nope")
+        self.assertEqual(self.request("GET", "/healthz")[0], 200)
+
+
+class ConcurrencyTest(ServerTestCase):
+
+    CLIENTS = 20
+    REQUESTS = 20
+
+    def test_concurrent_clients(self):
+        # Expected answers computed in process on a separate network, so the
+        # server's lazily filled caches start cold and are raced.
+        lines, stations = fixture_lines(), fixture_stations()
+        expected = {seed: evaluate_cases(sample_cases(seed), lines, stations)
+                    for seed in range(self.CLIENTS * self.REQUESTS)}
+        failures = []
+        barrier = threading.Barrier(self.CLIENTS)
+
+        def client(number):
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+            try:
+                barrier.wait()
+                for i in range(self.REQUESTS):
+                    seed = number * self.REQUESTS + i
+                    status, _, payload = self.request("POST", BATCH,
+                                                      {"cases": sample_cases(seed)},
+                                                      connection=conn)
+                    if status != 200 or payload != {"results": expected[seed]}:
+                        failures.append((number, i, status))
+            except Exception as exc:  # report, the assertion below fails
+                failures.append((number, repr(exc)))
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(self.CLIENTS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        self.assertEqual(failures, [])
+        self.assertEqual(len(self.log), self.CLIENTS * self.REQUESTS)
+
+
+def write_fixture_files(folder):
+    """station_info.csv and line_info.csv of the fixture network -> their paths."""
+    station_path = os.path.join(folder, "station_info.csv")
+    with open(station_path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations"])
+        for stop, (lng, lat, hops) in STOPS.items():
+            writer.writerow([stop, "440300", lng, lat, json.dumps(hops)])
+    line_path = os.path.join(folder, "line_info.csv")
+    with open(line_path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["citycode", "line_name", "station_list"])
+        for city, name, stations in LINE_ROWS:
+            writer.writerow([city, name, json.dumps(
+                [{"station_name": n, "stop_id": i, "x": 0, "y": 0, "station_id": i}
+                 for n, i in stations], ensure_ascii=False)])
+    return station_path, line_path
+
+
+class ScriptTest(unittest.TestCase):
+    """server.py run as a program, from another directory."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.station_path, self.line_path = write_fixture_files(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def start(self, *args):
+        proc = subprocess.Popen([sys.executable, SERVER_SCRIPT] + list(args),
+                                cwd=self.tmp.name, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True,
+                                encoding="utf-8")
+        # Never hang the test run if the server misbehaves.
+        watchdog = threading.Timer(60, proc.kill)
+        watchdog.start()
+        self.addCleanup(watchdog.cancel)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def test_serve_then_sigterm(self):
+        proc = self.start("--station_info", self.station_path, "--line_info", self.line_path,
+                          "--port", "0")
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("listening on http://"):
+                break
+        self.assertTrue(seen and seen[-1].startswith("listening on http://"), seen)
+        host_port = seen[-1].strip()[len("listening on http://"):]
+        host, port = host_port.rsplit(":", 1)
+        self.assertEqual(host, "127.0.0.1")
+
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        cases = sample_cases()
+        conn.request("POST", BATCH, body=json.dumps({"cases": cases}).encode("utf-8"),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        payload = json.loads(response.read().decode("utf-8"))
+        conn.close()
+        self.assertEqual(response.status, 200)
+        self.assertEqual(payload["results"],
+                         evaluate_cases(cases, fixture_lines(), fixture_stations()))
+
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("shutting down", err)
+        self.assertIn("POST %s 200 7 cases" % BATCH, err)
+        self.assertNotIn("Traceback", err)
+
+    def test_missing_file_exits_2_with_one_line(self):
+        proc = self.start("--station_info", os.path.join(self.tmp.name, "missing.csv"),
+                          "--line_info", self.line_path, "--port", "0")
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("missing.csv", err)
+
+    def test_malformed_line_file_exits_2(self):
+        bad = os.path.join(self.tmp.name, "bad_lines.csv")
+        with open(bad, "w", encoding="utf-8") as handle:
+            handle.write("citycode,line_name,station_list\n0755,1路,\"[{\"\"a\"\"\"\n")
+        proc = self.start("--station_info", self.station_path, "--line_info", bad,
+                          "--port", "0")
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("bad_lines.csv line 2", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
