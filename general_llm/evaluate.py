@@ -54,6 +54,9 @@ class GeneralLLM(common.Benchmark):
                             help="cases per request to the service (default 50)")
         parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                             help="timeout of one request to the service (default 30)")
+        parser.add_argument("--retries", type=int, default=3, metavar="N",
+                            help="retries of a failed request (connection error, timeout, "
+                                 "5xx), with backoff 0.5 s, 1 s, 2 s, ... (default 3)")
         parser.add_argument("--allow_service_errors", action="store_true",
                             help="if the service stays unreachable, count its cases as "
                                  "unreachable (and report how many) instead of stopping "
@@ -67,11 +70,13 @@ class GeneralLLM(common.Benchmark):
         args = context.args
         if args.batch_size < 1:
             raise common.InputError("--batch_size must be at least 1")
+        if args.retries < 0:
+            raise common.InputError("--retries must be 0 or more")
         context.service_errors = 0
         if args.api_url:
             from general_llm.service_client import RouteEvalClient
             context.client = RouteEvalClient(args.api_url, batch_size=args.batch_size,
-                                             timeout=args.timeout)
+                                             timeout=args.timeout, retries=args.retries)
             context.line_info_path = None
             context.lines = None
         else:
