@@ -19,6 +19,7 @@ Standard library only; Python 3.8+.
 
 import argparse
 import csv
+import gc
 import hashlib
 import io
 import json
@@ -152,21 +153,29 @@ def _scalar_text(value, field):
     ``None`` and the empty string mean "missing"; a JSON number is used as is.
     Python ``float()`` is tried first on text, as the published code does.
     """
+    if type(value) is str:             # the common case first: this runs per field
+        if not value:
+            return 0.0, ""
+        if value[-1] in _UNIT_ENDINGS:   # "7.5公里": float() cannot succeed, skip it
+            return None, value
+        try:
+            return float(value), ""
+        except ValueError:
+            return None, value
     if value is None:
         return 0.0, ""
+    if isinstance(value, (int, float)):
+        return float(value), ""
     if isinstance(value, (list, dict)):
         raise RowError("%s is a %s, expected text or a number"
                        % (field, "list" if isinstance(value, list) else "JSON object"))
-    if isinstance(value, (int, float)):
-        return float(value), ""
-    if not isinstance(value, str):
-        raise RowError("%s has an unsupported type" % field)
-    if value == "":
-        return 0.0, ""
-    try:
-        return float(value), ""
-    except ValueError:
-        return None, value
+    if isinstance(value, str):         # a str subclass
+        return _scalar_text(str(value), field)
+    raise RowError("%s has an unsupported type" % field)
+
+
+# Characters a dataset value may end with that float() never accepts.
+_UNIT_ENDINGS = frozenset(METRE + KILOMETRE + HOUR + MINUTE + "元")
 
 
 def _first_number(text):
@@ -781,21 +790,27 @@ class Verdict(object):
         return "Verdict(%r, %r)" % (self.ok, self.reason)
 
 
-def _text_field(route, key, what):
+def _text_field(route, key):
     value = route.get(key)
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise RowError("%s %s is not text" % (what, key))
+        raise RowError("%s is not text" % key)
     return value
 
 
-def _text_list(route, key, what):
+def _text_list(route, key):
+    """A list of text (null entries read as ""); anything else is a RowError."""
     value = route.get(key)
     if value is None:
         return []
     if not isinstance(value, list):
-        raise RowError("%s %s is %s, expected a list" % (what, key, _type_name(value)))
+        raise RowError("%s is %s, expected a list" % (key, _type_name(value)))
+    try:
+        "".join(value)                 # C-speed check that every entry is text
+        return value
+    except TypeError:
+        pass
     out = []
     for entry in value:
         if entry is None:
@@ -803,7 +818,7 @@ def _text_list(route, key, what):
         elif isinstance(entry, str):
             out.append(entry)
         else:
-            raise RowError("%s %s holds %s, expected text" % (what, key, _type_name(entry)))
+            raise RowError("%s holds %s, expected text" % (key, _type_name(entry)))
     return out
 
 
@@ -825,16 +840,14 @@ def _type_name(value):
 
 def route_stations(sequence):
     """Stations of a station_sequence: non-empty entries that are not 【换乘】."""
-    out = []
-    for entry in sequence:
-        stripped = entry.strip()
-        if stripped and stripped != TRANSFER:
-            out.append(entry)
-    return out
+    return [entry for entry in sequence if entry.strip() not in _NOT_A_STATION]
+
+
+_NOT_A_STATION = frozenset(("", TRANSFER))
 
 
 def transit_line_count(lines):
-    return sum(1 for name in lines if name.strip() and name.strip() != TRANSFER)
+    return sum(1 for name in lines if name.strip() not in _NOT_A_STATION)
 
 
 def is_subway_line(name):
@@ -866,21 +879,28 @@ class Route(object):
     def __init__(self, obj, protocol, what="prediction"):
         if not isinstance(obj, dict):
             raise RowError("%s is %s, expected a JSON object" % (what, _type_name(obj)))
-        self.sequence = _text_list(obj, "station_sequence", what)
+        try:
+            self._read(obj, protocol)
+        except RowError as exc:        # name the side only now: messages are rare
+            raise RowError("%s %s" % (what, exc))
+
+    def _read(self, obj, protocol):
+        get = obj.get
+        self.sequence = _text_list(obj, "station_sequence")
         self.stations = route_stations(self.sequence)
-        self.lines = _text_list(obj, "line_sequence", what)
-        self.distance_km = parse_distance_km(obj.get("total_distance"), what + " total_distance")
-        self.time_min = parse_time_minutes(obj.get("total_time"), protocol.full_time_parsing,
-                                           what + " total_time")
-        self.fare_cny = parse_fare_cny(obj.get("total_fare"), what + " total_fare")
-        self.start_mode = _text_field(obj, "start_transfer_mode", what)
-        self.end_mode = _text_field(obj, "end_transfer_mode", what)
-        self.start_access_km = parse_distance_km(obj.get("start_transfer_distance"),
-                                                 what + " start_transfer_distance")
-        self.end_access_km = parse_distance_km(obj.get("end_transfer_distance"),
-                                               what + " end_transfer_distance")
+        self.lines = _text_list(obj, "line_sequence")
+        self.distance_km = parse_distance_km(get("total_distance"), "total_distance")
+        self.time_min = parse_time_minutes(get("total_time"), protocol.full_time_parsing,
+                                           "total_time")
+        self.fare_cny = parse_fare_cny(get("total_fare"), "total_fare")
+        self.start_mode = _text_field(obj, "start_transfer_mode")
+        self.end_mode = _text_field(obj, "end_transfer_mode")
+        self.start_access_km = parse_distance_km(get("start_transfer_distance"),
+                                                 "start_transfer_distance")
+        self.end_access_km = parse_distance_km(get("end_transfer_distance"),
+                                               "end_transfer_distance")
         self.transit_lines = transit_line_count(self.lines)
-        self.cycling_legs = sum(1 for mode in (self.start_mode, self.end_mode) if CYCLE in mode)
+        self.cycling_legs = (CYCLE in self.start_mode) + (CYCLE in self.end_mode)
         self.score = expert_score(self.time_min, self.transit_lines + self.cycling_legs,
                                   self.fare_cny)
 
@@ -1699,9 +1719,13 @@ def _run(benchmark, args):
               "sha256": {path: (network.sha256 if path == station_path else file_sha256(path))
                          for path in paths}}
     progress = Progress(len(samples), sys.stderr.isatty() and not args.quiet)
+    # Records hold no reference cycles: reference counting frees everything, and
+    # the cyclic collector would only re-scan the growing record list.
+    gc.disable()
     try:
         records = evaluate_samples(benchmark, samples, context, progress)
     finally:
+        gc.enable()
         progress.finish()
     if context.extracted:
         notes["json_extracted"] = context.extracted

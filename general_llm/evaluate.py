@@ -25,10 +25,13 @@ SERVICE_UNAVAILABLE = "service unavailable"
 
 def predicted_names(prediction):
     """`station_name` when it is a non-empty list, else `station_sequence`."""
-    names = common._text_list(prediction, "station_name", "prediction")
-    if any(name.strip() for name in names):
-        return names
-    return common._text_list(prediction, "station_sequence", "prediction")
+    try:
+        names = common._text_list(prediction, "station_name")
+        if any(name.strip() for name in names):
+            return names
+        return common._text_list(prediction, "station_sequence")
+    except common.RowError as exc:
+        raise common.RowError("prediction %s" % exc)
 
 
 def stripped_names(lines):
