@@ -1496,16 +1496,22 @@ class Context(object):
 
 
 class Progress(object):
-    """One updating progress line on stderr, only for a terminal and long runs."""
+    """One updating progress line (rows done, rows/s, ETA) for long runs.
+
+    Shown only when enabled (stderr is a terminal and not --quiet), and only
+    after DELAY seconds, so short runs print nothing.
+    """
 
     DELAY = 2.0
     INTERVAL = 0.25
 
-    def __init__(self, total, enabled):
+    def __init__(self, total, enabled, stream=None, clock=time.time):
         self.total = total
         self.done = 0
         self.enabled = enabled
-        self.start = time.time()
+        self.stream = stream or sys.stderr
+        self.clock = clock
+        self.start = clock()
         self.last = self.start
         self.shown = False
 
@@ -1513,21 +1519,21 @@ class Progress(object):
         self.done += count
         if not self.enabled:
             return
-        now = time.time()
+        now = self.clock()
         if now - self.start < self.DELAY or now - self.last < self.INTERVAL:
             return
         self.last = now
         rate = self.done / (now - self.start)
         eta = (self.total - self.done) / rate if rate else 0.0
-        sys.stderr.write("\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (
+        self.stream.write("\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (
             self.done, self.total, rate, eta))
-        sys.stderr.flush()
+        self.stream.flush()
         self.shown = True
 
     def finish(self):
         if self.shown:
-            sys.stderr.write("\r" + " " * 60 + "\r")
-            sys.stderr.flush()
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
 
 
 def build_parser(benchmark):

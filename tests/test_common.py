@@ -361,3 +361,34 @@ class StationFile(unittest.TestCase):
         for text in ("", "stop_id,coord_x\nA,1\n"):
             with self.assertRaises(common.InputError):
                 self.load(text)
+
+
+class ProgressLine(unittest.TestCase):
+    def make(self, enabled):
+        import io
+        self.now = [100.0]
+        self.stream = io.StringIO()
+        return common.Progress(1000, enabled, self.stream, clock=lambda: self.now[0])
+
+    def test_silent_for_short_runs_and_when_disabled(self):
+        progress = self.make(True)
+        self.now[0] = 101.0
+        progress.step(10)
+        progress.finish()
+        self.assertEqual(self.stream.getvalue(), "")
+        progress = self.make(False)
+        self.now[0] = 200.0
+        progress.step(10)
+        self.assertEqual(self.stream.getvalue(), "")
+
+    def test_one_updating_line_with_rate_and_eta(self):
+        progress = self.make(True)
+        self.now[0] = 104.0
+        progress.step(400)                      # 100 rows/s, 600 left -> 6 s
+        self.assertEqual(self.stream.getvalue(), "\r  400/1000 rows  100 rows/s  ETA 6 s ")
+        self.now[0] = 104.1
+        progress.step(1)                        # within the update interval: no write
+        self.assertNotIn("401/", self.stream.getvalue())
+        progress.finish()
+        self.assertTrue(self.stream.getvalue().endswith("\r"))
+        self.assertNotIn("\n", self.stream.getvalue())
