@@ -183,11 +183,31 @@ def _first_number(text):
     return float(match.group()) if match else 0.0
 
 
-def parse_distance_km(value, field="distance"):
-    """Distance in km: "344米" -> 0.344, "约8.1公里" -> 8.1, "1公里200米" -> 0.2 (quirk)."""
-    number, text = _scalar_text(value, field)
-    if number is not None:
-        return number
+def _memoized_text(parse_text):
+    """Wrap a parser of unit text so each distinct text is parsed once.
+
+    A dataset uses few distinct value texts ("1.4公里", "37分钟", ...), so a
+    dictionary of them is small and saves the regular expressions per row.
+    """
+    cache = {}
+
+    def parse(value, field):
+        if type(value) is str:
+            number = cache.get(value)
+            if number is None:
+                number, text = _scalar_text(value, field)
+                if number is None:
+                    number = parse_text(text)
+                cache[value] = number
+            return number
+        number, text = _scalar_text(value, field)
+        return number if number is not None else parse_text(text)
+
+    parse.cache = cache
+    return parse
+
+
+def _distance_text_km(text):
     if METRE in text:
         match = _METRES_RE.search(text)
         if match:
@@ -199,35 +219,50 @@ def parse_distance_km(value, field="distance"):
     return _first_number(text)
 
 
+def _time_text_minutes(text):
+    """reference: "1小时7分钟" -> 60, the minutes after the hours are ignored (quirk)."""
+    hours = _HOURS_RE.search(text) if HOUR in text else None
+    if hours:
+        return float(hours.group(1)) * 60.0
+    minutes = _MINUTES_RE.search(text) if MINUTE in text else None
+    if minutes:
+        return float(minutes.group(1))
+    return _first_number(text)
+
+
+def _full_time_text_minutes(text):
+    """paper: hours x 60 + minutes, "1小时7分钟" -> 67."""
+    hours = _HOURS_RE.search(text) if HOUR in text else None
+    minutes = _MINUTES_RE.search(text) if MINUTE in text else None
+    if hours or minutes:
+        return ((float(hours.group(1)) * 60.0 if hours else 0.0)
+                + (float(minutes.group(1)) if minutes else 0.0))
+    return _first_number(text)
+
+
+_parse_distance = _memoized_text(_distance_text_km)
+_parse_time = _memoized_text(_time_text_minutes)
+_parse_full_time = _memoized_text(_full_time_text_minutes)
+_parse_fare = _memoized_text(_first_number)
+
+
+def parse_distance_km(value, field="distance"):
+    """Distance in km: "344米" -> 0.344, "约8.1公里" -> 8.1, "1公里200米" -> 0.2 (quirk)."""
+    return _parse_distance(value, field)
+
+
 def parse_time_minutes(value, full=False, field="time"):
     """Time in minutes.
 
     reference (``full=False``): "1小时7分钟" -> 60, the minutes after the hours
     are ignored (quirk).  paper (``full=True``): hours x 60 + minutes -> 67.
     """
-    number, text = _scalar_text(value, field)
-    if number is not None:
-        return number
-    hours = _HOURS_RE.search(text) if HOUR in text else None
-    minutes = _MINUTES_RE.search(text) if MINUTE in text else None
-    if full:
-        if hours or minutes:
-            return ((float(hours.group(1)) * 60.0 if hours else 0.0)
-                    + (float(minutes.group(1)) if minutes else 0.0))
-        return _first_number(text)
-    if hours:
-        return float(hours.group(1)) * 60.0
-    if minutes:
-        return float(minutes.group(1))
-    return _first_number(text)
+    return (_parse_full_time if full else _parse_time)(value, field)
 
 
 def parse_fare_cny(value, field="fare"):
     """Fare in CNY: "3元" -> 3.0."""
-    number, text = _scalar_text(value, field)
-    if number is not None:
-        return number
-    return _first_number(text)
+    return _parse_fare(value, field)
 
 
 def parse_lnglat(text, field):
@@ -1466,6 +1501,10 @@ class Benchmark(object):
     def aggregate(self, records, report, context):
         """Add scenario figures to the report (rounds["preference"], "diversity")."""
 
+    def can_run_in_workers(self, context):
+        """May rows be split across worker processes (--workers)?"""
+        return True
+
     def render(self, out, report):
         render_funnel(out, report["rounds"])
 
@@ -1492,7 +1531,12 @@ class Context(object):
         self.args = args
         self.protocol = protocol
         self.network = network
-        self.extracted = 0          # predictions whose JSON was cut out of text
+        # Counts reported under input_notes (e.g. json_extracted: predictions
+        # whose JSON was cut out of surrounding text); summed across workers.
+        self.tally = {}
+
+    def count(self, key, amount=1):
+        self.tally[key] = self.tally.get(key, 0) + amount
 
 
 class Progress(object):
@@ -1572,6 +1616,11 @@ def build_parser(benchmark):
                         help="write one JSON line per input row (verdicts and reasons)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-row failure lines and no progress line")
+    parser.add_argument("--workers", type=_positive_int, default=0, metavar="N",
+                        help="evaluate in up to N processes (where fork is available, at "
+                             "least %d rows per worker); every output is identical to a "
+                             "single-process run. 0 = one per CPU core (default); "
+                             "1 = a single process" % MIN_ROWS_PER_WORKER)
     benchmark.add_arguments(parser)
     return parser
 
@@ -1592,7 +1641,7 @@ def decode_row(sample, benchmark, context, lenient):
     label, _ = decode_json(sample.label, "sft_label")
     prediction, extracted = decode_json(sample.prediction, "prediction", lenient)
     if extracted:
-        context.extracted += 1
+        context.count("json_extracted")
     return DecodedRow(sample, origin, destination, city, label, prediction)
 
 
@@ -1648,6 +1697,56 @@ def evaluate_samples(benchmark, samples, context, progress):
         record.update(fields)
         record["failed_round"] = failed_round(record)
         records[row.index] = record
+    return records
+
+
+MIN_ROWS_PER_WORKER = 500       # below this a worker costs more than it saves
+_FORKED = None                   # (benchmark, samples, context) for the workers
+
+
+def _can_fork():
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _evaluate_slice(bounds):
+    """Worker: evaluate samples[start:end] of the forked state -> (records, tally)."""
+    benchmark, samples, context = _FORKED
+    start, end = bounds
+    context.tally = {}
+    records = evaluate_samples(benchmark, samples[start:end], context, Progress(0, False))
+    return records, context.tally
+
+
+def evaluate_in_workers(benchmark, samples, context, progress, workers):
+    """evaluate_samples split over forked processes, in contiguous slices
+    (None if no process pool can be made here).
+
+    The workers inherit the loaded network and samples (fork), each evaluates
+    one slice, and the records come back in slice order, so every report is
+    byte-identical to a single-process run.
+    """
+    import multiprocessing
+    global _FORKED
+    size = -(-len(samples) // (workers * 4))          # a few slices per worker
+    bounds = [(start, min(start + size, len(samples)))
+              for start in range(0, len(samples), size)]
+    _FORKED = (benchmark, samples, context)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(workers)
+    except OSError:                   # no semaphores/shared memory here: one process
+        _FORKED = None
+        return None
+    try:
+        with pool:
+            records = []
+            for part, tally in pool.imap(_evaluate_slice, bounds):
+                records.extend(part)
+                for key, amount in tally.items():
+                    context.count(key, amount)
+                progress.step(len(part))
+    finally:
+        _FORKED = None
     return records
 
 
@@ -1729,12 +1828,17 @@ def _run(benchmark, args):
     # the cyclic collector would only re-scan the growing record list.
     gc.disable()
     try:
-        records = evaluate_samples(benchmark, samples, context, progress)
+        workers = min(args.workers or os.cpu_count() or 1,
+                      len(samples) // MIN_ROWS_PER_WORKER)
+        records = None
+        if workers > 1 and _can_fork() and benchmark.can_run_in_workers(context):
+            records = evaluate_in_workers(benchmark, samples, context, progress, workers)
+        if records is None:
+            records = evaluate_samples(benchmark, samples, context, progress)
     finally:
         gc.enable()
         progress.finish()
-    if context.extracted:
-        notes["json_extracted"] = context.extracted
+    notes.update(sorted(context.tally.items()))
     report = build_report(benchmark, records, context, inputs, notes)
     if args.details:
         _write(args.details, "".join(details_line(r) for r in records))

@@ -75,7 +75,6 @@ class GeneralLLM(common.Benchmark):
             raise common.InputError("--batch_size must be at least 1")
         if args.retries < 0:
             raise common.InputError("--retries must be 0 or more")
-        context.service_errors = 0
         if args.api_url:
             from general_llm.service_client import RouteEvalClient
             context.client = RouteEvalClient(args.api_url, batch_size=args.batch_size,
@@ -163,7 +162,7 @@ class GeneralLLM(common.Benchmark):
         if error and not error.startswith(SERVICE_UNAVAILABLE):
             raise common.RowError("route-eval: " + error)
         if error:
-            context.service_errors += 1
+            context.count("service_errors")
         fields = {"reachable": bool(result.get("reachable")),
                   "reachable_reason": result.get("reachable_reason", ""),
                   "station_grounding": bool(result.get("station_grounding")),
@@ -200,9 +199,9 @@ class GeneralLLM(common.Benchmark):
                                                          context.protocol))
         return common.combine(verdicts, "access distances plausible")
 
-    def aggregate(self, records, report, context):
-        if context.service_errors:
-            report.setdefault("input_notes", {})["service_errors"] = context.service_errors
+    def can_run_in_workers(self, context):
+        # A service is asked batch by batch from one process: its own limits apply.
+        return context.client is None
 
     def render(self, out, report):
         service_errors = report.get("input_notes", {}).get("service_errors")
