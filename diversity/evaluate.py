@@ -174,21 +174,22 @@ def diversity_parts(records, protocol):
 
 def render_diversity(out, parts, protocol_name):
     if "best_match_hits" in parts:
-        out.title("Part A  Best-match hits (station IoU 1 with the label's first route)")
+        out.title("Part A  Best-match hits (exact matches, by the route that matched)")
         for key in KEYS:
             out.count("found in " + key, parts["best_match_hits"][key])
     out.title("Part B  Reachability per predicted route")
+    out.text("  %-12s %8s %10s" % ("route", "present", "reachable"))
     for key in KEYS:
         row = parts["route_reachability"][key]
-        out.count("%s: present / reachable" % key, row["present"])
-        out.count("", row["reachable"], row["present"])
+        out.text("  %-12s %8d %10d  %s" % (key, row["present"], row["reachable"],
+                                          common.fmt_pct(row["reachable"], row["present"])))
     out.count("rows whose routes are all reachable", parts["all_routes_reachable"])
     out.title("Part C  Route diversity")
     for count, rows in parts["route_count_distribution"].items():
-        out.count("rows with %s distinct route(s)" % count, rows)
-    scope = "all rows" if protocol_name == "paper" else "rows with >= 2 routes"
+        out.count("rows with %s route(s)" % count, rows)
+    scope = "all rows" if protocol_name == "paper" else "rows with >= 2"
     out.value("RD mean, prediction (%s)" % scope, common.fmt_num(parts["rd_mean"], 4))
-    out.value("RD mean, label", common.fmt_num(parts["rd_label_mean"], 4))
+    out.value("RD mean, label (%s)" % scope, common.fmt_num(parts["rd_label_mean"], 4))
     out.title("Part D  Expert score per route")
     for key in KEYS:
         out.value("%s route mean" % key,
