@@ -113,16 +113,18 @@ _KNOWN_CODES = frozenset(CITY_CODES.values())
 # ---------------------------------------------------------------------------
 
 class Station(object):
-    """One station of a line as line_info.csv lists it."""
+    """One station of a line as line_info.csv lists it.
 
-    __slots__ = ("name", "stop_id", "x", "y", "station_id")
+    Only the name and stop id are kept: the check takes coordinates from
+    station_info.csv, and a large line file lists hundreds of thousands of
+    stations.
+    """
 
-    def __init__(self, name, stop_id, x=None, y=None, station_id=None):
+    __slots__ = ("name", "stop_id")
+
+    def __init__(self, name, stop_id):
         self.name = name
         self.stop_id = stop_id
-        self.x = x
-        self.y = y
-        self.station_id = station_id
 
     def __repr__(self):
         return "Station(%r, %r)" % (self.name, self.stop_id)
@@ -350,8 +352,7 @@ def _station_from_dict(entry, path, line_no):
     name = entry.get("station_name")
     if isinstance(name, (list, dict)):
         raise InputError("line file %s line %d: a station_name is not text" % (path, line_no))
-    return Station("" if name is None else str(name), str(stop_id),
-                   entry.get("x"), entry.get("y"), entry.get("station_id"))
+    return Station("" if name is None else str(name), str(stop_id))
 
 
 # ---------------------------------------------------------------------------
