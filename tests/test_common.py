@@ -264,9 +264,10 @@ class OverlapAndAccuracy(unittest.TestCase):
         self.assertFalse(self.compare({"start_transfer_mode": "打车"})["transfer_mode_match"])
 
     def test_paper_line_set_includes_access_modes(self):
-        # pred {L, 接驳:步行}, label {L, 接驳:步行, 接驳:骑行} -> 2/3
+        # pred {L, 接驳:步行}, label {L, 接驳:步行, 接驳:骑行} -> 2/3; raw names: 1
         rec = self.compare({}, {"end_transfer_mode": "骑行"}, PAPER)
         self.assertAlmostEqual(rec["line_iou"], 2 / 3)
+        self.assertEqual(self.compare({}, {"end_transfer_mode": "骑行"}, REF)["line_iou"], 1.0)
         # an empty mode counts as 步行
         self.assertEqual(self.compare({"start_transfer_mode": ""}, None, PAPER)["line_iou"], 1.0)
 
