@@ -834,13 +834,13 @@ def _text_field(route, key):
     return value
 
 
-def _text_list(route, key):
+def text_list(route, key):
     """A list of text (null entries read as ""); anything else is a RowError."""
     value = route.get(key)
     if value is None:
         return []
     if not isinstance(value, list):
-        raise RowError("%s is %s, expected a list" % (key, _type_name(value)))
+        raise RowError("%s is %s, expected a list" % (key, type_name(value)))
     try:
         "".join(value)                 # C-speed check that every entry is text
         return value
@@ -853,11 +853,12 @@ def _text_list(route, key):
         elif isinstance(entry, str):
             out.append(entry)
         else:
-            raise RowError("%s holds %s, expected text" % (key, _type_name(entry)))
+            raise RowError("%s holds %s, expected text" % (key, type_name(entry)))
     return out
 
 
-def _type_name(value):
+def type_name(value):
+    """How a JSON value is named in messages: "null", "a list", "text", ..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -913,7 +914,7 @@ class Route(object):
 
     def __init__(self, obj, protocol, what="prediction"):
         if not isinstance(obj, dict):
-            raise RowError("%s is %s, expected a JSON object" % (what, _type_name(obj)))
+            raise RowError("%s is %s, expected a JSON object" % (what, type_name(obj)))
         try:
             self._read(obj, protocol)
         except RowError as exc:        # name the side only now: messages are rare
@@ -921,9 +922,9 @@ class Route(object):
 
     def _read(self, obj, protocol):
         get = obj.get
-        self.sequence = _text_list(obj, "station_sequence")
+        self.sequence = text_list(obj, "station_sequence")
         self.stations = route_stations(self.sequence)
-        self.lines = _text_list(obj, "line_sequence")
+        self.lines = text_list(obj, "line_sequence")
         self.distance_km = parse_distance_km(get("total_distance"), "total_distance")
         self.time_min = parse_time_minutes(get("total_time"), protocol.full_time_parsing,
                                            "total_time")

@@ -23,7 +23,7 @@ def present_routes(obj, what, protocol):
     """{key: Route} for the keys first/second/third that are present and non-empty."""
     if not isinstance(obj, dict):
         raise common.RowError("%s is %s, expected a JSON object with first/second/third"
-                              % (what, common._type_name(obj)))
+                              % (what, common.type_name(obj)))
     return {key: common.Route(obj[key], protocol, "%s %s" % (what, key))
             for key in KEYS if obj.get(key)}
 

@@ -26,10 +26,10 @@ SERVICE_UNAVAILABLE = "service unavailable"
 def predicted_names(prediction):
     """`station_name` when it is a non-empty list, else `station_sequence`."""
     try:
-        names = common._text_list(prediction, "station_name")
+        names = common.text_list(prediction, "station_name")
         if any(name.strip() for name in names):
             return names
-        return common._text_list(prediction, "station_sequence")
+        return common.text_list(prediction, "station_sequence")
     except common.RowError as exc:
         raise common.RowError("prediction %s" % exc)
 
@@ -93,7 +93,7 @@ class GeneralLLM(common.Benchmark):
         normalised predicted names, normalised label names)."""
         if not isinstance(row.prediction, dict):
             raise common.RowError("prediction is %s, expected a JSON object"
-                                  % common._type_name(row.prediction))
+                                  % common.type_name(row.prediction))
         pred = common.Route(row.prediction, protocol, "prediction")
         label = common.Route(row.label, protocol, "label")
         trim = protocol.trim_single_leg_names

@@ -32,7 +32,7 @@ if _REPO not in sys.path:
 
 from common import (  # noqa: E402  (the path set-up above must come first)
     BUS_STOP_PREFIX, CITY_CODES, SERVICE_TAXI_MARKERS, TRANSFER, WALK, InputError,
-    access_threshold_km, haversine_km)
+    access_threshold_km, haversine_km, type_name)
 
 LINE_COLUMNS = ("citycode", "line_name", "station_list")
 MIN_STATION_SIMILARITY = 0.4     # lowest bigram Jaccard that still matches a station
@@ -417,13 +417,13 @@ class _Case(object):
 def _parse_case(case):
     """Validate a case object -> ``_Case``; raise ``CaseError`` naming the problem."""
     if not isinstance(case, dict):
-        raise CaseError("case is %s, expected a JSON object" % _type_name(case))
+        raise CaseError("case is %s, expected a JSON object" % type_name(case))
     for key in ("city", "start", "end", "pred"):
         if key not in case:
             raise CaseError("case has no \"%s\"" % key)
     pred = case["pred"]
     if not isinstance(pred, dict):
-        raise CaseError("pred is %s, expected a JSON object" % _type_name(pred))
+        raise CaseError("pred is %s, expected a JSON object" % type_name(pred))
     for key in ("line_sequence", "station_name"):
         if key not in pred:
             raise CaseError("pred has no \"%s\"" % key)
@@ -439,28 +439,12 @@ def _parse_case(case):
     return parsed
 
 
-def _type_name(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a JSON object"
-    if isinstance(value, str):
-        return "text"
-    return type(value).__name__
-
-
 def _text(value, field):
     """Text field; JSON null reads as the empty string."""
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise CaseError("%s is %s, expected text" % (field, _type_name(value)))
+        raise CaseError("%s is %s, expected text" % (field, type_name(value)))
     return value
 
 
@@ -469,12 +453,12 @@ def _text_list(value, field):
     if value is None:
         return []
     if not isinstance(value, list):
-        raise CaseError("%s is %s, expected a list of text" % (field, _type_name(value)))
+        raise CaseError("%s is %s, expected a list of text" % (field, type_name(value)))
     out = []
     for position, entry in enumerate(value, start=1):
         if entry is not None and not isinstance(entry, str):
             raise CaseError("%s entry %d is %s, expected text"
-                            % (field, position, _type_name(entry)))
+                            % (field, position, type_name(entry)))
         out.append(entry or "")
     return out
 
@@ -495,7 +479,7 @@ def _point(value, field):
 def _describe_point(value):
     if isinstance(value, list):
         return "a list of %d item(s)" % len(value)
-    return _type_name(value)
+    return type_name(value)
 
 
 def _leg_detail(line_query, line, boarding_query, boarding, alighting_query, alighting):
