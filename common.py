@@ -143,7 +143,8 @@ _NUMBER_RE = re.compile(_NUMBER)
 _METRES_RE = re.compile("(" + _NUMBER + r")\s*" + METRE)
 _KILOMETRES_RE = re.compile("(" + _NUMBER + r")\s*(?:" + KILOMETRE + "|" + KILOMETRE_LATIN + ")",
                             re.IGNORECASE)
-_HOURS_RE = re.compile("(" + _NUMBER + r")\s*" + HOUR)
+# protocol.md §2: a number *directly* precedes 小时 (for 米 it allows spaces).
+_HOURS_RE = re.compile("(" + _NUMBER + ")" + HOUR)
 _MINUTES_RE = re.compile("(" + _NUMBER + r")\s*" + MINUTE)
 
 

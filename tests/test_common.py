@@ -42,6 +42,9 @@ class TimeParsing(unittest.TestCase):
 
     def test_reference_hours_without_number_fall_to_minutes(self):
         self.assertEqual(common.parse_time_minutes("小时 30分钟"), 30.0)
+        # the number must directly precede 小时: "1 小时" has no hours, first number
+        self.assertEqual(common.parse_time_minutes("1 小时"), 1.0)
+        self.assertEqual(common.parse_time_minutes("1 小时 20分钟"), 20.0)
 
     def test_paper_adds_hours_and_minutes(self):
         full = lambda v: common.parse_time_minutes(v, full=True)
@@ -50,6 +53,7 @@ class TimeParsing(unittest.TestCase):
         self.assertEqual(full("1.5小时"), 90.0)
         self.assertEqual(full("45分钟"), 45.0)
         self.assertEqual(full("2小时 5分钟"), 125.0)
+        self.assertEqual(full("2小时5 分钟"), 125.0)
         self.assertEqual(full("about 20"), 20.0)
         self.assertEqual(full(""), 0.0)
 
