@@ -28,6 +28,8 @@ import os
 import re
 import sys
 import time
+from itertools import repeat
+from operator import itemgetter
 
 # ---------------------------------------------------------------------------
 # 1. Constants (Chinese literals are data: they are what the dataset writes)
@@ -392,7 +394,7 @@ class StationNetwork(object):
         body_start = len(data) if header_end < 0 else header_end + 1
         lookup = None
         if indexes[0] == 0:
-            lookup = _IndexedLines.build(data, body_start, path, len(header))
+            lookup = _IndexedLines.build(data, path)
         if lookup is None:      # ids not first, or quoted: the csv module reads it all
             lookup = _ParsedLines.build(data, body_start, path, indexes[0])
         return cls(lookup, columns, path, digest)
@@ -457,9 +459,9 @@ class StationNetwork(object):
         if cells is None:
             return None
         i_x, i_y, i_hops = self._columns[1:4]
-        cell = cells[i_hops].strip()
+        cell = cells[i_hops].strip(JSON_WHITESPACE)
         try:
-            hops = json.loads(cell) if cell else []
+            hops = loads_stripped(cell) if cell else []
             if not isinstance(hops, list):
                 raise ValueError
             # A tuple is a third of a set's size; next-hop lists are short.
@@ -491,25 +493,26 @@ class _IndexedLines(object):
         self._line_numbers = line_numbers
 
     @classmethod
-    def build(cls, data, start, path, width):
+    def build(cls, data, path):
         """Index the lines after the header, or None if the file needs the csv module
         (quoted stop ids, or a quoted cell running over several lines)."""
-        if data.startswith(b'"', start) or b'\n"' in data:
-            return None
         lines = data.split(b"\n")
         del lines[0]                   # the header
         if lines and not lines[-1].strip():
             lines.pop()                # the file's final newline
         line_numbers = None
-        if b"\n\n" in data or b"\n\r\n" in data:
+        if b"" in lines or b"\r" in lines:
             kept = [(number, line) for number, line in enumerate(lines, start=2)
                     if line.strip()]
             line_numbers = [number for number, _ in kept]
             lines = [line for _, line in kept]
-        # A line with an odd number of quotes opens a cell that ends on a later line.
-        if any(line.count(b'"') & 1 for line in lines):
+        # A line with an odd number of quotes opens a cell that ends on a later
+        # line: the csv module must read such a file.  (map and set run in C.)
+        if any(count & 1 for count in set(map(bytes.count, lines, repeat(b'"')))):
             return None
-        ids = b"\n".join([line.partition(b",")[0] for line in lines])
+        ids = b"\n".join(map(itemgetter(0), map(bytes.partition, lines, repeat(b","))))
+        if b'"' in ids:                # a quoted stop id: the csv module reads it
+            return None
         try:
             keys = ids.decode("utf-8").split("\n") if lines else []
         except UnicodeDecodeError:
@@ -765,6 +768,19 @@ def join_predictions(rows, entries):
 
 
 _DECODER = json.JSONDecoder()
+JSON_WHITESPACE = " \t\n\r"
+
+
+def loads_stripped(text):
+    """json.loads for text without surrounding whitespace, minus two Python layers.
+
+    json.loads(s) is raw_decode after skipping whitespace, then a check that
+    only whitespace follows; on stripped text that check is end == len(text).
+    """
+    value, end = _DECODER.raw_decode(text)
+    if end != len(text):
+        raise ValueError("Extra data")
+    return value
 
 
 def decode_json(text, what, lenient=False):
@@ -776,7 +792,7 @@ def decode_json(text, what, lenient=False):
     if not isinstance(text, str):
         return text, False
     try:
-        return json.loads(text), False
+        return loads_stripped(text.strip(JSON_WHITESPACE)), False
     except ValueError as exc:
         error = exc
     if lenient:
@@ -1721,28 +1737,31 @@ def _evaluate_slice(bounds):
 
 
 def evaluate_in_workers(benchmark, samples, context, progress, workers):
-    """evaluate_samples split over forked processes, in contiguous slices
-    (None if no process pool can be made here).
+    """evaluate_samples split over processes, in contiguous slices (None if no
+    process pool can be made here).
 
-    The workers inherit the loaded network and samples (fork), each evaluates
-    one slice, and the records come back in slice order, so every report is
-    byte-identical to a single-process run.
+    ``workers - 1`` forked processes inherit the loaded network and samples and
+    evaluate the later slices while this process evaluates the first one; the
+    records are joined in slice order, so every report is byte-identical to a
+    single-process run.
     """
     import multiprocessing
     global _FORKED
-    size = -(-len(samples) // (workers * 4))          # a few slices per worker
+    size = -(-len(samples) // workers)
     bounds = [(start, min(start + size, len(samples)))
               for start in range(0, len(samples), size)]
     _FORKED = (benchmark, samples, context)
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers)
+        pool = multiprocessing.get_context("fork").Pool(len(bounds) - 1)
     except OSError:                   # no semaphores/shared memory here: one process
         _FORKED = None
         return None
     try:
         with pool:
-            records = []
-            for part, tally in pool.imap(_evaluate_slice, bounds):
+            pending = pool.map_async(_evaluate_slice, bounds[1:], chunksize=1)
+            start, end = bounds[0]
+            records = evaluate_samples(benchmark, samples[start:end], context, progress)
+            for part, tally in pending.get():
                 records.extend(part)
                 for key, amount in tally.items():
                     context.count(key, amount)
@@ -1789,6 +1808,10 @@ def run(benchmark, argv=None):
     """Parse arguments, evaluate, write the reports; return the exit status."""
     parser = build_parser(benchmark)
     args = parser.parse_args(argv)
+    # Nothing the evaluators build holds a reference cycle: reference counting
+    # frees it all, and the cyclic collector would only re-scan the growing
+    # station index and record list (a tenth of the run time at scale).
+    gc.disable()
     try:
         return _run(benchmark, args)
     except InputError as exc:
@@ -1800,6 +1823,8 @@ def run(benchmark, argv=None):
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130
+    finally:
+        gc.enable()
 
 
 def _run(benchmark, args):
@@ -1826,9 +1851,6 @@ def _run(benchmark, args):
               "sha256": {path: (network.sha256 if path == station_path else file_sha256(path))
                          for path in paths}}
     progress = Progress(len(samples), sys.stderr.isatty() and not args.quiet)
-    # Records hold no reference cycles: reference counting frees everything, and
-    # the cyclic collector would only re-scan the growing record list.
-    gc.disable()
     try:
         workers = min(args.workers or os.cpu_count() or 1,
                       len(samples) // MIN_ROWS_PER_WORKER)
@@ -1838,7 +1860,6 @@ def _run(benchmark, args):
         if records is None:
             records = evaluate_samples(benchmark, samples, context, progress)
     finally:
-        gc.enable()
         progress.finish()
     notes.update(sorted(context.tally.items()))
     report = build_report(benchmark, records, context, inputs, notes)

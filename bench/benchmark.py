@@ -3,8 +3,9 @@
 
 Builds (once) a ~150,000-station network and 10,000-row sample files with
 data/make_demo.py's scale options into bench/scale/, then runs each evaluator
-in a fresh process and prints rows/s, wall time and peak memory (the child's
-own maximum resident set size, from os.wait4).  Figures go in the README.
+in a fresh process and prints rows/s, wall time (best of --repeat runs) and
+peak memory (the maximum resident set size of the evaluator or of one of its
+worker processes, from os.wait4).  Figures go in the README.
 
     python3 bench/benchmark.py [--stations N] [--samples N] [--repeat K]
 """
@@ -20,11 +21,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SCALE_DIR = os.path.join(HERE, "scale")
 
+# (label, evaluator, sample file, extra flags)
 EVALUATORS = [
-    ("single_route", "benchmark1_single_route_example.csv"),
-    ("personalized", "benchmark2_personalized_example.csv"),
-    ("diversity", "benchmark3_diversity_example.csv"),
-    ("general_llm", "general_llm_example.csv"),
+    ("single_route", "single_route", "benchmark1_single_route_example.csv", []),
+    ("  --workers 1", "single_route", "benchmark1_single_route_example.csv", ["--workers", "1"]),
+    ("personalized", "personalized", "benchmark2_personalized_example.csv", []),
+    ("diversity", "diversity", "benchmark3_diversity_example.csv", []),
+    ("general_llm", "general_llm", "general_llm_example.csv", []),
 ]
 
 
@@ -60,6 +63,19 @@ def measure(command):
     return wall, usage.ru_maxrss / 1024.0
 
 
+def calibration_seconds():
+    """A fixed pure-Python loop: how fast this machine is right now.
+
+    Shared machines drift (here by up to 1.7x within minutes); printing this
+    beside the figures makes runs comparable.
+    """
+    started = time.perf_counter()
+    total = 0
+    for number in range(5000000):
+        total += number
+    return time.perf_counter() - started
+
+
 def count_rows(path):
     import csv
     csv.field_size_limit(1 << 30)
@@ -77,20 +93,24 @@ def main(argv=None):
     args = parser.parse_args(argv)
     build_scale_data(args.data, args.stations, args.samples)
     stations = os.path.join(args.data, "station_info.csv")
+    print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
     print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
                                         "peak (MB)"))
-    for name, sample_file in EVALUATORS:
+    for label, name, sample_file, extra in EVALUATORS:
         sample_path = os.path.join(args.data, sample_file)
         command = [sys.executable, os.path.join(REPO, name, "evaluate.py"),
-                   "--input", sample_path, "--station_info", stations, "--quiet"]
+                   "--input", sample_path, "--station_info", stations, "--quiet"] + extra
         if name == "general_llm":
             command += ["--line_info", os.path.join(args.data, "line_info.csv")]
         rows = count_rows(sample_path)
         runs = [measure(command) for _ in range(args.repeat)]
         wall = min(run[0] for run in runs)
         peak = max(run[1] for run in runs)
-        print("%-14s %8d %10.2f %10.0f %12.1f" % (name, rows, wall, rows / wall, peak),
+        print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall, peak),
               flush=True)
+    print("calibration: 5M-step Python loop %.2f s (after)" % calibration_seconds())
+    print("peak = the largest resident set of the evaluator or one of its worker "
+          "processes (they share the parent's pages).")
 
 
 if __name__ == "__main__":
