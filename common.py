@@ -530,14 +530,13 @@ class _IndexedLines(object):
         if ordinal is None:
             return None
         try:
-            rows = list(csv.reader([self._lines[ordinal].decode("utf-8")]))
+            return next(csv.reader((self._lines[ordinal].decode("utf-8"),)), [])
         except UnicodeDecodeError:
             raise InputError("station file %s line %d is not UTF-8 text"
                              % (self._path, self.line_number(stop)))
         except csv.Error as exc:
             raise InputError("station file %s line %d is not valid CSV: %s"
                              % (self._path, self.line_number(stop), exc))
-        return rows[0] if rows else []
 
     def line_number(self, stop):
         ordinal = self._ordinals[stop]
