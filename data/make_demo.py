@@ -40,6 +40,17 @@ import random
 import re
 import sys
 
+# The generator checks its rows with the evaluator's own rules (value parsing,
+# name matching, geometry), so it imports them rather than restating them.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import haversine_km  # noqa: E402
+from common import parse_distance_km as parse_km  # noqa: E402
+from common import parse_fare_cny as parse_fare  # noqa: E402
+from common import parse_time_minutes as parse_minutes  # noqa: E402
+from general_llm.route_eval import bigram_jaccard  # noqa: E402
+from general_llm.route_eval import strip_line_suffix as strip_suffix  # noqa: E402
+
 # ---------------------------------------------------------------------------
 # Chinese literals
 # ---------------------------------------------------------------------------
@@ -187,13 +198,6 @@ def sub_rng(seed, *parts):
 def uniform(rng, low, high):
     # random.uniform's formula, spelled out so it can never change under us.
     return low + (high - low) * rng.random()
-
-
-def haversine_km(lng1, lat1, lng2, lat2):
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lng2 - lng1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(a))
 
 
 # ---------------------------------------------------------------------------
@@ -944,84 +948,11 @@ def dumps(value, compact=False):
 # sure a row built to be "inside" or "outside" a tolerance really is.
 # ---------------------------------------------------------------------------
 
-NUMBER = r"(\d+\.?\d*)"
-
-
-def as_float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def parse_km(value):
-    if value in (None, ""):
-        return 0.0
-    direct = as_float(value)
-    if direct is not None:
-        return direct
-    text = str(value)
-    if UNIT_M in text:
-        m = re.search(NUMBER + r"\s*" + UNIT_M, text)
-        return float(m.group(1)) / 1000 if m else 0.0
-    m = re.search(NUMBER + r"\s*(?:%s|km)" % UNIT_KM, text, re.IGNORECASE)
-    if m:
-        return float(m.group(1))
-    m = re.search(NUMBER, text)
-    return float(m.group(1)) if m else 0.0
-
-
-def parse_minutes(value):
-    if value in (None, ""):
-        return 0.0
-    direct = as_float(value)
-    if direct is not None:
-        return direct
-    text = str(value)
-    m = re.search(NUMBER + UNIT_HOUR, text)
-    if m:
-        return float(m.group(1)) * 60
-    m = re.search(NUMBER + r"\s*" + UNIT_MIN, text)
-    if m:
-        return float(m.group(1))
-    m = re.search(NUMBER, text)
-    return float(m.group(1)) if m else 0.0
-
-
-def parse_fare(value):
-    if value in (None, ""):
-        return 0.0
-    direct = as_float(value)
-    if direct is not None:
-        return direct
-    m = re.search(NUMBER, str(value))
-    return float(m.group(1)) if m else 0.0
-
-
 def accurate(pred, label, tolerance):
     pct, absolute = tolerance
     if abs(pred - label) <= absolute:
         return True
     return label > 0 and abs(pred - label) / label * 100 <= pct
-
-
-def strip_suffix(name):
-    """Line name without its ASCII parenthesised groups (protocol.md §11)."""
-    previous = None
-    while previous != name:
-        previous = name
-        name = re.sub(r"\([^()]*\)", "", name)
-    return name.strip()
-
-
-def bigram_jaccard(a, b):
-    if len(a) < 2 or len(b) < 2:
-        sa, sb = set(a), set(b)
-    else:
-        sa = {a[i:i + 2] for i in range(len(a) - 1)}
-        sb = {b[i:i + 2] for i in range(len(b) - 1)}
-    union = sa | sb
-    return len(sa & sb) / len(union) if union else 0.0
 
 
 def match_station(net, ld, query):
