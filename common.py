@@ -592,10 +592,10 @@ class SampleRow(object):
     """One input row: its number, id and the raw cells the evaluators read."""
 
     __slots__ = ("row", "index_id", "prompt", "label", "prediction", "req_type",
-                 "has_prediction", "prediction_is_text")
+                 "has_prediction")
 
     def __init__(self, row, index_id, prompt, label, prediction, req_type=None,
-                 has_prediction=True, prediction_is_text=True):
+                 has_prediction=True):
         self.row = row                    # 1-based data row number (header excluded)
         self.index_id = index_id
         self.prompt = prompt              # raw sft_prompt cell
@@ -603,7 +603,6 @@ class SampleRow(object):
         self.prediction = prediction      # raw text, or an already-decoded object
         self.req_type = req_type          # raw req_type cell or None
         self.has_prediction = has_prediction
-        self.prediction_is_text = prediction_is_text
 
 
 def file_sha256(path):
@@ -755,7 +754,6 @@ def join_predictions(rows, entries):
         if sample.index_id in by_id:
             prediction = by_id[sample.index_id]
             sample.has_prediction = True
-            sample.prediction_is_text = isinstance(prediction, str)
             sample.prediction = prediction
         else:
             sample.has_prediction = False
@@ -1441,11 +1439,11 @@ def render_header(out, report, title):
                  % notes["json_extracted"])
 
 
-def render_failures(out, records, limit=None):
+def render_failures(out, records):
     failing = [(r, row_failures(r)) for r in records]
     failing = [(r, f) for r, f in failing if f]
     out.title("Rows with a failed check (%d of %d)" % (len(failing), len(records)))
-    for record, failures in failing[:limit]:
+    for record, failures in failing:
         out.text("  row %-6d %s  %s" % (record["row"], record["index_id"] or "(no id)",
                                         "; ".join(failures)))
 
@@ -1652,7 +1650,7 @@ def _positive_int(text):
     return value
 
 
-def decode_row(sample, benchmark, context, lenient):
+def decode_row(sample, context, lenient):
     """Decode the cells of a sample; raise RowError for unreadable ones."""
     origin, destination, city = read_prompt(sample.prompt)
     label, _ = decode_json(sample.label, "sft_label")
@@ -1696,7 +1694,7 @@ def evaluate_samples(benchmark, samples, context, progress):
                 progress.step()
                 continue
             try:
-                row = decode_row(sample, benchmark, context, lenient)
+                row = decode_row(sample, context, lenient)
             except RowError as exc:
                 records[index] = error_row(sample, str(exc))
                 progress.step()
