@@ -203,7 +203,13 @@ class GeneralLLM(common.Benchmark):
         # A service is asked batch by batch from one process: its own limits apply.
         return context.client is None
 
+    def aggregate(self, records, report, context):
+        # Which route-eval answered matters for reproducing the figures.
+        report["inputs"]["api_url"] = context.args.api_url
+
     def render(self, out, report):
+        if report["inputs"].get("api_url"):
+            out.text("  route-eval service %s" % report["inputs"]["api_url"])
         service_errors = report.get("input_notes", {}).get("service_errors")
         if service_errors:
             out.text("  WARNING: %d case(s) counted unreachable because the route-eval "

@@ -107,6 +107,7 @@ class ThroughTheService(unittest.TestCase):
                             "--batch_size", "7")
                         self.assertEqual(status, 0, err)
                         self.assertIsNone(report["inputs"]["line_info"])
+                        self.assertEqual(report["inputs"]["api_url"], server.url)
                         diffs = golden_differences(load_golden(folder, golden), report)
                         self.assertEqual(diffs, [], "\n".join(diffs))
 
