@@ -1546,6 +1546,7 @@ class Context(object):
         self.args = args
         self.protocol = protocol
         self.network = network
+        self.line_info_path = None     # set by an evaluator that reads line_info.csv
         # Counts reported under input_notes (e.g. json_extracted: predictions
         # whose JSON was cut out of surrounding text); summed across workers.
         self.tally = {}
@@ -1839,7 +1840,7 @@ def _run(benchmark, args):
     network = StationNetwork.load(station_path)
     context = Context(args, protocol, network)
     benchmark.prepare(context)
-    line_path = getattr(context, "line_info_path", None)
+    line_path = context.line_info_path
     if line_path:
         paths.append(line_path)
     inputs = {"input": args.input, "input_field": args.input_field,

@@ -92,3 +92,22 @@ def run_evaluator(benchmark, argv):
         except SystemExit as exc:         # argparse usage errors
             status = exc.code
     return status, out.getvalue(), err.getvalue()
+
+
+def evaluate_to_files(benchmark, argv, folder):
+    """Run an evaluator with --json and --details written into `folder`.
+
+    -> (report dict, list of details rows, stdout); a non-zero exit fails.
+    """
+    import os
+    report_path = os.path.join(folder, "report.json")
+    details_path = os.path.join(folder, "details.jsonl")
+    status, stdout, stderr = run_evaluator(
+        benchmark, list(argv) + ["--json", report_path, "--details", details_path])
+    if status != 0:
+        raise AssertionError("exit status %s: %s" % (status, stderr))
+    with open(report_path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    with open(details_path, encoding="utf-8") as handle:
+        details = [json.loads(line) for line in handle]
+    return report, details, stdout

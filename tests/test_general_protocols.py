@@ -7,7 +7,7 @@ import os
 import tempfile
 import unittest
 
-from tests.helpers import east, prompt, run_evaluator, write_samples, write_station_file
+from tests.helpers import east, evaluate_to_files, prompt, write_samples, write_station_file
 from general_llm.evaluate import GeneralLLM
 
 LINE = "地铁1号线(甲站--丁站)"
@@ -41,14 +41,10 @@ class GeneralProtocols(unittest.TestCase):
     def details(self, rows, protocol):
         path = os.path.join(self.tmp.name, "in.csv")
         write_samples(path, rows)
-        out = os.path.join(self.tmp.name, "d.jsonl")
-        report = os.path.join(self.tmp.name, "r.json")
-        status, _, err = run_evaluator(GeneralLLM(), [
+        report, details, _ = evaluate_to_files(GeneralLLM(), [
             "--input", path, "--station_info", self.stations, "--line_info", self.lines,
-            "--protocol", protocol, "--details", out, "--json", report])
-        self.assertEqual(status, 0, err)
-        with open(out, encoding="utf-8") as handle, open(report, encoding="utf-8") as rep:
-            return [json.loads(line) for line in handle], json.load(rep)
+            "--protocol", protocol], self.tmp.name)
+        return details, report
 
     def row(self, i, pred):
         label = general_route(None, station_sequence=["甲站", "乙站", "丙站", "丁站"])

@@ -10,8 +10,8 @@ import tempfile
 import unittest
 
 from tests.golden import PARITY
-from tests.helpers import (REPO, common, prompt, route, run_evaluator, write_samples,
-                           write_station_file)
+from tests.helpers import (REPO, common, evaluate_to_files, prompt, route, run_evaluator,
+                           write_samples, write_station_file)
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized
 from diversity.evaluate import Diversity
@@ -133,17 +133,9 @@ class JoinProblems(unittest.TestCase):
             for index_id, value in lines:
                 handle.write(json.dumps({"indexid": index_id, "generate_results": value},
                                         ensure_ascii=False) + "\n")
-        out = os.path.join(self.dir, "r.json")
-        details = os.path.join(self.dir, "d.jsonl")
-        status, stdout, err = run_evaluator(SingleRoute(), [
-            "--input", self.test, "--station_info", self.stations, "--predictions", path,
-            "--json", out, "--details", details] + list(extra))
-        self.assertEqual(status, 0, err)
-        with open(out, encoding="utf-8") as handle:
-            report = json.load(handle)
-        with open(details, encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle]
-        return report, rows, stdout
+        return evaluate_to_files(SingleRoute(), [
+            "--input", self.test, "--station_info", self.stations, "--predictions", path]
+            + list(extra), self.dir)
 
     def test_unknown_duplicate_and_missing_ids(self):
         text = json.dumps(route(), ensure_ascii=False)

@@ -7,7 +7,7 @@ import os
 import tempfile
 import unittest
 
-from tests.helpers import (common, east, prompt, route, run_evaluator, write_samples,
+from tests.helpers import (common, east, evaluate_to_files, prompt, route, write_samples,
                            write_station_file)
 from personalized.evaluate import Personalized, preference_compliance, transfers
 from diversity.evaluate import Diversity, best_match, route_diversity
@@ -154,17 +154,9 @@ class CsvCase(object):
             write_samples(path, rows, columns)
         else:
             write_samples(path, rows)
-        out = os.path.join(self.dir, "report.json")
-        details = os.path.join(self.dir, "details.jsonl")
-        status, stdout, stderr = run_evaluator(benchmark, [
-            "--input", path, "--station_info", self.stations, "--json", out,
-            "--details", details] + list(extra))
-        self.assertEqual(status, 0, stderr)
-        with open(out, encoding="utf-8") as handle:
-            report = json.load(handle)
-        with open(details, encoding="utf-8") as handle:
-            lines = [json.loads(line) for line in handle]
-        return report, lines, stdout
+        return evaluate_to_files(
+            benchmark, ["--input", path, "--station_info", self.stations] + list(extra),
+            self.dir)
 
     def row(self, i, pred, label=None, **extra):
         base = {"index_id": "id%d" % i, "sft_prompt": prompt(),
