@@ -767,6 +767,32 @@ def join_predictions(rows, entries):
 _DECODER = json.JSONDecoder()
 JSON_WHITESPACE = " \t\n\r"
 
+# JSON nested deeper than this is refused before decoding: the json module
+# recurses per level, and a hostile cell must become an error row, not a crash.
+MAX_JSON_DEPTH = 100
+_JSON_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_A_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+
+
+def json_too_deep(text, limit=MAX_JSON_DEPTH):
+    """Does JSON text nest arrays/objects more than ``limit`` levels deep?
+
+    Scans without recursion; text with few brackets (every real row) is
+    answered by two counts.  Brackets inside strings do not count.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_A_BRACKET_RE.sub("", _JSON_STRING_RE.sub("", text))
+    depth = 0
+    for char in brackets:
+        if char == "[" or char == "{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
 
 def loads_stripped(text):
     """json.loads for text without surrounding whitespace, minus two Python layers.
