@@ -31,52 +31,44 @@ import argparse
 import copy
 import csv
 import hashlib
-import heapq
 import json
 import math
 import multiprocessing
 import os
-import random
 import re
 import sys
 
 # The generator checks its rows with the evaluator's own rules (value parsing,
-# name matching, geometry), so it imports them rather than restating them.
+# tolerances, name matching, geometry), so it imports them rather than
+# restating them; the router that makes the labels lives in routing.py.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import haversine_km  # noqa: E402
+from common import (  # noqa: E402
+    CYCLE_LIMIT_KM, DISTANCE_TOLERANCE_KM, FARE_TOLERANCE_CNY, REFERENCE, SUBWAY_MARKERS,
+    TAXI_LIMIT_KM, TIME_TOLERANCE_MIN, TRANSFER, TRANSFER_DISTANCE_TOLERANCE_KM, WALK_LIMIT_KM,
+    within)
 from common import parse_distance_km as parse_km  # noqa: E402
 from common import parse_fare_cny as parse_fare  # noqa: E402
 from common import parse_time_minutes as parse_minutes  # noqa: E402
-from general_llm.route_eval import bigram_jaccard  # noqa: E402
+from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
 from general_llm.route_eval import strip_line_suffix as strip_suffix  # noqa: E402
+from routing import (  # noqa: E402
+    ACCESS_BIKE, ACCESS_TAXI, ACCESS_WALK, ABOUT, FARE_BANDS, FARE_STEP_KM, KIND_BUS,
+    KIND_METRO, KM_PER_DEG_LAT, KM_PER_DEG_LNG_EQUATOR, MODE_BIKE, MODE_TAXI, MODE_WALK,
+    UNIT_HOUR, UNIT_KM, UNIT_M, UNIT_MIN, UNIT_YUAN, WAIT_MIN, District, Line, LineDir,
+    Network, PointAccess, Prefs, alternatives, dumps, find_route, fmt_mode, make_route,
+    pick_od, prefs_for_req, route_json, same_stations, sub_rng, uniform)
 
 # ---------------------------------------------------------------------------
-# Chinese literals
+# Chinese literals (the released data's; the shared ones come from routing.py)
 # ---------------------------------------------------------------------------
 
-TRANSFER = "【换乘】"
-MODE_WALK = "步行"
-MODE_BIKE = "骑行"
-MODE_TAXI = "打车"
-MODE_RIDE_HAILING = "网约车"
 MODE_DIDI = "滴滴"
-UNIT_KM = "公里"
-UNIT_M = "米"
-UNIT_HOUR = "小时"
-UNIT_MIN = "分钟"
-UNIT_YUAN = "元"
-ABOUT = "约"
 METRO_PREFIX = "地铁"
-SUBWAY_MARKERS = ("地铁", "号线")    # what the evaluator's req 5/7 checks look for
 METRO_NAME = "地铁{number}号线({first}--{last})"
 BUS_NAME = "{number}路({first}--{last})"
 MISSING_LINE = "磁浮快线"          # a real-looking line name absent from every city
-TAG_METRO = "地铁"
-TAG_BUS = "公交"
-TAG_MIXED = "公交+地铁"
-TAG_BIKE_MIX = "{base}-骑行混拼"
-TAG_TAXI_MIX = "{base}-打车混拼"
 QUERY = "从{origin}到{destination}怎么走"
 QUERY_SUFFIX_BY_REQ = {
     0: "",
@@ -115,9 +107,6 @@ CITIES = (
     City("成都", "028", (104.066, 30.658), (103.96, 104.17, 30.57, 30.74)),
 )
 
-EARTH_RADIUS_KM = 6371.0
-KM_PER_DEG_LAT = 110.574
-KM_PER_DEG_LNG_EQUATOR = 111.320
 ID_BASE = 100001
 DISTRICT_WIDTH_KM = 20.0
 DISTRICT_HEIGHT_KM = 14.0
@@ -131,41 +120,20 @@ MIN_STOP_SPACING_KM = 0.25
 MIN_METRO_STATIONS = 8
 MIN_LINE_STOPS = 4
 
-KIND_METRO = "metro"
-KIND_BUS = "bus"
+# The demo's physical model: ride times from a fixed speed (there is no schedule).
 TRACK_FACTOR = {KIND_METRO: 1.10, KIND_BUS: 1.25}   # track length / straight distance
 SPEED_KMH = {KIND_METRO: 35.0, KIND_BUS: 18.0}
 DWELL_MIN = {KIND_METRO: 0.5, KIND_BUS: 0.4}
-WAIT_MIN = {KIND_METRO: 3.0, KIND_BUS: 5.0}
 
-ACCESS_WALK = "walk"
-ACCESS_BIKE = "bike"
-ACCESS_TAXI = "taxi"
-# Straight-line ranges in which the router offers a mode; all are inside the
-# evaluator's grounding thresholds (3 / 5 / 10 km) so labels always ground.
-ACCESS_RANGE_KM = {ACCESS_WALK: (0.0, 2.0), ACCESS_BIKE: (0.8, 4.5), ACCESS_TAXI: (2.5, 9.0)}
-# A mode is offered only when the nearest station is at least this far away,
-# the way journey planners suggest a bike or a car only when walking is long.
-ACCESS_OFFER_FROM_KM = {ACCESS_WALK: 0.0, ACCESS_BIKE: 1.0, ACCESS_TAXI: 3.0}
-ACCESS_DETOUR = {ACCESS_WALK: 1.25, ACCESS_BIKE: 1.25, ACCESS_TAXI: 1.30}
-ACCESS_SPEED_KMH = {ACCESS_WALK: 5.0, ACCESS_BIKE: 11.0, ACCESS_TAXI: 30.0}
-ACCESS_SETUP_MIN = {ACCESS_WALK: 0.0, ACCESS_BIKE: 4.0, ACCESS_TAXI: 5.0}   # find/park a bike, hail a car
-BIKE_FARE = 1.5
-TAXI_BASE_FARE = 13.0
-TAXI_BASE_KM = 3.0
-TAXI_FARE_PER_KM = 2.3
-TRANSFER_WALK_DETOUR = 1.2
-WALK_SPEED_KMH = 5.0
-
-# Evaluator constants (protocol.md) used to make sure each sample row really
-# exercises the path it was built for.
-GROUND_KM = {ACCESS_WALK: 3.0, ACCESS_BIKE: 5.0, ACCESS_TAXI: 10.0}
-DP_SLACK_KM = 0.5
-TOL_DISTANCE = (10.0, 0.5)
-TOL_TIME = (10.0, 5.0)
-TOL_FARE = (10.0, 1.0)
-TOL_TRANSFER_KM = 0.5
-MIN_FUZZY_JACCARD = 0.4
+# Evaluator constants (protocol.md, imported from common) used to make sure
+# each sample row really exercises the path it was built for.
+GROUND_KM = {ACCESS_WALK: WALK_LIMIT_KM, ACCESS_BIKE: CYCLE_LIMIT_KM, ACCESS_TAXI: TAXI_LIMIT_KM}
+DP_SLACK_KM = REFERENCE.dp_slack_km
+TOL_DISTANCE = DISTANCE_TOLERANCE_KM
+TOL_TIME = TIME_TOLERANCE_MIN
+TOL_FARE = FARE_TOLERANCE_CNY
+TOL_TRANSFER_KM = TRANSFER_DISTANCE_TOLERANCE_KM
+MIN_FUZZY_JACCARD = MIN_STATION_SIMILARITY
 
 # Straight distance between the stations an origin and a destination are put
 # near; scenarios that need a short or a long trip ask for it.
@@ -185,107 +153,9 @@ FILE_GENERAL = "general_llm_example.csv"
 SAMPLE_COLUMNS = ["index_id", "sft_prompt", "sft_label", "generate_results"]
 
 
-def sub_rng(seed, *parts):
-    """A private generator for one named piece of work (district, sample row).
-
-    Hashing the name keeps pieces independent, so a row comes out the same
-    whichever worker process builds it and whatever was generated before it.
-    """
-    text = ":".join(str(p) for p in (seed,) + parts)
-    return random.Random(int(hashlib.md5(text.encode("utf-8")).hexdigest(), 16))
-
-
-def uniform(rng, low, high):
-    # random.uniform's formula, spelled out so it can never change under us.
-    return low + (high - low) * rng.random()
-
-
-# ---------------------------------------------------------------------------
-# Network model
-# ---------------------------------------------------------------------------
-
-
-class Line:
-    """A physical line; it is ridden in both directions (two LineDirs)."""
-
-    def __init__(self, line_id, city, kind, number, stops, district):
-        self.line_id = line_id
-        self.city = city
-        self.kind = kind
-        self.number = number
-        self.stops = stops
-        self.district = district
-        self.names = ("", "")    # forward, reverse display names
-
-
-class LineDir:
-    """One riding direction with cumulative track distance and ride time."""
-
-    def __init__(self, ld_id, line, forward, stops, cumdist, cumtime):
-        self.ld_id = ld_id
-        self.line = line
-        self.kind = line.kind
-        self.name = line.names[0 if forward else 1]
-        self.short = strip_suffix(self.name)
-        self.stops = stops
-        self.cumdist = cumdist
-        self.cumtime = cumtime
-
-
-class District:
-    def __init__(self, index, city, lng0, lat0):
-        self.index = index
-        self.city = city
-        self.lng0 = lng0
-        self.lat0 = lat0
-        self.stops = []
-        self.lines = []
-        self.coords = []        # [(stop, lng, lat)], filled once the network is built
-
-
-class Network:
-    def __init__(self):
-        self.ids = []
-        self.names = []
-        self.lng = []
-        self.lat = []
-        self.city = []
-        self.hops = []          # per stop: set of neighbouring stops (line order + walk links)
-        self.link_set = []      # per stop: walk-linked twin stops
-        self.links = []         # per stop: [(twin, walk_km, walk_min)]
-        self.boardings = []     # per stop: [(ld_id, position)]
-        self.lines = []
-        self.linedirs = []
-        self.districts = []
-        self.line_by_short = {}  # (city code, suffix-stripped name) -> first LineDir in file order
-        self.line_by_name = {}   # (city code, full name) -> LineDir
-        self.city_linedirs = {}  # city code -> LineDirs in line_info.csv order
-        self.index_of = None     # stop id -> index, built on first use
-
-    def add_stop(self, name, lng, lat, city):
-        idx = len(self.ids)
-        self.ids.append("bus-%d" % (ID_BASE + idx))
-        self.names.append(name)
-        self.lng.append(lng)
-        self.lat.append(lat)
-        self.city.append(city)
-        self.hops.append(set())
-        self.link_set.append(set())
-        return idx
-
-    def dist(self, a, b):
-        return haversine_km(self.lng[a], self.lat[a], self.lng[b], self.lat[b])
-
-    def dist_to(self, stop, point):
-        return haversine_km(point[0], point[1], self.lng[stop], self.lat[stop])
-
-    def linked(self, a, b):
-        """True when the evaluator would accept a -> b (self-hops included)."""
-        return a == b or b in self.hops[a]
-
-    def unknown_id(self, rng):
-        return "bus-%d" % (ID_BASE + len(self.ids) + 1000 + rng.randrange(9000))
-
+def unknown_id(net, rng):
+    """A stop id in the demo's style that no station has."""
+    return "bus-%d" % (ID_BASE + len(net.ids) + 1000 + rng.randrange(9000))
 
 # ---------------------------------------------------------------------------
 # Network generation
@@ -351,7 +221,8 @@ class DistrictBuilder:
         d = self.district
         lng = round(d.lng0 + x / self.kx, 6)
         lat = round(d.lat0 + y / KM_PER_DEG_LAT, 6)
-        s = self.net.add_stop(name or self.fresh_name(), lng, lat, self.city_index)
+        s = self.net.add_stop("bus-%d" % (ID_BASE + len(self.net.ids)), name or self.fresh_name(), lng, lat,
+                               self.city_index)
         self.xy[s] = (x, y)
         self.grid.setdefault(self.cell(x, y), []).append(s)
         d.stops.append(s)
@@ -510,7 +381,7 @@ def district_center(rng, city, first_of_city):
 
 
 def build_network(seed, n_districts):
-    net = Network()
+    net = Network(60.0 / SPEED_KMH[KIND_METRO])   # A* bound: nothing is faster than the metro
     metro_numbers = {c.code: [] for c in CITIES}
     bus_numbers = {c.code: set() for c in CITIES}
     for k in range(n_districts):
@@ -527,8 +398,8 @@ def build_network(seed, n_districts):
 
 
 def finish_network(net):
-    """Derive the router's tables: line directions, boardings, walk links."""
-    net.boardings = [[] for _ in net.ids]
+    """Derive the router's tables: line directions (ride times from the fixed
+    speeds and dwell times: the demo has no schedule), boardings, walk links."""
     for line in net.lines:
         for forward in (True, False):
             stops = line.stops if forward else line.stops[::-1]
@@ -537,423 +408,15 @@ def finish_network(net):
                 km = net.dist(a, b) * TRACK_FACTOR[line.kind]
                 cumdist.append(cumdist[-1] + km)
                 cumtime.append(cumtime[-1] + km / SPEED_KMH[line.kind] * 60 + DWELL_MIN[line.kind])
-            ld = LineDir(len(net.linedirs), line, forward, stops, cumdist, cumtime)
-            net.linedirs.append(ld)
-            for pos, s in enumerate(stops[:-1]):
-                net.boardings[s].append((ld.ld_id, pos))
-            code = line.city.code
-            net.line_by_short.setdefault((code, ld.short), ld)
-            net.line_by_name.setdefault((code, ld.name), ld)
-            net.city_linedirs.setdefault(code, []).append(ld)
-    for district in net.districts:
-        district.coords = [(s, net.lng[s], net.lat[s]) for s in district.stops]
-    net.links = []
-    for s, twins in enumerate(net.link_set):
-        row = []
-        for t in sorted(twins):
-            km = net.dist(s, t) * TRANSFER_WALK_DETOUR
-            row.append((t, km, km / WALK_SPEED_KMH * 60))
-        net.links.append(row)
-
+            kind = line.kind
+            net.add_linedir(LineDir(len(net.linedirs), line, line.names[0 if forward else 1], stops,
+                                    cumdist, cumtime, WAIT_MIN[kind], FARE_BANDS[kind], FARE_STEP_KM[kind]))
+    net.finish()
 
 # ---------------------------------------------------------------------------
-# Router
+# The route-eval service's station matching on the generator's tables -- used
+# only to make sure a general-LLM row built to (not) match really does.
 # ---------------------------------------------------------------------------
-
-
-class Access:
-    """Getting between a point and a station: mode, distance, time, fare."""
-
-    def __init__(self, mode, straight_km):
-        self.mode = mode
-        self.straight_km = straight_km
-        self.km = straight_km * ACCESS_DETOUR[mode]
-        self.minutes = self.km / ACCESS_SPEED_KMH[mode] * 60 + ACCESS_SETUP_MIN[mode]
-        if mode == ACCESS_BIKE:
-            self.fare = BIKE_FARE
-        elif mode == ACCESS_TAXI:
-            self.fare = round(TAXI_BASE_FARE + TAXI_FARE_PER_KM * max(0.0, self.km - TAXI_BASE_KM), 1)
-        else:
-            self.fare = 0.0
-
-
-# Per-leg fare tables: (upper distance limit in km, fare); beyond the last
-# band a metro leg costs 1 more per started 20 km, a bus leg per started 5 km.
-FARE_BANDS = {KIND_METRO: ((6.0, 3.0), (12.0, 4.0), (22.0, 5.0), (32.0, 6.0)),
-              KIND_BUS: ((10.0, 2.0),)}
-FARE_STEP_KM = {KIND_METRO: 20.0, KIND_BUS: 5.0}
-
-
-def fare_band(kind, km):
-    """(fare, upper km limit of the band containing km) from the fare table."""
-    for limit, fare in FARE_BANDS[kind]:
-        if km <= limit:
-            return fare, limit
-    last_limit, last_fare = FARE_BANDS[kind][-1]
-    steps = math.ceil((km - last_limit) / FARE_STEP_KM[kind])
-    return last_fare + steps, last_limit + steps * FARE_STEP_KM[kind]
-
-
-def leg_fare(kind, km):
-    return fare_band(kind, km)[0]
-
-
-class Prefs:
-    """Cost weights; the default is the expert score of protocol.md §3."""
-
-    def __init__(self):
-        self.time_w = 0.2                        # minutes * 60 / 300
-        self.line_w = {KIND_METRO: 1.0, KIND_BUS: 1.0}
-        self.bike_w = 1.0
-        self.fare_w = 1.0
-        self.banned = frozenset()
-        self.penalty = {}                        # line_id -> extra cost per use
-        self.stop_penalty = {}                   # stop -> extra cost per boarding there
-
-    def least_boarding_cost(self):
-        """No ride costs less than this (shortest wait, cheapest line, fare)."""
-        least_fare = min(bands[0][1] for bands in FARE_BANDS.values())
-        return (self.time_w * min(WAIT_MIN.values()) + min(self.line_w.values())
-                + self.fare_w * least_fare)
-
-    def access_cost(self, acc):
-        return (self.time_w * acc.minutes + self.fare_w * acc.fare
-                + (self.bike_w if acc.mode == ACCESS_BIKE else 0.0))
-
-    def penalised(self, lines, amount, stops=()):
-        prefs = copy.copy(self)
-        prefs.penalty = dict(self.penalty)
-        prefs.stop_penalty = dict(self.stop_penalty)
-        for line_id in lines:
-            prefs.penalty[line_id] = prefs.penalty.get(line_id, 0.0) + amount
-        for stop in stops:
-            prefs.stop_penalty[stop] = prefs.stop_penalty.get(stop, 0.0) + amount
-        return prefs
-
-
-def prefs_for_req(req_type):
-    prefs = Prefs()
-    if req_type == 2:        # fewer transfers: every extra line is expensive
-        prefs.line_w = {KIND_METRO: 10.0, KIND_BUS: 10.0}
-    elif req_type == 5:      # no subway
-        prefs.banned = frozenset([KIND_METRO])
-    elif req_type == 7:      # subway first: buses only where unavoidable
-        prefs.line_w = {KIND_METRO: 1.0, KIND_BUS: 10.0}
-    elif req_type == 8:      # shorter time: time dominates, money barely counts
-        prefs.line_w = {KIND_METRO: 0.0, KIND_BUS: 0.0}
-        prefs.bike_w = 0.0
-        prefs.fare_w = 0.05
-    return prefs
-
-
-class Route:
-    """A concrete itinerary: access, legs (ld_id, board_pos, alight_pos), egress."""
-
-    def __init__(self, net, origin, dest, legs, start, end):
-        self.origin = origin
-        self.dest = dest
-        self.legs = legs
-        self.start = start
-        self.end = end
-        self.leg_stops = [net.linedirs[ld].stops[i:j + 1] for ld, i, j in legs]
-        self.km = start.km + end.km
-        self.minutes = start.minutes + end.minutes
-        self.fare = start.fare + end.fare
-        for ld_id, i, j in legs:
-            ld = net.linedirs[ld_id]
-            km = ld.cumdist[j] - ld.cumdist[i]
-            self.km += km
-            self.minutes += WAIT_MIN[ld.kind] + ld.cumtime[j] - ld.cumtime[i]
-            self.fare += leg_fare(ld.kind, km)
-        self.transfer_kinds = []
-        for a, b in zip(self.leg_stops, self.leg_stops[1:]):
-            if a[-1] == b[0]:
-                self.transfer_kinds.append("shared")
-                continue
-            self.transfer_kinds.append("walk" if b[0] in net.link_set[a[-1]] else "none")
-            walk_km = net.dist(a[-1], b[0]) * TRANSFER_WALK_DETOUR
-            self.km += walk_km
-            self.minutes += walk_km / WALK_SPEED_KMH * 60
-
-    def stops(self):
-        return [s for leg in self.leg_stops for s in leg]
-
-    def line_ids(self, net):
-        return [net.linedirs[ld].line.line_id for ld, _, _ in self.legs]
-
-    def kinds(self, net):
-        return [net.linedirs[ld].kind for ld, _, _ in self.legs]
-
-    def boarding_stops(self):
-        return [leg[0] for leg in self.leg_stops]
-
-
-def make_route(net, origin, dest, legs, start_mode, end_mode):
-    first = net.linedirs[legs[0][0]].stops[legs[0][1]]
-    last = net.linedirs[legs[-1][0]].stops[legs[-1][2]]
-    return Route(net, origin, dest, legs,
-                 Access(start_mode, net.dist_to(first, origin)),
-                 Access(end_mode, net.dist_to(last, dest)))
-
-
-KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180
-# A* bound: no vehicle covers straight-line distance faster than the metro.
-MIN_MINUTES_PER_KM = 60.0 / SPEED_KMH[KIND_METRO]
-
-
-def flat_km(net, stop, point, kx):
-    # Equirectangular distance: within 0.1 % of haversine at district scale,
-    # and far cheaper; used only to screen and to bound, never for output.
-    return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
-
-
-class PointAccess:
-    """Every station a point can reach, with the offered modes (per trip, reused
-    by every search of that trip), plus flat distances for the A* bound."""
-
-    def __init__(self, net, district, point):
-        lng0, lat0 = point
-        kx = KM_PER_DEG * math.cos(math.radians(lat0))
-        hypot = math.hypot
-        self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
-        self._bounds = {}
-        nearest = min(self.flat.values())
-        modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
-        self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
-        self.options = []          # (stop, [Access per offered mode in range])
-        for s in district.stops:
-            if self.flat[s] > self.reach_km + 0.05:
-                continue
-            d = net.dist_to(s, point)
-            accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
-            if accs:
-                self.options.append((s, accs))
-
-    def bound(self, per_km, board_min):
-        """Admissible A* bound per search state (stop * 2 + phase) towards this
-        point: per_km times the straight distance left once the longest offered
-        access could finish the trip, plus the least boarding cost wherever one
-        more ride is unavoidable (before any ride, or beyond access reach)."""
-        key = (per_km, board_min)
-        if key not in self._bounds:
-            reach, h = self.reach_km, {}
-            for s, d in self.flat.items():
-                rest = per_km * (d - reach)
-                h[2 * s] = (rest if rest > 0 else 0.0) + board_min
-                h[2 * s + 1] = rest + board_min if rest > 0 else 0.0
-            self._bounds[key] = h
-        return self._bounds[key]
-
-    def best(self, prefs):
-        """stop -> (Access, cost) of the cheapest offered mode under prefs."""
-        out = {}
-        for s, accs in self.options:
-            best = None
-            for acc in accs:
-                cost = prefs.access_cost(acc)
-                if best is None or cost < best[1]:
-                    best = (acc, cost)
-            out[s] = best
-        return out
-
-
-def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
-    """A* over (stop, phase); phase 0 = about to board, 1 = just alighted.
-
-    A ride edge covers a whole leg, so the per-leg fare table and the one-off
-    line cost are exact.  The search is confined to one district, is guided by
-    an admissible straight-line bound and stops once the destination is
-    settled, which keeps it fast at any network size.
-    """
-    start_access = start_access or PointAccess(net, district, origin)
-    end_access = end_access or PointAccess(net, district, dest)
-    starts, ends = start_access.best(prefs), end_access.best(prefs)
-    if not starts or not ends:
-        return None
-    time_w, fare_w = prefs.time_w, prefs.fare_w
-    bound = end_access.bound(0.98 * time_w * MIN_MINUTES_PER_KM, prefs.least_boarding_cost())
-    best, prev, heap = {}, {}, []
-    for s, (acc, cost) in starts.items():
-        best[s * 2] = cost
-        prev[s * 2] = None
-        heap.append((cost + bound[s * 2], s * 2))
-    heapq.heapify(heap)
-    best_dest, dest_state = float("inf"), None
-    linedirs, boardings, links = net.linedirs, net.boardings, net.links
-    banned, penalty, stop_penalty, line_w = prefs.banned, prefs.penalty, prefs.stop_penalty, prefs.line_w
-    heappush = heapq.heappush
-    while heap:
-        f, state = heapq.heappop(heap)
-        if f >= best_dest:
-            break
-        stop = state >> 1
-        cost = best[state]
-        if f > cost + bound[state]:
-            continue        # stale heap entry
-        last_line = None
-        if state & 1:
-            last_line = linedirs[prev[state][1]].line.line_id
-            for twin, _, walk_min in links[stop]:
-                new = cost + time_w * walk_min
-                t = twin * 2
-                old = best.get(t)
-                if (old is None or new < old) and new + bound[t] < best_dest:
-                    best[t] = new
-                    prev[t] = (state, None, 0, 0)
-                    heappush(heap, (new + bound[t], t))
-        board_cost = cost + stop_penalty.get(stop, 0.0)
-        for ld_id, pos in boardings[stop]:
-            ld = linedirs[ld_id]
-            kind = ld.kind
-            line_id = ld.line.line_id
-            if kind in banned or line_id == last_line:
-                continue
-            base = board_cost + time_w * WAIT_MIN[kind] + line_w[kind] + penalty.get(line_id, 0.0)
-            cd, ct, stops = ld.cumdist, ld.cumtime, ld.stops
-            d0, t0 = cd[pos], ct[pos]
-            fare, limit = fare_band(kind, 0.0)
-            for j in range(pos + 1, len(stops)):
-                km = cd[j] - d0
-                if km > limit:
-                    fare, limit = fare_band(kind, km)
-                new = base + time_w * (ct[j] - t0) + fare_w * fare
-                nxt = stops[j]
-                t = nxt * 2 + 1
-                f_new = new + bound[t]
-                if f_new >= best_dest:
-                    continue
-                old = best.get(t)
-                if old is None or new < old:
-                    best[t] = new
-                    prev[t] = (state, ld_id, pos, j)
-                    heappush(heap, (f_new, t))
-                    egress = ends.get(nxt)
-                    if egress is not None and new + egress[1] < best_dest:
-                        best_dest, dest_state = new + egress[1], t
-    if dest_state is None:
-        return None
-    return rebuild_route(net, origin, dest, prev, dest_state, starts, ends)
-
-
-def rebuild_route(net, origin, dest, prev, state, starts, ends):
-    legs = []
-    end_mode = ends[state // 2][0].mode
-    while prev[state] is not None:
-        back_state, ld_id, i, j = prev[state]
-        if ld_id is not None:
-            legs.append((ld_id, i, j))
-        state = back_state
-    legs.reverse()
-    return make_route(net, origin, dest, legs, starts[state // 2][0].mode, end_mode)
-
-
-# ---------------------------------------------------------------------------
-# Formatting values the way the dataset writes them
-# ---------------------------------------------------------------------------
-
-
-def fmt_km(rng, km):
-    if km < 1.0 and rng.random() < 0.8:
-        return "%d%s" % (max(1, int(round(km * 1000))), UNIT_M)
-    roll = rng.random()
-    if roll < 0.12:
-        return "%s%.1f%s" % (ABOUT, km, UNIT_KM)
-    if roll < 0.18:
-        return "%.1f" % km
-    return "%.1f%s" % (km, UNIT_KM)
-
-
-def fmt_minutes(rng, minutes):
-    m = max(1, int(round(minutes)))
-    roll = rng.random()
-    if roll < 0.06:
-        return "%d" % m
-    if m >= 60 and roll < 0.92:
-        return "%d%s%d%s" % (m // 60, UNIT_HOUR, m % 60, UNIT_MIN) if m % 60 else "%d%s" % (m // 60, UNIT_HOUR)
-    return "%d%s" % (m, UNIT_MIN)
-
-
-def fmt_fare(rng, fare):
-    roll = rng.random()
-    if fare == int(fare):
-        if roll < 0.45:
-            return "%d" % fare
-        if roll < 0.85:
-            return "%.1f" % fare
-        return "%d%s" % (fare, UNIT_YUAN)
-    return "%.1f%s" % (fare, UNIT_YUAN) if roll < 0.2 else "%.1f" % fare
-
-
-def fmt_mode(rng, mode):
-    if mode == ACCESS_WALK:
-        return "" if rng.random() < 0.15 else MODE_WALK
-    if mode == ACCESS_BIKE:
-        return MODE_BIKE
-    return MODE_TAXI if rng.random() < 0.5 else MODE_RIDE_HAILING
-
-
-def fmt_access_km(rng, acc):
-    # The dataset leaves the distance empty when the station is at the door.
-    if acc.mode == ACCESS_WALK and acc.km < 0.2 and rng.random() < 0.5:
-        return ""
-    return fmt_km(rng, acc.km)
-
-
-def route_tag(net, route):
-    kinds = set(route.kinds(net))
-    base = TAG_MIXED if len(kinds) > 1 else (TAG_METRO if KIND_METRO in kinds else TAG_BUS)
-    modes = (route.start.mode, route.end.mode)
-    mix_base = TAG_METRO if KIND_METRO in kinds else TAG_BUS
-    if ACCESS_TAXI in modes:
-        return TAG_TAXI_MIX.format(base=mix_base)
-    if ACCESS_BIKE in modes:
-        return TAG_BIKE_MIX.format(base=mix_base)
-    return base
-
-
-def station_sequence(net, legs_stops, use_names):
-    seq = []
-    for k, leg in enumerate(legs_stops):
-        if k:
-            seq.append(TRANSFER)
-        seq.extend(net.names[s] if use_names else net.ids[s] for s in leg)
-    return seq
-
-
-def route_json(net, route, rng, use_names=False, tag=False):
-    """The label dictionary of a route, formatted like the published data."""
-    out = {}
-    if tag:
-        out["route_tag"] = route_tag(net, route)
-    out["line_sequence"] = [net.linedirs[ld].name for ld, _, _ in route.legs]
-    out["station_sequence"] = station_sequence(net, route.leg_stops, use_names)
-    out["total_distance"] = fmt_km(rng, route.km)
-    out["total_time"] = fmt_minutes(rng, route.minutes)
-    out["total_fare"] = fmt_fare(rng, route.fare)
-    out["start_transfer_mode"] = fmt_mode(rng, route.start.mode)
-    out["end_transfer_mode"] = fmt_mode(rng, route.end.mode)
-    out["start_transfer_distance"] = fmt_access_km(rng, route.start)
-    out["end_transfer_distance"] = fmt_access_km(rng, route.end)
-    return out
-
-
-def dumps(value, compact=False):
-    if compact:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value, ensure_ascii=False)
-
-
-# ---------------------------------------------------------------------------
-# The evaluator's reading of values (protocol.md §2, §7) -- used only to make
-# sure a row built to be "inside" or "outside" a tolerance really is.
-# ---------------------------------------------------------------------------
-
-def accurate(pred, label, tolerance):
-    pct, absolute = tolerance
-    if abs(pred - label) <= absolute:
-        return True
-    return label > 0 and abs(pred - label) / label * 100 <= pct
-
 
 def match_station(net, ld, query):
     """The stop the route-eval service picks for `query` on a line, or None."""
@@ -1004,41 +467,6 @@ class Case:
                           self.start_access, self.end_access)
 
 
-def random_point_near(net, rng, stop, low_km, high_km):
-    angle = rng.random() * 2 * math.pi
-    r = uniform(rng, low_km, high_km)
-    lat = net.lat[stop] + r * math.sin(angle) / KM_PER_DEG_LAT
-    lng = net.lng[stop] + r * math.cos(angle) / (KM_PER_DEG_LNG_EQUATOR * math.cos(math.radians(lat)))
-    return (round(lng, 6), round(lat, 6))
-
-
-def access_point(net, rng, district, stop, allow_far):
-    """Mostly a short walk from a station; sometimes bike or taxi distance away."""
-    roll = rng.random()
-    if roll < 0.84 or (roll >= 0.95 and not allow_far):
-        return random_point_near(net, rng, stop, 0.05, 1.3)
-    if roll < 0.95:
-        return random_point_near(net, rng, stop, 1.8, 3.6)
-    for _ in range(20):
-        point = random_point_near(net, rng, stop, 5.0, 7.5)
-        kx = KM_PER_DEG * math.cos(math.radians(point[1]))
-        if min(flat_km(net, s, point, kx) for s in district.stops) > ACCESS_RANGE_KM[ACCESS_BIKE][1]:
-            return point
-    return random_point_near(net, rng, stop, 0.05, 1.3)
-
-
-def pick_od(net, rng, district, min_km, max_km):
-    stops = district.stops
-    a = rng.choice(stops)
-    for _ in range(50):
-        b = rng.choice(stops)
-        if min_km <= net.dist(a, b) <= max_km:
-            break
-    # at most one end of a trip lies beyond cycling range of every station
-    far_end = rng.randrange(2)
-    return (access_point(net, rng, district, a, far_end == 0),
-            access_point(net, rng, district, b, far_end == 1))
-
 
 def place_name(net, rng, access):
     """A place name for the query: the nearest station's name plus a POI word."""
@@ -1054,33 +482,6 @@ def prompt_json(case, suffix):
                   "start": "%.6f,%.6f" % origin,
                   "end": "%.6f,%.6f" % dest,
                   "city": district.city.name})
-
-
-def alternatives(case, base_prefs, count):
-    """Up to `count` routes, each avoiding the lines and boarding stops of the
-    ones before it (with a growing penalty when that is not enough)."""
-    routes = [case.find(base_prefs)]
-    if routes[0] is None:
-        return []
-    for amount in (6.0, 25.0):
-        while len(routes) < count:
-            lines = [lid for r in routes for lid in r.line_ids(case.net)]
-            stops = [s for r in routes for s in r.boarding_stops()]
-            route = case.find(base_prefs.penalised(lines, amount, stops))
-            if route is None or any(same_stations(route, r) or same_lines(case.net, route, r)
-                                    for r in routes):
-                break
-            routes.append(route)
-    return routes
-
-
-def same_stations(a, b):
-    return set(a.stops()) == set(b.stops())
-
-
-def same_lines(net, a, b):
-    # Alternatives must differ in lines too, or route diversity would be 0.
-    return set(a.line_ids(net)) == set(b.line_ids(net))
 
 
 # ---------------------------------------------------------------------------
@@ -1210,7 +611,7 @@ def pick_spelling(rng, spellings, parse, label_text, tolerance, want_accurate):
     """A spelling that differs from the label text and is (in)accurate as wanted."""
     label_value = parse(label_text)
     options = [s for s in spellings if s != label_text
-               and accurate(parse(s), label_value, tolerance) == want_accurate]
+               and within(parse(s), label_value, tolerance) == want_accurate]
     return rng.choice(options) if options else None
 
 
@@ -1278,7 +679,7 @@ def sc_near_by_absolute(case):
         return None
     factors = {"total_distance": (1.0, 0.45), "total_time": (1.0, 4.0), "total_fare": (1.0, 1.0)}
     pred = set_numbers(case, copy.deepcopy(label), factors, True)
-    if pred is None or accurate(parse_km(pred["total_distance"]), parse_km(label["total_distance"]), (10.0, 0.0)):
+    if pred is None or within(parse_km(pred["total_distance"]), parse_km(label["total_distance"]), 0.0):
         return None
     return pred
 
@@ -1288,8 +689,8 @@ def sc_numbers_as_json_numbers(case):
     pred["total_distance"] = round(case.route.km, 1)
     pred["total_time"] = int(round(case.route.minutes))
     pred["total_fare"] = case.route.fare
-    ok = (accurate(pred["total_distance"], parse_km(case.label["total_distance"]), TOL_DISTANCE)
-          and accurate(pred["total_time"], parse_minutes(case.label["total_time"]), TOL_TIME))
+    ok = (within(pred["total_distance"], parse_km(case.label["total_distance"]), TOL_DISTANCE)
+          and within(pred["total_time"], parse_minutes(case.label["total_time"]), TOL_TIME))
     return pred if ok else None
 
 
@@ -1319,7 +720,7 @@ def sc_hours_quirk(case):
         return None
     pred = copy.deepcopy(case.label)
     pred["total_time"] = "%d%s" % (int(m.group(1)) * 60 + int(m.group(2)), UNIT_MIN)
-    if accurate(parse_minutes(pred["total_time"]), parse_minutes(label_time), TOL_TIME):
+    if within(parse_minutes(pred["total_time"]), parse_minutes(label_time), TOL_TIME):
         return None
     return pred
 
@@ -1416,7 +817,7 @@ def sc_no_transfer_markers(case):
 
 def sc_unknown_first(case):
     pred = copy.deepcopy(case.label)
-    pred["station_sequence"][0] = case.net.unknown_id(case.rng)
+    pred["station_sequence"][0] = unknown_id(case.net, case.rng)
     return pred
 
 
@@ -1426,7 +827,7 @@ def sc_unknown_middle(case):
     inner = [k for k in range(1, len(seq) - 1) if seq[k] != TRANSFER]
     if not inner:
         return None
-    seq[case.rng.choice(inner)] = case.net.unknown_id(case.rng)
+    seq[case.rng.choice(inner)] = unknown_id(case.net, case.rng)
     return pred
 
 
@@ -2113,7 +1514,7 @@ GENERAL_SCENARIOS = (
 )
 
 
-class Benchmark:
+class SampleFile:
     def __init__(self, key, filename, scenarios, with_req=False, routes=1, use_names=False):
         self.key = key
         self.filename = filename
@@ -2131,10 +1532,10 @@ class Benchmark:
 
 
 BENCHMARKS = (
-    Benchmark("b1", FILE_B1, B1_SCENARIOS),
-    Benchmark("b2", FILE_B2, B2_SCENARIOS, with_req=True),
-    Benchmark("b3", FILE_B3, B3_SCENARIOS, routes=3),
-    Benchmark("general", FILE_GENERAL, GENERAL_SCENARIOS, use_names=True),
+    SampleFile("b1", FILE_B1, B1_SCENARIOS),
+    SampleFile("b2", FILE_B2, B2_SCENARIOS, with_req=True),
+    SampleFile("b3", FILE_B3, B3_SCENARIOS, routes=3),
+    SampleFile("general", FILE_GENERAL, GENERAL_SCENARIOS, use_names=True),
 )
 
 

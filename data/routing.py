@@ -1,0 +1,693 @@
+#!/usr/bin/env python3
+"""The shortest-path router behind the labels of make_demo.py and make_benchmark.py.
+
+A network is a set of stops with coordinates and names, line directions
+(``LineDir``: ordered stops with cumulative track distance and ride time, a
+wait time and a fare table) and walking links between stops.  ``find_route``
+is an A* search over (stop, about to board / just alighted) whose cost is the
+expert score of protocol.md §3 (time in 5-minute units + one per line ridden
++ fare), or a variant of it for a benchmark-2 preference (``prefs_for_req``).
+``alternatives`` gives up to three distinct routes (benchmark 3) and
+``route_json`` writes a route the way the released data does.
+
+Nothing here knows where the network came from: make_demo.py lays out a
+fictional one (ride times from a fixed speed), make_benchmark.py reads one
+written by import_gtfs.py (ride times from the schedule) or by make_demo.py.
+Standard library only; deterministic (seeded ``random.Random`` only).
+"""
+
+import copy
+import hashlib
+import heapq
+import json
+import math
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km  # noqa: E402
+from general_llm.route_eval import strip_line_suffix as strip_suffix  # noqa: E402
+
+# Texts of the released data (the evaluator's own constants where it has them).
+MODE_WALK = WALK
+MODE_BIKE = CYCLE
+MODE_TAXI = "打车"
+MODE_RIDE_HAILING = "网约车"
+UNIT_KM = "公里"
+UNIT_M = "米"
+UNIT_HOUR = "小时"
+UNIT_MIN = "分钟"
+UNIT_YUAN = "元"
+ABOUT = "约"
+TAG_METRO = "地铁"
+TAG_BUS = "公交"
+TAG_MIXED = "公交+地铁"
+TAG_BIKE_MIX = "{base}-骑行混拼"
+TAG_TAXI_MIX = "{base}-打车混拼"
+
+KM_PER_DEG_LAT = 110.574
+KM_PER_DEG_LNG_EQUATOR = 111.320
+KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180
+
+KIND_METRO = "metro"     # rail-bound: the evaluator's subway rules see 地铁/号线 in its name
+KIND_BUS = "bus"
+
+# The demo network's service model (make_demo.py); a GTFS network brings its
+# own waits and, when the feed has fares, its own flat fare per line.
+WAIT_MIN = {KIND_METRO: 3.0, KIND_BUS: 5.0}
+# Per-leg fare tables: (upper distance limit in km, fare); beyond the last
+# band a metro leg costs 1 more per started 20 km, a bus leg per started 5 km.
+FARE_BANDS = {KIND_METRO: ((6.0, 3.0), (12.0, 4.0), (22.0, 5.0), (32.0, 6.0)),
+              KIND_BUS: ((10.0, 2.0),)}
+FARE_STEP_KM = {KIND_METRO: 20.0, KIND_BUS: 5.0}
+
+ACCESS_WALK = "walk"
+ACCESS_BIKE = "bike"
+ACCESS_TAXI = "taxi"
+# Straight-line ranges in which the router offers a mode; all are inside the
+# evaluator's grounding thresholds (3 / 5 / 10 km) so labels always ground.
+ACCESS_RANGE_KM = {ACCESS_WALK: (0.0, 2.0), ACCESS_BIKE: (0.8, 4.5), ACCESS_TAXI: (2.5, 9.0)}
+# A mode is offered only when the nearest station is at least this far away,
+# the way journey planners suggest a bike or a car only when walking is long.
+ACCESS_OFFER_FROM_KM = {ACCESS_WALK: 0.0, ACCESS_BIKE: 1.0, ACCESS_TAXI: 3.0}
+ACCESS_DETOUR = {ACCESS_WALK: 1.25, ACCESS_BIKE: 1.25, ACCESS_TAXI: 1.30}
+ACCESS_SPEED_KMH = {ACCESS_WALK: 5.0, ACCESS_BIKE: 11.0, ACCESS_TAXI: 30.0}
+ACCESS_SETUP_MIN = {ACCESS_WALK: 0.0, ACCESS_BIKE: 4.0, ACCESS_TAXI: 5.0}   # find/park a bike, hail a car
+BIKE_FARE = 1.5
+TAXI_BASE_FARE = 13.0
+TAXI_BASE_KM = 3.0
+TAXI_FARE_PER_KM = 2.3
+TRANSFER_WALK_DETOUR = 1.2
+WALK_SPEED_KMH = 5.0
+
+
+def sub_rng(seed, *parts):
+    """A private generator for one named piece of work (district, sample row).
+
+    Hashing the name keeps pieces independent, so a row comes out the same
+    whichever worker process builds it and whatever was generated before it.
+    """
+    text = ":".join(str(p) for p in (seed,) + parts)
+    return random.Random(int(hashlib.md5(text.encode("utf-8")).hexdigest(), 16))
+
+
+def uniform(rng, low, high):
+    # random.uniform's formula, spelled out so it can never change under us.
+    return low + (high - low) * rng.random()
+
+
+# ---------------------------------------------------------------------------
+# Network model
+# ---------------------------------------------------------------------------
+
+
+class Line:
+    """A physical line (a GTFS route); ridden in one or more LineDirs.
+
+    Re-boarding the same line is never a transfer, and the alternatives of
+    benchmark 3 avoid a line in all its directions.
+    """
+
+    def __init__(self, line_id, city, kind, number, stops, district):
+        self.line_id = line_id
+        self.city = city          # an object with .name and .code
+        self.kind = kind
+        self.number = number
+        self.stops = stops
+        self.district = district
+        self.names = ("", "")    # forward, reverse display names (demo lines)
+
+
+class LineDir:
+    """One riding direction: its stops, cumulative track distance (km) and ride
+    time (minutes) from the first stop, the wait at boarding and its fare table."""
+
+    def __init__(self, ld_id, line, name, stops, cumdist, cumtime, wait_min, fare_bands, fare_step_km):
+        self.ld_id = ld_id
+        self.line = line
+        self.kind = line.kind
+        self.name = name
+        self.short = strip_suffix(self.name)
+        self.stops = stops
+        self.cumdist = cumdist
+        self.cumtime = cumtime
+        self.wait_min = wait_min
+        self.fare_bands = fare_bands
+        self.fare_step_km = fare_step_km
+
+
+class District:
+    """The area one search covers (the demo's districts; one per GTFS network)."""
+
+    def __init__(self, index, city, lng0, lat0):
+        self.index = index
+        self.city = city
+        self.lng0 = lng0
+        self.lat0 = lat0
+        self.stops = []
+        self.lines = []
+        self.coords = []        # [(stop, lng, lat)], filled once the network is built
+
+
+class Network:
+    """Stops (by index), line directions and walking links, with the router's tables.
+
+    ``min_minutes_per_km`` bounds the A* search: no ride covers straight-line
+    distance faster.  ``transfer_min`` gives a walking link its own time (GTFS
+    ``min_transfer_time``); other links take the walk at WALK_SPEED_KMH.
+    """
+
+    def __init__(self, min_minutes_per_km):
+        self.min_minutes_per_km = min_minutes_per_km
+        self.ids = []
+        self.names = []
+        self.lng = []
+        self.lat = []
+        self.city = []
+        self.hops = []          # per stop: set of neighbouring stops (line order + walk links)
+        self.link_set = []      # per stop: walk-linked twin stops
+        self.links = []         # per stop: [(twin, walk_km, walk_min)]
+        self.boardings = []     # per stop: [(ld_id, position)]
+        self.transfer_min = {}  # (stop, twin) -> minutes, where the network states it
+        self.lines = []
+        self.linedirs = []
+        self.districts = []
+        self.line_by_short = {}  # (city code, suffix-stripped name) -> first LineDir in file order
+        self.line_by_name = {}   # (city code, full name) -> LineDir
+        self.city_linedirs = {}  # city code -> LineDirs in line_info.csv order
+        self.index_of = None     # stop id -> index, built on first use
+        self.min_wait_min = None
+        self.least_fare = None
+
+    def add_stop(self, stop_id, name, lng, lat, city):
+        idx = len(self.ids)
+        self.ids.append(stop_id)
+        self.names.append(name)
+        self.lng.append(lng)
+        self.lat.append(lat)
+        self.city.append(city)
+        self.hops.append(set())
+        self.link_set.append(set())
+        self.boardings.append([])
+        return idx
+
+    def add_linedir(self, ld):
+        """Register a LineDir (ld.ld_id must be its position) for boarding and lookup."""
+        self.linedirs.append(ld)
+        for pos, s in enumerate(ld.stops[:-1]):
+            self.boardings[s].append((ld.ld_id, pos))
+        code = ld.line.city.code
+        self.line_by_short.setdefault((code, ld.short), ld)
+        self.line_by_name.setdefault((code, ld.name), ld)
+        self.city_linedirs.setdefault(code, []).append(ld)
+        wait, fare = ld.wait_min, ld.fare_bands[0][1]
+        self.min_wait_min = wait if self.min_wait_min is None else min(self.min_wait_min, wait)
+        self.least_fare = fare if self.least_fare is None else min(self.least_fare, fare)
+
+    def link(self, a, b):
+        """A walking transfer a -> b (one way); the evaluator sees it as a next hop."""
+        self.hops[a].add(b)
+        self.link_set[a].add(b)
+
+    def finish(self):
+        """Derive the walking links' lengths and times and the districts' coordinates."""
+        for district in self.districts:
+            district.coords = [(s, self.lng[s], self.lat[s]) for s in district.stops]
+        self.links = []
+        for s, twins in enumerate(self.link_set):
+            row = []
+            for t in sorted(twins):
+                km = self.dist(s, t) * TRANSFER_WALK_DETOUR
+                row.append((t, km, self.transfer_minutes(s, t, km)))
+            self.links.append(row)
+
+    def transfer_minutes(self, a, b, walk_km):
+        stated = self.transfer_min.get((a, b))
+        return walk_km / WALK_SPEED_KMH * 60 if stated is None else stated
+
+    def dist(self, a, b):
+        return haversine_km(self.lng[a], self.lat[a], self.lng[b], self.lat[b])
+
+    def dist_to(self, stop, point):
+        return haversine_km(point[0], point[1], self.lng[stop], self.lat[stop])
+
+    def linked(self, a, b):
+        """True when the evaluator would accept a -> b (self-hops included)."""
+        return a == b or b in self.hops[a]
+
+    def stop_index(self):
+        """stop id text -> stop index (built once)."""
+        if self.index_of is None:
+            self.index_of = {sid: i for i, sid in enumerate(self.ids)}
+        return self.index_of
+
+
+# ---------------------------------------------------------------------------
+# Router
+# ---------------------------------------------------------------------------
+
+
+class Access:
+    """Getting between a point and a station: mode, distance, time, fare."""
+
+    def __init__(self, mode, straight_km):
+        self.mode = mode
+        self.straight_km = straight_km
+        self.km = straight_km * ACCESS_DETOUR[mode]
+        self.minutes = self.km / ACCESS_SPEED_KMH[mode] * 60 + ACCESS_SETUP_MIN[mode]
+        if mode == ACCESS_BIKE:
+            self.fare = BIKE_FARE
+        elif mode == ACCESS_TAXI:
+            self.fare = round(TAXI_BASE_FARE + TAXI_FARE_PER_KM * max(0.0, self.km - TAXI_BASE_KM), 1)
+        else:
+            self.fare = 0.0
+
+
+def fare_band(bands, step_km, km):
+    """(fare, upper km limit of the band containing km) from a fare table."""
+    for limit, fare in bands:
+        if km <= limit:
+            return fare, limit
+    last_limit, last_fare = bands[-1]
+    steps = math.ceil((km - last_limit) / step_km)
+    return last_fare + steps, last_limit + steps * step_km
+
+
+def leg_fare(ld, km):
+    return fare_band(ld.fare_bands, ld.fare_step_km, km)[0]
+
+
+class Prefs:
+    """Cost weights; the default is the expert score of protocol.md §3."""
+
+    def __init__(self):
+        self.time_w = 0.2                        # minutes * 60 / 300
+        self.line_w = {KIND_METRO: 1.0, KIND_BUS: 1.0}
+        self.bike_w = 1.0
+        self.fare_w = 1.0
+        self.banned = frozenset()
+        self.penalty = {}                        # line_id -> extra cost per use
+        self.stop_penalty = {}                   # stop -> extra cost per boarding there
+
+    def least_boarding_cost(self, net):
+        """No ride costs less than this (shortest wait, cheapest line, fare)."""
+        return (self.time_w * net.min_wait_min + min(self.line_w.values())
+                + self.fare_w * net.least_fare)
+
+    def access_cost(self, acc):
+        return (self.time_w * acc.minutes + self.fare_w * acc.fare
+                + (self.bike_w if acc.mode == ACCESS_BIKE else 0.0))
+
+    def penalised(self, lines, amount, stops=()):
+        prefs = copy.copy(self)
+        prefs.penalty = dict(self.penalty)
+        prefs.stop_penalty = dict(self.stop_penalty)
+        for line_id in lines:
+            prefs.penalty[line_id] = prefs.penalty.get(line_id, 0.0) + amount
+        for stop in stops:
+            prefs.stop_penalty[stop] = prefs.stop_penalty.get(stop, 0.0) + amount
+        return prefs
+
+
+def prefs_for_req(req_type):
+    prefs = Prefs()
+    if req_type == 2:        # fewer transfers: every extra line is expensive
+        prefs.line_w = {KIND_METRO: 10.0, KIND_BUS: 10.0}
+    elif req_type == 5:      # no subway
+        prefs.banned = frozenset([KIND_METRO])
+    elif req_type == 7:      # subway first: buses only where unavoidable
+        prefs.line_w = {KIND_METRO: 1.0, KIND_BUS: 10.0}
+    elif req_type == 8:      # shorter time: time dominates, money barely counts
+        prefs.line_w = {KIND_METRO: 0.0, KIND_BUS: 0.0}
+        prefs.bike_w = 0.0
+        prefs.fare_w = 0.05
+    return prefs
+
+
+class Itinerary:
+    """A concrete itinerary: access, legs (ld_id, board_pos, alight_pos), egress."""
+
+    def __init__(self, net, origin, dest, legs, start, end):
+        self.origin = origin
+        self.dest = dest
+        self.legs = legs
+        self.start = start
+        self.end = end
+        self.leg_stops = [net.linedirs[ld].stops[i:j + 1] for ld, i, j in legs]
+        self.km = start.km + end.km
+        self.minutes = start.minutes + end.minutes
+        self.fare = start.fare + end.fare
+        for ld_id, i, j in legs:
+            ld = net.linedirs[ld_id]
+            km = ld.cumdist[j] - ld.cumdist[i]
+            self.km += km
+            self.minutes += ld.wait_min + ld.cumtime[j] - ld.cumtime[i]
+            self.fare += leg_fare(ld, km)
+        self.transfer_kinds = []
+        for a, b in zip(self.leg_stops, self.leg_stops[1:]):
+            if a[-1] == b[0]:
+                self.transfer_kinds.append("shared")
+                continue
+            self.transfer_kinds.append("walk" if b[0] in net.link_set[a[-1]] else "none")
+            walk_km = net.dist(a[-1], b[0]) * TRANSFER_WALK_DETOUR
+            self.km += walk_km
+            self.minutes += net.transfer_minutes(a[-1], b[0], walk_km)
+
+    def stops(self):
+        return [s for leg in self.leg_stops for s in leg]
+
+    def line_ids(self, net):
+        return [net.linedirs[ld].line.line_id for ld, _, _ in self.legs]
+
+    def kinds(self, net):
+        return [net.linedirs[ld].kind for ld, _, _ in self.legs]
+
+    def boarding_stops(self):
+        return [leg[0] for leg in self.leg_stops]
+
+
+def make_route(net, origin, dest, legs, start_mode, end_mode):
+    first = net.linedirs[legs[0][0]].stops[legs[0][1]]
+    last = net.linedirs[legs[-1][0]].stops[legs[-1][2]]
+    return Itinerary(net, origin, dest, legs,
+                 Access(start_mode, net.dist_to(first, origin)),
+                 Access(end_mode, net.dist_to(last, dest)))
+
+
+
+
+def flat_km(net, stop, point, kx):
+    # Equirectangular distance: within 0.1 % of haversine at district scale,
+    # and far cheaper; used only to screen and to bound, never for output.
+    return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
+
+
+class PointAccess:
+    """Every station a point can reach, with the offered modes (per trip, reused
+    by every search of that trip), plus flat distances for the A* bound."""
+
+    def __init__(self, net, district, point):
+        lng0, lat0 = point
+        kx = KM_PER_DEG * math.cos(math.radians(lat0))
+        hypot = math.hypot
+        self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
+        self._bounds = {}
+        nearest = min(self.flat.values())
+        modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
+        self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
+        self.options = []          # (stop, [Access per offered mode in range])
+        for s in district.stops:
+            if self.flat[s] > self.reach_km + 0.05:
+                continue
+            d = net.dist_to(s, point)
+            accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
+            if accs:
+                self.options.append((s, accs))
+
+    def bound(self, per_km, board_min):
+        """Admissible A* bound per search state (stop * 2 + phase) towards this
+        point: per_km times the straight distance left once the longest offered
+        access could finish the trip, plus the least boarding cost wherever one
+        more ride is unavoidable (before any ride, or beyond access reach)."""
+        key = (per_km, board_min)
+        if key not in self._bounds:
+            reach, h = self.reach_km, {}
+            for s, d in self.flat.items():
+                rest = per_km * (d - reach)
+                h[2 * s] = (rest if rest > 0 else 0.0) + board_min
+                h[2 * s + 1] = rest + board_min if rest > 0 else 0.0
+            self._bounds[key] = h
+        return self._bounds[key]
+
+    def best(self, prefs):
+        """stop -> (Access, cost) of the cheapest offered mode under prefs."""
+        out = {}
+        for s, accs in self.options:
+            best = None
+            for acc in accs:
+                cost = prefs.access_cost(acc)
+                if best is None or cost < best[1]:
+                    best = (acc, cost)
+            out[s] = best
+        return out
+
+
+def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
+    """A* over (stop, phase); phase 0 = about to board, 1 = just alighted.
+
+    A ride edge covers a whole leg, so the per-leg fare table and the one-off
+    line cost are exact.  The search is confined to one district, is guided by
+    an admissible straight-line bound and stops once the destination is
+    settled, which keeps it fast at any network size.
+    """
+    start_access = start_access or PointAccess(net, district, origin)
+    end_access = end_access or PointAccess(net, district, dest)
+    starts, ends = start_access.best(prefs), end_access.best(prefs)
+    if not starts or not ends:
+        return None
+    time_w, fare_w = prefs.time_w, prefs.fare_w
+    bound = end_access.bound(0.98 * time_w * net.min_minutes_per_km, prefs.least_boarding_cost(net))
+    best, prev, heap = {}, {}, []
+    for s, (acc, cost) in starts.items():
+        best[s * 2] = cost
+        prev[s * 2] = None
+        heap.append((cost + bound[s * 2], s * 2))
+    heapq.heapify(heap)
+    best_dest, dest_state = float("inf"), None
+    linedirs, boardings, links = net.linedirs, net.boardings, net.links
+    banned, penalty, stop_penalty, line_w = prefs.banned, prefs.penalty, prefs.stop_penalty, prefs.line_w
+    heappush = heapq.heappush
+    while heap:
+        f, state = heapq.heappop(heap)
+        if f >= best_dest:
+            break
+        stop = state >> 1
+        cost = best[state]
+        if f > cost + bound[state]:
+            continue        # stale heap entry
+        last_line = None
+        if state & 1:
+            last_line = linedirs[prev[state][1]].line.line_id
+            for twin, _, walk_min in links[stop]:
+                new = cost + time_w * walk_min
+                t = twin * 2
+                old = best.get(t)
+                if (old is None or new < old) and new + bound[t] < best_dest:
+                    best[t] = new
+                    prev[t] = (state, None, 0, 0)
+                    heappush(heap, (new + bound[t], t))
+        board_cost = cost + stop_penalty.get(stop, 0.0)
+        for ld_id, pos in boardings[stop]:
+            ld = linedirs[ld_id]
+            kind = ld.kind
+            line_id = ld.line.line_id
+            if kind in banned or line_id == last_line:
+                continue
+            base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
+            cd, ct, stops = ld.cumdist, ld.cumtime, ld.stops
+            d0, t0 = cd[pos], ct[pos]
+            bands, step_km = ld.fare_bands, ld.fare_step_km
+            fare, limit = fare_band(bands, step_km, 0.0)
+            for j in range(pos + 1, len(stops)):
+                km = cd[j] - d0
+                if km > limit:
+                    fare, limit = fare_band(bands, step_km, km)
+                new = base + time_w * (ct[j] - t0) + fare_w * fare
+                nxt = stops[j]
+                t = nxt * 2 + 1
+                f_new = new + bound[t]
+                if f_new >= best_dest:
+                    continue
+                old = best.get(t)
+                if old is None or new < old:
+                    best[t] = new
+                    prev[t] = (state, ld_id, pos, j)
+                    heappush(heap, (f_new, t))
+                    egress = ends.get(nxt)
+                    if egress is not None and new + egress[1] < best_dest:
+                        best_dest, dest_state = new + egress[1], t
+    if dest_state is None:
+        return None
+    return rebuild_route(net, origin, dest, prev, dest_state, starts, ends)
+
+
+def rebuild_route(net, origin, dest, prev, state, starts, ends):
+    legs = []
+    end_mode = ends[state // 2][0].mode
+    while prev[state] is not None:
+        back_state, ld_id, i, j = prev[state]
+        if ld_id is not None:
+            legs.append((ld_id, i, j))
+        state = back_state
+    legs.reverse()
+    return make_route(net, origin, dest, legs, starts[state // 2][0].mode, end_mode)
+
+
+# ---------------------------------------------------------------------------
+# Formatting values the way the dataset writes them
+# ---------------------------------------------------------------------------
+# ---------------------------------------------------------------------------
+
+
+def fmt_km(rng, km):
+    if km < 1.0 and rng.random() < 0.8:
+        return "%d%s" % (max(1, int(round(km * 1000))), UNIT_M)
+    roll = rng.random()
+    if roll < 0.12:
+        return "%s%.1f%s" % (ABOUT, km, UNIT_KM)
+    if roll < 0.18:
+        return "%.1f" % km
+    return "%.1f%s" % (km, UNIT_KM)
+
+
+def fmt_minutes(rng, minutes):
+    m = max(1, int(round(minutes)))
+    roll = rng.random()
+    if roll < 0.06:
+        return "%d" % m
+    if m >= 60 and roll < 0.92:
+        return "%d%s%d%s" % (m // 60, UNIT_HOUR, m % 60, UNIT_MIN) if m % 60 else "%d%s" % (m // 60, UNIT_HOUR)
+    return "%d%s" % (m, UNIT_MIN)
+
+
+def fmt_fare(rng, fare):
+    roll = rng.random()
+    if fare == int(fare):
+        if roll < 0.45:
+            return "%d" % fare
+        if roll < 0.85:
+            return "%.1f" % fare
+        return "%d%s" % (fare, UNIT_YUAN)
+    return "%.1f%s" % (fare, UNIT_YUAN) if roll < 0.2 else "%.1f" % fare
+
+
+def fmt_mode(rng, mode):
+    if mode == ACCESS_WALK:
+        return "" if rng.random() < 0.15 else MODE_WALK
+    if mode == ACCESS_BIKE:
+        return MODE_BIKE
+    return MODE_TAXI if rng.random() < 0.5 else MODE_RIDE_HAILING
+
+
+def fmt_access_km(rng, acc):
+    # The dataset leaves the distance empty when the station is at the door.
+    if acc.mode == ACCESS_WALK and acc.km < 0.2 and rng.random() < 0.5:
+        return ""
+    return fmt_km(rng, acc.km)
+
+
+def route_tag(net, route):
+    kinds = set(route.kinds(net))
+    base = TAG_MIXED if len(kinds) > 1 else (TAG_METRO if KIND_METRO in kinds else TAG_BUS)
+    modes = (route.start.mode, route.end.mode)
+    mix_base = TAG_METRO if KIND_METRO in kinds else TAG_BUS
+    if ACCESS_TAXI in modes:
+        return TAG_TAXI_MIX.format(base=mix_base)
+    if ACCESS_BIKE in modes:
+        return TAG_BIKE_MIX.format(base=mix_base)
+    return base
+
+
+def station_sequence(net, legs_stops, use_names):
+    seq = []
+    for k, leg in enumerate(legs_stops):
+        if k:
+            seq.append(TRANSFER)
+        seq.extend(net.names[s] if use_names else net.ids[s] for s in leg)
+    return seq
+
+
+def route_json(net, route, rng, use_names=False, tag=False):
+    """The label dictionary of a route, formatted like the published data."""
+    out = {}
+    if tag:
+        out["route_tag"] = route_tag(net, route)
+    out["line_sequence"] = [net.linedirs[ld].name for ld, _, _ in route.legs]
+    out["station_sequence"] = station_sequence(net, route.leg_stops, use_names)
+    out["total_distance"] = fmt_km(rng, route.km)
+    out["total_time"] = fmt_minutes(rng, route.minutes)
+    out["total_fare"] = fmt_fare(rng, route.fare)
+    out["start_transfer_mode"] = fmt_mode(rng, route.start.mode)
+    out["end_transfer_mode"] = fmt_mode(rng, route.end.mode)
+    out["start_transfer_distance"] = fmt_access_km(rng, route.start)
+    out["end_transfer_distance"] = fmt_access_km(rng, route.end)
+    return out
+
+
+def dumps(value, compact=False):
+    if compact:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------
+# The evaluator's reading of values (protocol.md §2, §7) -- used only to make
+# sure a row built to be "inside" or "outside" a tolerance really is.
+def random_point_near(net, rng, stop, low_km, high_km):
+    angle = rng.random() * 2 * math.pi
+    r = uniform(rng, low_km, high_km)
+    lat = net.lat[stop] + r * math.sin(angle) / KM_PER_DEG_LAT
+    lng = net.lng[stop] + r * math.cos(angle) / (KM_PER_DEG_LNG_EQUATOR * math.cos(math.radians(lat)))
+    return (round(lng, 6), round(lat, 6))
+
+
+def access_point(net, rng, district, stop, allow_far):
+    """Mostly a short walk from a station; sometimes bike or taxi distance away."""
+    roll = rng.random()
+    if roll < 0.84 or (roll >= 0.95 and not allow_far):
+        return random_point_near(net, rng, stop, 0.05, 1.3)
+    if roll < 0.95:
+        return random_point_near(net, rng, stop, 1.8, 3.6)
+    for _ in range(20):
+        point = random_point_near(net, rng, stop, 5.0, 7.5)
+        kx = KM_PER_DEG * math.cos(math.radians(point[1]))
+        if min(flat_km(net, s, point, kx) for s in district.stops) > ACCESS_RANGE_KM[ACCESS_BIKE][1]:
+            return point
+    return random_point_near(net, rng, stop, 0.05, 1.3)
+
+
+def pick_od(net, rng, district, min_km, max_km):
+    stops = district.stops
+    a = rng.choice(stops)
+    for _ in range(50):
+        b = rng.choice(stops)
+        if min_km <= net.dist(a, b) <= max_km:
+            break
+    # at most one end of a trip lies beyond cycling range of every station
+    far_end = rng.randrange(2)
+    return (access_point(net, rng, district, a, far_end == 0),
+            access_point(net, rng, district, b, far_end == 1))
+
+
+def alternatives(case, base_prefs, count):
+    """Up to `count` routes, each avoiding the lines and boarding stops of the
+    ones before it (with a growing penalty when that is not enough)."""
+    routes = [case.find(base_prefs)]
+    if routes[0] is None:
+        return []
+    for amount in (6.0, 25.0):
+        while len(routes) < count:
+            lines = [lid for r in routes for lid in r.line_ids(case.net)]
+            stops = [s for r in routes for s in r.boarding_stops()]
+            route = case.find(base_prefs.penalised(lines, amount, stops))
+            if route is None or any(same_stations(route, r) or same_lines(case.net, route, r)
+                                    for r in routes):
+                break
+            routes.append(route)
+    return routes
+
+
+def same_stations(a, b):
+    return set(a.stops()) == set(b.stops())
+
+
+def same_lines(net, a, b):
+    # Alternatives must differ in lines too, or route diversity would be 0.
+    return set(a.line_ids(net)) == set(b.line_ids(net))
+
+
+# ---------------------------------------------------------------------------
+# Prediction helpers shared by the scenario builders
+# ---------------------------------------------------------------------------
