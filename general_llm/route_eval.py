@@ -31,8 +31,8 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from common import (  # noqa: E402  (the path set-up above must come first)
-    BUS_STOP_PREFIX, CITY_CODES, SERVICE_TAXI_MARKERS, TRANSFER, WALK, InputError,
-    access_threshold_km, haversine_km, type_name)
+    BUS_STOP_PREFIX, CITY_CODES, MAX_JSON_DEPTH, SERVICE_TAXI_MARKERS, TRANSFER, WALK,
+    InputError, access_threshold_km, haversine_km, json_too_deep, type_name)
 
 LINE_COLUMNS = ("citycode", "line_name", "station_list")
 MIN_STATION_SIMILARITY = 0.4     # lowest bigram Jaccard that still matches a station
@@ -45,8 +45,29 @@ NOT_CHECKED_UNREACHABLE = "not checked: route unreachable"
 # Innermost ASCII parenthesised group: no parenthesis inside it.
 _INNER_GROUP_RE = re.compile(r"\([^()]*\)")
 
-RESULT_KEYS = ("reachable", "reachable_reason", "station_grounding",
-               "station_grounding_reason", "match_details")
+RESULT_KEYS = ("reachable", "reachable_reason", "reachable_code", "station_grounding",
+               "station_grounding_reason", "station_grounding_codes", "match_details")
+
+# Structural codes of a result, so callers need not classify reason text.
+# ``reachable_code`` is None when reachable, else one of these:
+REACHABLE_CODES = (
+    "no_lines",          # no line predicted
+    "no_stations",       # no station name predicted
+    "count_mismatch",    # names != 2 x lines
+    "empty_line_name",   # a line entry is empty
+    "unknown_line",      # a line name matches no line
+    "unknown_station",   # a station name matches no station of its line
+    "same_stop",         # boarding and alighting are the same stop
+    "unknown_hop",       # the previous alighting stop has no next-hop information
+    "broken_hop",        # the next boarding stop is not a next hop of the previous alighting
+    "case_error",        # the case could not be judged (``error_result``)
+)
+# ``station_grounding_codes`` lists the failed ends ([] when grounded or not checked).
+GROUNDING_CODES = ("origin_too_far", "destination_too_far")
+
+# A lone UTF-16 surrogate (JSON "\ud800") is not a character: it cannot be
+# encoded as UTF-8, so a name holding one is refused with its case.
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 class CaseError(Exception):
@@ -85,10 +106,14 @@ def bigram_jaccard(first, second):
         left, right = set(first), set(second)
     else:
         left, right = _bigrams(first), _bigrams(second)
-    union = left | right
+    return _jaccard(left, right)
+
+
+def _jaccard(left, right):
+    union = len(left) + len(right) - len(left & right)
     if not union:
         return 0.0
-    return len(left & right) / len(union)
+    return len(left & right) / union
 
 
 def city_code_of(city):
@@ -281,8 +306,14 @@ def match_station(query, line):
     if station is not None:
         return station
     best, best_score = None, -1.0
+    # The query's bigrams are built once, not once per candidate: a long
+    # query must not cost its length times the line's station count.
+    query_grams = _bigrams(query) if len(query) >= 2 else None
     for candidate in line.stations:
-        score = bigram_jaccard(query, candidate.name)
+        if query_grams is None or len(candidate.name) < 2:
+            score = bigram_jaccard(query, candidate.name)
+        else:
+            score = _jaccard(query_grams, _bigrams(candidate.name))
         if score > best_score:
             best, best_score = candidate, score
     if best is not None and best_score >= MIN_STATION_SIMILARITY:
@@ -330,9 +361,13 @@ def _parse_station_list(cell, path, line_no):
     """The station_list JSON cell -> [Station]; an empty cell is no station."""
     if not cell.strip():
         return []
+    # The json module recurses per nesting level: refuse deep cells first.
+    if json_too_deep(cell, MAX_JSON_DEPTH):
+        raise InputError("line file %s line %d: station_list is nested more than %d levels "
+                         "deep" % (path, line_no, MAX_JSON_DEPTH))
     try:
         decoded = json.loads(cell)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InputError("line file %s line %d: station_list is not valid JSON (%s)"
                          % (path, line_no, getattr(exc, "msg", exc)))
     if not isinstance(decoded, list):
@@ -445,6 +480,9 @@ def _text(value, field):
         return ""
     if not isinstance(value, str):
         raise CaseError("%s is %s, expected text" % (field, type_name(value)))
+    if _SURROGATE_RE.search(value):
+        raise CaseError("%s holds a lone surrogate (\\ud800-\\udfff), not Unicode text"
+                        % field)
     return value
 
 
@@ -459,21 +497,31 @@ def _text_list(value, field):
         if entry is not None and not isinstance(entry, str):
             raise CaseError("%s entry %d is %s, expected text"
                             % (field, position, type_name(entry)))
-        out.append(entry or "")
+        out.append(_text(entry, "%s entry %d" % (field, position)))
     return out
 
 
 def _point(value, field):
-    """[lng, lat] -> (lng, lat) floats; anything else is a CaseError."""
+    """[lng, lat] -> (lng, lat) floats on the globe; anything else is a CaseError."""
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise CaseError("%s is %s, expected [lng, lat]" % (field, _describe_point(value)))
     coords = []
     for number in value:
-        if isinstance(number, bool) or not isinstance(number, (int, float)) \
-                or not math.isfinite(number):
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
             raise CaseError("%s is not two finite numbers [lng, lat]" % field)
-        coords.append(float(number))
-    return coords[0], coords[1]
+        try:
+            number = float(number)      # an int too large for a float: OverflowError
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise CaseError("%s is not two finite numbers [lng, lat]" % field)
+        coords.append(number)
+    lng, lat = coords
+    if not -180.0 <= lng <= 180.0:
+        raise CaseError("%s longitude %g is outside -180..180" % (field, lng))
+    if not -90.0 <= lat <= 90.0:
+        raise CaseError("%s latitude %g is outside -90..90" % (field, lat))
+    return lng, lat
 
 
 def _describe_point(value):
@@ -504,24 +552,28 @@ def _with_prefix_fallback(lookup, stop):
 
 
 def _connection_problem(here, there, stations):
-    """None when stop ``there`` is a next hop of stop ``here``, else the reason."""
+    """None when stop ``there`` is a next hop of stop ``here``, else (code, reason)."""
     hops = _with_prefix_fallback(stations.next_hops, here)
     if hops is None:
-        return "%s has no next-hop information" % here
+        return "unknown_hop", "%s has no next-hop information" % here
     if there in hops or (BUS_STOP_PREFIX + there) in hops:
         return None
-    return "%s %s %s not connected" % (here, ARROW, there)
+    return "broken_hop", "%s %s %s not connected" % (here, ARROW, there)
 
 
 def _check_reachability(case, lines, stations, details):
-    """Round 1 of the service -> (ok, reason); appends one detail per leg tried."""
+    """Round 1 of the service -> (ok, code, reason); appends one detail per leg tried.
+
+    ``code`` is None when reachable, else one of ``REACHABLE_CODES``.
+    """
     if not case.lines:
-        return False, "no lines predicted"
+        return False, "no_lines", "no lines predicted"
     if not case.names:
-        return False, "no station names predicted"
+        return False, "no_stations", "no station names predicted"
     if len(case.names) != 2 * len(case.lines):
-        return False, ("count mismatch: %d station name(s) for %d line(s), expected %d"
-                       % (len(case.names), len(case.lines), 2 * len(case.lines)))
+        return False, "count_mismatch", (
+            "count mismatch: %d station name(s) for %d line(s), expected %d"
+            % (len(case.names), len(case.lines), 2 * len(case.lines)))
     previous_alighting = None
     for leg, line_query in enumerate(case.lines):
         boarding_query = case.names[2 * leg]
@@ -531,36 +583,38 @@ def _check_reachability(case, lines, stations, details):
         details.append(_leg_detail(line_query, found[0], boarding_query, found[1],
                                    alighting_query, found[2]))
         if problem:
-            return False, problem
+            return (False,) + problem
         line, boarding, alighting = found
         if boarding.stop_id == alighting.stop_id:
-            return False, ("boarding and alighting are the same stop %s on %s"
-                           % (boarding.stop_id, line.name))
+            return False, "same_stop", ("boarding and alighting are the same stop %s on %s"
+                                        % (boarding.stop_id, line.name))
         if previous_alighting is not None:
             problem = _connection_problem(previous_alighting.stop_id, boarding.stop_id,
                                           stations)
             if problem:
-                return False, problem
+                return (False,) + problem
         previous_alighting = alighting
-    return True, "%d leg(s) matched and connected" % len(case.lines)
+    return True, None, "%d leg(s) matched and connected" % len(case.lines)
 
 
 def _match_leg(line_query, boarding_query, alighting_query, city_code, lines):
-    """Match one leg -> (problem or None, (line, boarding, alighting))."""
+    """Match one leg -> ((code, reason) or None, (line, boarding, alighting))."""
     if not line_query.strip():
-        return "line name is empty", (None, None, None)
+        return ("empty_line_name", "line name is empty"), (None, None, None)
     line = lines.match_line(line_query, city_code)
     if line is None:
-        return ("line \"%s\" not found in %s"
-                % (line_query, "city %s" % city_code if city_code else "any city"),
+        return (("unknown_line", "line \"%s\" not found in %s"
+                 % (line_query, "city %s" % city_code if city_code else "any city")),
                 (None, None, None))
     boarding = match_station(boarding_query, line)
     if boarding is None:
-        return ("station \"%s\" not found on line %s" % (boarding_query, line.name),
+        return (("unknown_station", "station \"%s\" not found on line %s"
+                 % (boarding_query, line.name)),
                 (line, None, None))
     alighting = match_station(alighting_query, line)
     if alighting is None:
-        return ("station \"%s\" not found on line %s" % (alighting_query, line.name),
+        return (("unknown_station", "station \"%s\" not found on line %s"
+                 % (alighting_query, line.name)),
                 (line, boarding, None))
     return None, (line, boarding, alighting)
 
@@ -581,15 +635,20 @@ def _check_side(side, point, stop, mode, stations):
 
 
 def _check_grounding(case, details, stations):
-    """SG of the service: first boarding and last alighting stop -> (ok, reason)."""
+    """SG of the service: first boarding and last alighting stop -> (ok, codes, reason).
+
+    ``codes`` lists the failed ends: "origin_too_far", "destination_too_far".
+    """
     first = details[0]["boarding_stop_id"]
     last = details[-1]["alighting_stop_id"]
     start = _check_side("origin", case.origin, first, case.start_mode, stations)
     end = _check_side("destination", case.destination, last, case.end_mode, stations)
+    codes = [code for (ok, _), code in ((start, "origin_too_far"),
+                                        (end, "destination_too_far")) if not ok]
     failures = [reason for ok, reason in (start, end) if not ok]
     if failures:
-        return False, "; ".join(failures)
-    return True, "%s; %s" % (start[1], end[1])
+        return False, codes, "; ".join(failures)
+    return True, codes, "%s; %s" % (start[1], end[1])
 
 
 def evaluate_case(case, lines, stations):
@@ -598,22 +657,27 @@ def evaluate_case(case, lines, stations):
     ``case`` = {"city", "start": [lng, lat], "end": [lng, lat], "pred":
     {"line_sequence", "station_name", "start_transfer_mode",
     "end_transfer_mode"}} with ``station_name`` already normalised.  Returns
-    {"reachable", "reachable_reason", "station_grounding",
-    "station_grounding_reason", "match_details"}.  Raises ``CaseError`` for
-    a case it cannot judge (``evaluate_cases`` turns it into a result).
+    {"reachable", "reachable_reason", "reachable_code", "station_grounding",
+    "station_grounding_reason", "station_grounding_codes", "match_details"}
+    (the codes: see ``REACHABLE_CODES`` and ``GROUNDING_CODES``).  Raises
+    ``CaseError`` for a case it cannot judge (``evaluate_cases`` turns it
+    into a result).
     """
     parsed = _parse_case(case)
     details = []
-    reachable, reason = _check_reachability(parsed, lines, stations, details)
+    reachable, code, reason = _check_reachability(parsed, lines, stations, details)
     if reachable:
-        grounded, grounding_reason = _check_grounding(parsed, details, stations)
+        grounded, grounding_codes, grounding_reason = _check_grounding(parsed, details,
+                                                                       stations)
     else:
-        grounded, grounding_reason = False, NOT_CHECKED_UNREACHABLE
+        grounded, grounding_codes, grounding_reason = False, [], NOT_CHECKED_UNREACHABLE
     return {
         "reachable": reachable,
         "reachable_reason": reason,
+        "reachable_code": code,
         "station_grounding": grounded,
         "station_grounding_reason": grounding_reason,
+        "station_grounding_codes": grounding_codes,
         "match_details": details,
     }
 
@@ -624,8 +688,10 @@ def error_result(reason):
         "error": reason,
         "reachable": False,
         "reachable_reason": reason,
+        "reachable_code": "case_error",
         "station_grounding": False,
         "station_grounding_reason": NOT_CHECKED,
+        "station_grounding_codes": [],
         "match_details": [],
     }
 
@@ -634,7 +700,10 @@ def evaluate_cases(cases, lines, stations):
     """Judge every case, in order; a case that cannot be judged gets ``error_result``.
 
     A malformed cell of station_info.csv (decoded lazily) only affects the
-    cases that touch that stop, so it is reported per case too.
+    cases that touch that stop, so it is reported per case too.  Nothing a
+    case holds raises out of here: an unexpected failure (a bug) becomes that
+    case's error result too, naming the exception, so one case cannot sink
+    the batch of a service.
     """
     results = []
     for case in cases:
@@ -642,4 +711,7 @@ def evaluate_cases(cases, lines, stations):
             results.append(evaluate_case(case, lines, stations))
         except (CaseError, InputError) as exc:
             results.append(error_result(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            results.append(error_result("case could not be judged (internal error: %s: %s)"
+                                        % (type(exc).__name__, exc)))
     return results

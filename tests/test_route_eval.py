@@ -323,6 +323,25 @@ class LineTableLoadTest(unittest.TestCase):
         self.assertIn("line 3", message)
         self.assertNotIn("\n", message)
 
+    def test_deeply_nested_station_list_names_file_and_line(self):
+        for depth in (101, 3000, 100000):
+            with self.subTest(depth=depth):
+                path = self.write([("0755", "1路", self.stations(("甲", "a"))),
+                                   ("0755", "2路", "[" * depth + "]" * depth)])
+                with self.assertRaises(InputError) as ctx:
+                    LineTable.load(path)
+                message = str(ctx.exception)
+                self.assertIn(path, message)
+                self.assertIn("line 3", message)
+                self.assertIn("nested more than 100 levels", message)
+
+    def test_nesting_at_the_limit_is_read(self):
+        # 100 levels: the list, the station object and 98 levels of an extra field.
+        extra = "[" * 98 + "]" * 98
+        cell = '[{"station_name": "甲", "stop_id": "a", "x": %s}]' % extra
+        lines = LineTable.load(self.write([("0755", "1路", cell)]))
+        self.assertEqual(lines.lines[0].stations[0].stop_id, "a")
+
     def test_station_list_not_an_array(self):
         path = self.write([("0755", "1路", "{\"a\": 1}")])
         with self.assertRaises(InputError) as ctx:
@@ -426,15 +445,18 @@ class ReachabilityTest(unittest.TestCase):
     def check(self, lines, names, **kw):
         return evaluate_case(make_case(lines, names, **kw), self.lines, self.stations)
 
-    def assertUnreachable(self, result, reason_part):
+    def assertUnreachable(self, result, reason_part, code):
         self.assertFalse(result["reachable"], result)
         self.assertIn(reason_part, result["reachable_reason"])
+        self.assertEqual(result["reachable_code"], code)
         self.assertFalse(result["station_grounding"])
         self.assertEqual(result["station_grounding_reason"], NOT_CHECKED_UNREACHABLE)
+        self.assertEqual(result["station_grounding_codes"], [])
 
     def test_single_leg(self):
         result = self.check(["地铁1号线"], ["罗湖", "老街"])
         self.assertTrue(result["reachable"], result)
+        self.assertIsNone(result["reachable_code"])
         self.assertEqual(result["match_details"], [{
             "line_query": "地铁1号线", "line_name": LINE_1,
             "boarding_query": "罗湖", "boarding_name": "罗湖", "boarding_stop_id": "bus-1",
@@ -469,36 +491,38 @@ class ReachabilityTest(unittest.TestCase):
 
     def test_not_connected(self):
         result = self.check(["地铁1号线", "地铁2号线"], ["罗湖", "国贸", "大剧院", "湖贝"])
-        self.assertUnreachable(result, "bus-2 \u2192 4 not connected")
+        self.assertUnreachable(result, "bus-2 \u2192 4 not connected", "broken_hop")
 
     def test_no_next_hop_information(self):
         result = self.check(["3路", "地铁1号线"], ["湖贝", "孤岛", "罗湖", "国贸"])
-        self.assertUnreachable(result, "bus-9 has no next-hop information")
+        self.assertUnreachable(result, "bus-9 has no next-hop information", "unknown_hop")
 
     def test_count_mismatch(self):
         self.assertUnreachable(self.check(["地铁1号线"], ["罗湖", "国贸", "老街"]),
-                               "count mismatch")
+                               "count mismatch", "count_mismatch")
         self.assertUnreachable(self.check(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "湖贝"]),
-                               "count mismatch")
+                               "count mismatch", "count_mismatch")
 
     def test_empty_lines_or_names(self):
-        self.assertUnreachable(self.check([], ["罗湖", "国贸"]), "no lines")
-        self.assertUnreachable(self.check(None, ["罗湖", "国贸"]), "no lines")
-        self.assertUnreachable(self.check(["地铁1号线"], []), "no station names")
-        self.assertUnreachable(self.check(["地铁1号线"], None), "no station names")
+        self.assertUnreachable(self.check([], ["罗湖", "国贸"]), "no lines", "no_lines")
+        self.assertUnreachable(self.check(None, ["罗湖", "国贸"]), "no lines", "no_lines")
+        self.assertUnreachable(self.check(["地铁1号线"], []), "no station names", "no_stations")
+        self.assertUnreachable(self.check(["地铁1号线"], None), "no station names", "no_stations")
 
     def test_empty_line_entry(self):
-        self.assertUnreachable(self.check([""], ["罗湖", "国贸"]), "line name is empty")
-        self.assertUnreachable(self.check([None], ["罗湖", "国贸"]), "line name is empty")
+        for lines in ([""], [None], ["  "]):
+            self.assertUnreachable(self.check(lines, ["罗湖", "国贸"]), "line name is empty",
+                                   "empty_line_name")
 
     def test_line_not_found(self):
         result = self.check(["977路"], ["罗湖", "国贸"])
-        self.assertUnreachable(result, "line \"977路\" not found in city 0755")
+        self.assertUnreachable(result, "line \"977路\" not found in city 0755",
+                               "unknown_line")
         self.assertEqual(result["match_details"][0]["line_name"], None)
 
     def test_line_of_another_city(self):
         self.assertUnreachable(self.check(["地铁1号线"], ["罗湖", "国贸"], city=SHANGHAI),
-                               "not found in city 021")
+                               "not found in city 021", "unknown_line")
 
     def test_unknown_city_searches_all_lines(self):
         self.assertTrue(self.check(["地铁1号线"], ["罗湖", "国贸"], city="广州")["reachable"])
@@ -506,10 +530,14 @@ class ReachabilityTest(unittest.TestCase):
 
     def test_station_not_found(self):
         result = self.check(["地铁1号线"], ["罗湖", "西丽"])
-        self.assertUnreachable(result, "station \"西丽\" not found on line %s" % LINE_1)
+        self.assertUnreachable(result, "station \"西丽\" not found on line %s" % LINE_1,
+                               "unknown_station")
         detail = result["match_details"][0]
         self.assertEqual((detail["boarding_stop_id"], detail["alighting_stop_id"]),
                          ("bus-1", None))
+        # An unknown boarding name has the same code.
+        self.assertUnreachable(self.check(["地铁1号线"], ["西丽", "罗湖"]),
+                               "station \"西丽\" not found", "unknown_station")
 
     def test_fuzzy_station_names(self):
         result = self.check(["地铁1号线"], ["罗湖站", "老街站"])   # bigram Jaccard 1/2
@@ -518,13 +546,15 @@ class ReachabilityTest(unittest.TestCase):
 
     def test_same_boarding_and_alighting_stop(self):
         self.assertUnreachable(self.check(["地铁1号线"], ["罗湖", "罗湖"]),
-                               "boarding and alighting are the same stop bus-1 on " + LINE_1)
+                               "boarding and alighting are the same stop bus-1 on " + LINE_1,
+                               "same_stop")
         # Two names that match the same station are the same stop too.
-        self.assertUnreachable(self.check(["地铁1号线"], ["罗湖站", "罗湖"]), "same stop bus-1")
+        self.assertUnreachable(self.check(["地铁1号线"], ["罗湖站", "罗湖"]), "same stop bus-1",
+                               "same_stop")
 
     def test_first_failure_is_reported(self):
         result = self.check(["地铁1号线", "977路"], ["罗湖", "罗湖", "甲", "乙"])
-        self.assertUnreachable(result, "same stop")
+        self.assertUnreachable(result, "same stop", "same_stop")
         self.assertEqual(len(result["match_details"]), 1)
 
 
@@ -556,16 +586,19 @@ class StationGroundingTest(unittest.TestCase):
 
     def assertLimit(self, mode, limit_km):
         """SG passes just inside the limit and fails just outside, on both ends."""
-        self.assertTrue(self.grounding(start_km=limit_km - 0.01, start_mode=mode)
-                        ["station_grounding"], mode)
+        inside = self.grounding(start_km=limit_km - 0.01, start_mode=mode)
+        self.assertTrue(inside["station_grounding"], mode)
+        self.assertEqual(inside["station_grounding_codes"], [])
         outside = self.grounding(start_km=limit_km + 0.01, start_mode=mode)
         self.assertFalse(outside["station_grounding"], mode)
+        self.assertEqual(outside["station_grounding_codes"], ["origin_too_far"])
         self.assertIn("first station bus-a is %.2f km from the origin (limit %g km"
                       % (limit_km + 0.01, limit_km), outside["station_grounding_reason"])
         self.assertTrue(self.grounding(end_km=limit_km - 0.01, end_mode=mode)
                         ["station_grounding"], mode)
         outside = self.grounding(end_km=limit_km + 0.01, end_mode=mode)
         self.assertFalse(outside["station_grounding"], mode)
+        self.assertEqual(outside["station_grounding_codes"], ["destination_too_far"])
         self.assertIn("last station b is", outside["station_grounding_reason"])
 
     def test_walk_3_km(self):
@@ -601,6 +634,8 @@ class StationGroundingTest(unittest.TestCase):
         self.assertFalse(result["station_grounding"])
         self.assertIn("first station", result["station_grounding_reason"])
         self.assertIn("last station", result["station_grounding_reason"])
+        self.assertEqual(result["station_grounding_codes"],
+                         ["origin_too_far", "destination_too_far"])
 
     def test_coordinates_found_with_bus_prefix(self):
         # The alighting stop "b" is only in station_info as "bus-b".
@@ -671,6 +706,18 @@ class EvaluateCasesTest(unittest.TestCase):
             ("not two finite numbers", with_case(end=[114.0, "22.5"])),
             ("not two finite numbers", with_case(end=[True, 22.5])),
             ("not two finite numbers", with_case(end=[float("nan"), 22.5])),
+            ("not two finite numbers", with_case(start=[114.0, float("inf")])),
+            ("not two finite numbers", with_case(start=[10 ** 400, 22.5])),
+            ("start latitude 140 is outside -90..90", with_case(start=[114.0, 140])),
+            ("end latitude -90.5 is outside -90..90", with_case(end=[114.0, -90.5])),
+            ("end longitude 180.1 is outside -180..180", with_case(end=[180.1, 22.5])),
+            ("pred station_name entry 2 holds a lone surrogate",
+             with_pred(station_name=["罗湖", "国\ud800贸"])),
+            ("pred line_sequence entry 1 holds a lone surrogate",
+             with_pred(line_sequence=["\udfff"])),
+            ("city holds a lone surrogate", with_case(city="深\udc80圳")),
+            ("pred end_transfer_mode holds a lone surrogate",
+             with_pred(end_transfer_mode="\ud83d")),
             ("city is a number", with_case(city=755)),
             ("station_name is text", with_pred(station_name="罗湖")),
             ("station_name entry 2 is a list", with_pred(station_name=["罗湖", ["国贸"]])),
@@ -691,11 +738,46 @@ class EvaluateCasesTest(unittest.TestCase):
             self.assertIn(expected, error.get("error", ""), error)
             self.assertEqual(error, {
                 "error": error["error"], "reachable": False,
-                "reachable_reason": error["error"], "station_grounding": False,
-                "station_grounding_reason": NOT_CHECKED, "match_details": []})
+                "reachable_reason": error["error"], "reachable_code": "case_error",
+                "station_grounding": False, "station_grounding_reason": NOT_CHECKED,
+                "station_grounding_codes": [], "match_details": []})
 
     def test_empty_batch(self):
         self.assertEqual(evaluate_cases([], self.lines, self.stations), [])
+
+    def test_globe_edges_are_valid_coordinates(self):
+        case = self.good()
+        case["start"], case["end"] = [-180, -90], [180.0, 90.0]
+        result = evaluate_cases([case], self.lines, self.stations)[0]
+        self.assertNotIn("error", result)
+        self.assertTrue(result["reachable"])
+        self.assertEqual(result["station_grounding_codes"],
+                         ["origin_too_far", "destination_too_far"])
+
+    def test_surrogate_pair_written_as_one_character_is_text(self):
+        # An astral character (a proper pair in JSON) is ordinary text.
+        case = self.good()
+        case["pred"]["station_name"] = ["罗湖", "国贸\U0001F687"]
+        result = evaluate_cases([case], self.lines, self.stations)[0]
+        self.assertNotIn("error", result)
+        self.assertTrue(result["reachable"], result)
+
+    def test_unexpected_failure_is_that_cases_error(self):
+        class BrokenNetwork(object):
+            """A station network whose lookups fail with a bug-like exception."""
+
+            def next_hops(self, stop):
+                raise TypeError("boom")
+
+            def coords(self, stop):
+                return None
+
+        two_legs = make_case(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "老街", "湖贝"])
+        one_leg = make_case(["地铁1号线"], ["罗湖", "国贸"])
+        results = evaluate_cases([two_legs, one_leg], self.lines, BrokenNetwork())
+        self.assertEqual(results[0]["reachable_code"], "case_error")
+        self.assertIn("internal error: TypeError: boom", results[0]["error"])
+        self.assertTrue(results[1]["reachable"], results[1])     # no hop lookup needed
 
     def test_malformed_station_cell_is_a_case_error(self):
         # StationNetwork decodes a stop's cells on first use: only the case
