@@ -1,0 +1,914 @@
+#!/usr/bin/env python3
+"""Turn a GTFS feed into a TransitLM network (station_info.csv, line_info.csv).
+
+    python3 data/import_gtfs.py FEED --out DIR [--date YYYYMMDD] [--city NAME]
+                                [--adcode CODE] [--route_types 1,2,3] [--patterns main|all]
+
+FEED is a GTFS zip or folder.  The output folder gets, in the released
+formats, ``station_info.csv`` (stop_id, ad_code, coord_x, coord_y,
+next_hop_stations, station_name) and ``line_info.csv`` (citycode, line_name,
+station_list), so the evaluators and the route-eval server run on it
+unchanged, plus two side files the evaluators ignore and make_benchmark.py
+reads: ``hop_times.csv`` (line_name, from_stop_id, to_stop_id, minutes,
+trips: the mean scheduled run time of each hop of each line; rows with an
+empty line_name are walking transfers with their time) and
+``line_service.csv`` (line_name, route_id, route_type, rail, direction,
+trips, headway_min, fare).
+
+Conventions (README "Evaluate a new city"):
+- one service day: ``--date``, default the feed's busiest day (most trips,
+  ``frequencies.txt`` runs counted; earliest date on ties);
+- one line per route and direction, from the most frequent stop pattern of
+  that day (``--patterns all``: one line per pattern); the kept trips are the
+  trips running that pattern; without ``direction_id`` a pattern's end stops
+  stand for its direction;
+- stops are the GTFS stops trips call at (platforms), ids as in the feed;
+  next hops are consecutive stops of kept trips, plus walking transfers
+  between stops of one parent station (both ways) and those listed in
+  ``transfers.txt`` (parent stations expanded to their stops; type 3 = no
+  transfer); a transfer takes ``min_transfer_time`` when given, else the walk
+  (1.2 x straight line at 5 km/h), at least 2 minutes;
+- line names ``<name>(<first stop>--<last stop>)``, name = route_short_name,
+  else route_long_name, else route_id; rail-bound lines (route_type 1, 2,
+  100-199, 400-499) get the prefix 地铁 so the evaluator's subway rules see
+  them as subway; in every other line name 地铁 and 号线 are written 地·铁 and
+  号·线 so those rules never do; a repeated name gets ``/route_id``;
+- ``--city`` default: the city of agency_timezone (America/New_York -> New
+  York), else the feed's file name; ``--adcode`` default ``0``.
+
+Damaged feeds: a missing required file or column, or an unreadable value in a
+required column, stops with exit status 2 and one line naming the file (and
+line); stop times of unknown trips, trips calling at unknown stops or stops
+without coordinates, repeated stop_sequence values and times that run
+backwards are skipped and counted in the summary.  stop_times.txt is streamed
+(only the service day's trips are kept, as compact integer arrays).
+Standard library only.
+"""
+
+import argparse
+import array
+import csv
+import datetime
+import io
+import json
+import math
+import os
+import sys
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import EXIT_USAGE, SUBWAY_MARKERS, haversine_km  # noqa: E402
+
+REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
+REQUIRED_COLUMNS = {
+    "stops.txt": ("stop_id",),
+    "routes.txt": ("route_id", "route_type"),
+    "trips.txt": ("route_id", "service_id", "trip_id"),
+    "stop_times.txt": ("trip_id", "stop_id", "stop_sequence"),
+    "calendar.txt": ("service_id", "monday", "tuesday", "wednesday", "thursday", "friday",
+                     "saturday", "sunday", "start_date", "end_date"),
+    "calendar_dates.txt": ("service_id", "date", "exception_type"),
+    "frequencies.txt": ("trip_id", "start_time", "end_time", "headway_secs"),
+    "transfers.txt": ("from_stop_id", "to_stop_id"),
+    "fare_attributes.txt": ("fare_id", "price"),
+}
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+SUBWAY_PREFIX = "地铁"
+# Non-rail names must never look like subway to the evaluator (SUBWAY_MARKERS).
+DEFUSED = {"地铁": "地·铁", "号线": "号·线"}
+TRANSFER_DETOUR = 1.2
+WALK_KMH = 5.0
+MIN_TRANSFER_MIN = 2.0
+NO_TRANSFER = "3"
+DEFAULT_ADCODE = "0"
+
+STATION_HEADER = ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"]
+LINE_HEADER = ["citycode", "line_name", "station_list"]
+HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "minutes", "trips"]
+SERVICE_HEADER = ["line_name", "route_id", "route_type", "rail", "direction", "trips",
+                  "headway_min", "fare"]
+
+
+class FeedError(Exception):
+    """A damaged feed: the message names the file (and line)."""
+
+
+# ---------------------------------------------------------------------------
+# Small pure helpers
+# ---------------------------------------------------------------------------
+
+def is_rail(route_type):
+    """GTFS metro (1), rail (2) and the extended rail (100-199) and metro (400-499) types."""
+    return route_type in (1, 2) or 100 <= route_type <= 199 or 400 <= route_type <= 499
+
+
+def parse_time(text):
+    """'H:MM:SS' (hours may pass 24) -> seconds; '' -> None; else ValueError."""
+    text = text.strip()
+    if not text:
+        return None
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(text)
+    h, m, s = int(parts[0]), int(parts[1]), int(parts[2])
+    if h < 0 or not 0 <= m < 60 or not 0 <= s < 61:
+        raise ValueError(text)
+    return h * 3600 + m * 60 + s
+
+
+def parse_date(text):
+    """'YYYYMMDD' -> datetime.date, or ValueError."""
+    text = text.strip()
+    if len(text) != 8 or not text.isdigit():
+        raise ValueError(text)
+    return datetime.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+
+
+def defuse(text):
+    for marker, replacement in DEFUSED.items():
+        text = text.replace(marker, replacement)
+    return text
+
+
+def line_base_name(short_name, long_name, route_id, rail):
+    """The name part of a line name; rail lines read as subway, others never do."""
+    base = (short_name or long_name or route_id).strip()
+    if rail:
+        return base if any(m in base for m in SUBWAY_MARKERS) else SUBWAY_PREFIX + base
+    return defuse(base)
+
+
+def line_name(base, first_stop, last_stop, rail):
+    first, last = (first_stop, last_stop) if rail else (defuse(first_stop), defuse(last_stop))
+    return "%s(%s--%s)" % (base, first, last)
+
+
+def city_from_timezone(timezone):
+    """'America/New_York' -> 'New York'; '' -> ''."""
+    return timezone.rsplit("/", 1)[-1].replace("_", " ").strip() if timezone else ""
+
+
+def interpolate_times(times):
+    """Fill None entries linearly by position; None when an end time is missing."""
+    if not times or times[0] is None or times[-1] is None:
+        return None
+    out = list(times)
+    last = 0
+    for k in range(1, len(out)):
+        if out[k] is None:
+            continue
+        gap = k - last
+        for j in range(last + 1, k):
+            out[j] = out[last] + (out[k] - out[last]) * (j - last) / gap
+        last = k
+    return out
+
+
+def busiest_date(trips_per_service, calendar, exceptions):
+    """(date, trips) of the day with the most trips; earliest on ties; (None, 0) if none."""
+    dates = set()
+    for start, end, _ in calendar.values():
+        day = start
+        while day <= end:
+            dates.add(day)
+            day += datetime.timedelta(days=1)
+    for (_, day) in exceptions:
+        dates.add(day)
+    best = (None, 0)
+    for day in sorted(dates):
+        total = sum(trips_per_service.get(s, 0) for s in active_services(day, calendar, exceptions))
+        if total > best[1]:
+            best = (day, total)
+    return best
+
+
+def active_services(day, calendar, exceptions):
+    """Service ids running on a date: calendar.txt ranges and weekdays, then
+    calendar_dates.txt additions (1) and removals (2)."""
+    out = set()
+    for service, (start, end, weekdays) in calendar.items():
+        if start <= day <= end and weekdays[day.weekday()]:
+            out.add(service)
+    for (service, exc_day), kind in exceptions.items():
+        if exc_day == day:
+            if kind == "1":
+                out.add(service)
+            elif kind == "2":
+                out.discard(service)
+    return out
+
+
+def fmt_count(n):
+    return "{:,}".format(n)
+
+
+# ---------------------------------------------------------------------------
+# Reading the feed
+# ---------------------------------------------------------------------------
+
+class Feed(object):
+    """A GTFS zip or folder; tables are opened as csv readers (BOM-tolerant)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.zip = None
+        self.prefix = ""
+        if os.path.isdir(path):
+            self.names = set(os.listdir(path))
+        elif zipfile.is_zipfile(path):
+            self.zip = zipfile.ZipFile(path)
+            members = [n for n in self.zip.namelist() if n.endswith(".txt")]
+            # Some feeds are zipped inside one folder.
+            top = {n.rsplit("/", 1)[0] + "/" if "/" in n else "" for n in members}
+            if len(top) == 1:
+                self.prefix = top.pop()
+            self.names = {n[len(self.prefix):] for n in members if n.startswith(self.prefix)}
+        elif os.path.exists(path):
+            raise FeedError("%s is neither a zip file nor a folder" % path)
+        else:
+            raise FeedError("%s does not exist" % path)
+
+    def has(self, name):
+        return name in self.names
+
+    def table(self, name):
+        """(header dict column -> index, row iterator with line numbers) of a table."""
+        if not self.has(name):
+            raise FeedError("feed has no %s" % name)
+        if self.zip is not None:
+            raw = self.zip.open(self.prefix + name)
+            handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        else:
+            handle = open(os.path.join(self.path, name), encoding="utf-8-sig", newline="")
+        table = Table(csv.reader(handle), handle, name)
+        header = table.header()
+        columns = {h.strip().lstrip("\ufeff"): i for i, h in enumerate(header)}
+        for column in REQUIRED_COLUMNS.get(name, ()):
+            if column not in columns:
+                raise FeedError("%s: missing column %s" % (name, column))
+        return columns, table
+
+
+class Table(object):
+    """Rows of one table; ``line`` is the file line of the row last read, and
+    csv or encoding errors become FeedErrors naming the file and line."""
+
+    def __init__(self, reader, handle, name):
+        self.reader = reader
+        self.handle = handle
+        self.name = name
+
+    @property
+    def line(self):
+        return self.reader.line_num
+
+    def where(self):
+        return "%s line %d" % (self.name, self.line)
+
+    def header(self):
+        try:
+            return next(self.reader)
+        except StopIteration:
+            return []
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise FeedError("%s line 1: %s" % (self.name, exc))
+
+    def __iter__(self):
+        with self.handle:
+            try:
+                for row in self.reader:
+                    if row:
+                        yield row
+            except (csv.Error, UnicodeDecodeError) as exc:
+                raise FeedError("%s: %s" % (self.where(), exc))
+
+
+def cell(row, columns, name, default=""):
+    i = columns.get(name)
+    if i is None or i >= len(row):
+        return default
+    return row[i].strip()
+
+
+class Skips(object):
+    """What was skipped and why: reason -> (count, first file line)."""
+
+    def __init__(self):
+        self.items = {}
+
+    def add(self, reason, where, count=1):
+        n, first = self.items.get(reason, (0, where))
+        self.items[reason] = (n + count, first)
+
+    def lines(self):
+        return ["%s %s (first: %s)" % (fmt_count(n), reason, where)
+                for reason, (n, where) in sorted(self.items.items())]
+
+
+def read_stops(feed, skips):
+    """-> dict stop_id -> [name, lng, lat, location_type, parent] (lng None: no coordinates)."""
+    columns, rows = feed.table("stops.txt")
+    stops = {}
+    for row in rows:
+        stop_id = cell(row, columns, "stop_id")
+        if not stop_id:
+            skips.add("stops without stop_id", rows.where())
+            continue
+        try:
+            lat = float(cell(row, columns, "stop_lat"))
+            lng = float(cell(row, columns, "stop_lon"))
+            if not (-90 <= lat <= 90 and -180 <= lng <= 180) or (lat == 0 and lng == 0):
+                raise ValueError
+        except ValueError:
+            lat = lng = None
+        stops[stop_id] = [cell(row, columns, "stop_name") or stop_id, lng, lat,
+                          cell(row, columns, "location_type") or "0",
+                          cell(row, columns, "parent_station")]
+    return stops
+
+
+def read_routes(feed, route_types):
+    columns, rows = feed.table("routes.txt")
+    routes = {}
+    for row in rows:
+        route_id = cell(row, columns, "route_id")
+        try:
+            route_type = int(cell(row, columns, "route_type"))
+        except ValueError:
+            raise FeedError("routes.txt line %d: route_type %r is not a number"
+                            % (rows.line, cell(row, columns, "route_type")))
+        if route_types is not None and route_type not in route_types:
+            continue
+        routes[route_id] = {
+            "route_id": route_id, "route_type": route_type, "rail": is_rail(route_type),
+            "short": cell(row, columns, "route_short_name"),
+            "long": cell(row, columns, "route_long_name"),
+            "agency": cell(row, columns, "agency_id"),
+        }
+    return routes
+
+
+def read_calendar(feed):
+    """-> (calendar {service: (start, end, weekdays)}, exceptions {(service, date): type})."""
+    if not feed.has("calendar.txt") and not feed.has("calendar_dates.txt"):
+        raise FeedError("feed has neither calendar.txt nor calendar_dates.txt")
+    calendar, exceptions = {}, {}
+    if feed.has("calendar.txt"):
+        columns, rows = feed.table("calendar.txt")
+        for row in rows:
+            try:
+                calendar[cell(row, columns, "service_id")] = (
+                    parse_date(cell(row, columns, "start_date")),
+                    parse_date(cell(row, columns, "end_date")),
+                    tuple(cell(row, columns, d) == "1" for d in WEEKDAYS))
+            except ValueError as exc:
+                raise FeedError("calendar.txt line %d: bad date %s" % (rows.line, exc))
+    if feed.has("calendar_dates.txt"):
+        columns, rows = feed.table("calendar_dates.txt")
+        for row in rows:
+            try:
+                day = parse_date(cell(row, columns, "date"))
+            except ValueError as exc:
+                raise FeedError("calendar_dates.txt line %d: bad date %s" % (rows.line, exc))
+            exceptions[(cell(row, columns, "service_id"), day)] = cell(row, columns, "exception_type")
+    return calendar, exceptions
+
+
+def read_frequencies(feed):
+    """-> trip_id -> [(start s, end s, headway s)]."""
+    out = {}
+    if not feed.has("frequencies.txt"):
+        return out
+    columns, rows = feed.table("frequencies.txt")
+    for row in rows:
+        try:
+            start = parse_time(cell(row, columns, "start_time"))
+            end = parse_time(cell(row, columns, "end_time"))
+            headway = int(cell(row, columns, "headway_secs"))
+            if start is None or end is None or headway <= 0:
+                raise ValueError
+        except ValueError:
+            raise FeedError("frequencies.txt line %d: unreadable start_time, end_time or "
+                            "headway_secs" % rows.line)
+        out.setdefault(cell(row, columns, "trip_id"), []).append((start, end, headway))
+    return out
+
+
+def runs_of(windows):
+    """How many departures a frequencies.txt trip makes in its windows."""
+    return sum(max(1, int(math.ceil((end - start) / float(headway)))) for start, end, headway in windows)
+
+
+def read_trips(feed, routes, skips):
+    """-> (trips {trip_id: (route_id, service_id, direction_id)}, all trip ids)."""
+    columns, rows = feed.table("trips.txt")
+    trips, all_ids = {}, set()
+    for row in rows:
+        trip_id = cell(row, columns, "trip_id")
+        all_ids.add(trip_id)
+        route_id = cell(row, columns, "route_id")
+        if route_id not in routes:
+            continue      # a route left out by --route_types (or unknown): not counted as damage
+        trips[trip_id] = (route_id, cell(row, columns, "service_id"),
+                          cell(row, columns, "direction_id"))
+    return trips, all_ids
+
+
+def read_fares(feed):
+    """-> (route_id -> price, price for every route or None), from fare_attributes/fare_rules."""
+    if not feed.has("fare_attributes.txt"):
+        return {}, None
+    columns, rows = feed.table("fare_attributes.txt")
+    prices = {}
+    for row in rows:
+        try:
+            prices[cell(row, columns, "fare_id")] = float(cell(row, columns, "price"))
+        except ValueError:
+            raise FeedError("fare_attributes.txt line %d: price is not a number" % rows.line)
+    by_route = {}
+    if feed.has("fare_rules.txt"):
+        columns, rows = feed.table("fare_rules.txt")
+        for row in rows:
+            route_id, fare_id = cell(row, columns, "route_id"), cell(row, columns, "fare_id")
+            if route_id and fare_id in prices:
+                # Several rules for a route (zones): the cheapest is its base fare.
+                by_route[route_id] = min(prices[fare_id], by_route.get(route_id, float("inf")))
+    single = next(iter(prices.values())) if len(prices) == 1 else None
+    return by_route, single
+
+
+def read_transfers(feed, skips):
+    """-> list of (from_stop, to_stop, kind, minutes or None); trip/route-specific rows skipped."""
+    out = []
+    if not feed.has("transfers.txt"):
+        return out
+    columns, rows = feed.table("transfers.txt")
+    for row in rows:
+        if any(cell(row, columns, c) for c in ("from_trip_id", "to_trip_id", "from_route_id",
+                                               "to_route_id")):
+            skips.add("trip- or route-specific transfers (not used)",
+                      "transfers.txt line %d" % rows.line)
+            continue
+        text = cell(row, columns, "min_transfer_time")
+        try:
+            minutes = int(float(text)) / 60.0 if text else None
+        except ValueError:
+            raise FeedError("transfers.txt line %d: min_transfer_time %r is not a number"
+                            % (rows.line, text))
+        out.append((cell(row, columns, "from_stop_id"), cell(row, columns, "to_stop_id"),
+                    cell(row, columns, "transfer_type"), minutes))
+    return out
+
+
+def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
+    """Read stop_times.txt once -> per active trip an array of (sequence, stop code, time s).
+
+    ``active`` maps trip_id -> trip index; ``stop_code`` stop_id -> int.  A
+    stop time of an unknown trip is skipped; a trip calling at an unknown stop
+    or at a stop without coordinates is marked (its index in the returned set).
+    """
+    columns, rows = feed.table("stop_times.txt")
+    if "arrival_time" not in columns and "departure_time" not in columns:
+        raise FeedError("stop_times.txt: missing column arrival_time and departure_time")
+    i_trip, i_stop, i_seq = columns["trip_id"], columns["stop_id"], columns["stop_sequence"]
+    i_arr, i_dep = columns.get("arrival_time"), columns.get("departure_time")
+    width = max(i_trip, i_stop, i_seq, i_arr or 0, i_dep or 0) + 1
+    data = [array.array("i") for _ in range(len(active))]
+    marked = {}
+    time_cache = {"": -1}
+    unknown_trips, inactive, count = 0, 0, 0
+    first_unknown = None
+    for row in rows:
+        count += 1
+        if len(row) < width:
+            row = row + [""] * (width - len(row))
+        trip = active.get(row[i_trip])
+        if trip is None:
+            if row[i_trip] in known_trips:
+                inactive += 1
+            else:
+                unknown_trips += 1
+                if first_unknown is None:
+                    first_unknown = rows.where()
+            continue
+        stop = stop_code.get(row[i_stop])
+        if stop is None:
+            code = "unknown stop" if row[i_stop] not in bad_stops else "stop without coordinates"
+            marked.setdefault(trip, (code, "stop_times.txt line %d" % rows.line))
+            continue
+        text = row[i_dep] if i_dep is not None and row[i_dep] else (row[i_arr] if i_arr is not None else "")
+        seconds = time_cache.get(text)
+        if seconds is None:
+            try:
+                seconds = parse_time(text)
+            except ValueError:
+                raise FeedError("stop_times.txt line %d: time %r is not H:MM:SS" % (rows.line, text))
+            time_cache[text] = seconds
+        try:
+            sequence = int(row[i_seq])
+        except ValueError:
+            raise FeedError("stop_times.txt line %d: stop_sequence %r is not a whole number"
+                            % (rows.line, row[i_seq]))
+        data[trip].extend((sequence, stop, seconds))
+    if unknown_trips:
+        skips.add("stop times of trips not in trips.txt", first_unknown, unknown_trips)
+    return data, marked, count, inactive
+
+
+def trip_pattern(values):
+    """Flat (sequence, stop, seconds) triples -> (stops tuple, times list) or a skip reason.
+
+    Sorted by stop_sequence (any order in the file is fine); a repeated
+    sequence number, a missing first/last time or times running backwards
+    make the trip unusable; a stop repeated back to back is one call.
+    """
+    triples = sorted(zip(values[0::3], values[1::3], values[2::3]))
+    if len(triples) < 2:
+        return "trips with fewer than 2 stop times"
+    for a, b in zip(triples, triples[1:]):
+        if a[0] == b[0]:
+            return "trips with a repeated stop_sequence"
+    times = interpolate_times([t if t >= 0 else None for _, _, t in triples])
+    if times is None:
+        return "trips without a first or last time"
+    stops, out_times = [], []
+    for (_, stop, _), t in zip(triples, times):
+        if stops and stops[-1] == stop:
+            continue
+        stops.append(stop)
+        out_times.append(t)
+    if len(stops) < 2:
+        return "trips with fewer than 2 distinct stops"
+    if any(b < a for a, b in zip(out_times, out_times[1:])):
+        return "trips whose times run backwards"
+    return tuple(stops), out_times
+
+
+# ---------------------------------------------------------------------------
+# Building the network
+# ---------------------------------------------------------------------------
+
+class Pattern(object):
+    """The trips of one route, direction and stop sequence on the service day."""
+
+    __slots__ = ("route_id", "direction", "stops", "trips", "hop_sums", "departures", "headways")
+
+    def __init__(self, route_id, direction, stops):
+        self.route_id = route_id
+        self.direction = direction
+        self.stops = stops
+        self.trips = 0
+        self.hop_sums = [0.0] * (len(stops) - 1)
+        self.departures = []     # first-stop departure of each plain trip (s)
+        self.headways = []       # (runs, headway s) of frequency-based trips
+
+    def add(self, times, windows):
+        runs = runs_of(windows) if windows else 1
+        self.trips += runs
+        for k in range(len(self.hop_sums)):
+            self.hop_sums[k] += (times[k + 1] - times[k]) * runs
+        if windows:
+            self.headways.extend((runs_of([w]), w[2]) for w in windows)
+        else:
+            self.departures.append(times[0])
+
+    def hop_minutes(self):
+        return [total / self.trips / 60.0 for total in self.hop_sums]
+
+    def headway_min(self):
+        """Mean gap between departures over the day (minutes), or None for one trip."""
+        gaps = []
+        if len(self.departures) > 1:
+            d = sorted(self.departures)
+            gaps.append(((d[-1] - d[0]) / (len(d) - 1), len(d) - 1))
+        for runs, headway in self.headways:
+            gaps.append((headway, runs))
+        weight = sum(w for _, w in gaps)
+        return sum(g * w for g, w in gaps) / weight / 60.0 if weight else None
+
+
+def choose_patterns(patterns, keep_all):
+    """The kept patterns, in a stable order: per (route, direction) the one with
+    most trips (longest, then first seen, on ties), or every pattern."""
+    if keep_all:
+        return list(patterns)
+    best = {}
+    for p in patterns:
+        key = (p.route_id, p.direction)
+        cur = best.get(key)
+        if cur is None or (p.trips, len(p.stops)) > (cur.trips, len(cur.stops)):
+            best[key] = p
+    return [p for p in patterns if best[(p.route_id, p.direction)] is p]
+
+
+def transfer_links(stops, kept, transfers):
+    """Walking links between kept stops -> {(a, b): minutes or None}.
+
+    Stops of one parent station are linked both ways; transfers.txt rows link
+    their stops (a parent station stands for its stops), type 3 removes a link.
+    """
+    children = {}
+    for stop_id in kept:
+        parent = stops[stop_id][4]
+        if parent:
+            children.setdefault(parent, []).append(stop_id)
+    links = {}
+    for group in children.values():
+        for a in group:
+            for b in group:
+                if a != b:
+                    links[(a, b)] = None
+
+    def expand(stop_id):
+        if stop_id in kept:
+            return [stop_id]
+        return children.get(stop_id, [])
+
+    forbidden = set()
+    for from_id, to_id, kind, minutes in transfers:
+        for a in expand(from_id):
+            for b in expand(to_id):
+                if a == b:
+                    continue
+                if kind == NO_TRANSFER:
+                    forbidden.add((a, b))
+                elif minutes is not None or (a, b) not in links:
+                    links[(a, b)] = minutes
+    for key in forbidden:
+        links.pop(key, None)
+    return links
+
+
+def transfer_minutes(stated, km):
+    walk = km * TRANSFER_DETOUR / WALK_KMH * 60
+    return max(MIN_TRANSFER_MIN, stated if stated is not None else walk)
+
+
+def unique_names(wanted):
+    """Line names made unique: a repeat gets '/route_id' in its name part, then '#k'."""
+    seen, out = set(), []
+    for base, first, last, rail, route_id in wanted:
+        name = line_name(base, first, last, rail)
+        if name in seen:
+            name = line_name(base + "/" + route_id, first, last, rail)
+        k = 2
+        candidate = name
+        while candidate in seen:
+            candidate = line_name("%s/%s#%d" % (base, route_id, k), first, last, rail)
+            k += 1
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def import_feed(path, date=None, route_types=None, keep_all=False):
+    """Read a feed -> dict with everything to write and report."""
+    feed = Feed(path)
+    for name in REQUIRED_FILES:
+        if not feed.has(name):
+            raise FeedError("feed has no %s" % name)
+    skips = Skips()
+    stops = read_stops(feed, skips)
+    routes = read_routes(feed, route_types)
+    calendar, exceptions = read_calendar(feed)
+    frequencies = read_frequencies(feed)
+    trips, all_trip_ids = read_trips(feed, routes, skips)
+
+    trips_per_service = {}
+    for trip_id, (_, service, _) in trips.items():
+        runs = runs_of(frequencies[trip_id]) if trip_id in frequencies else 1
+        trips_per_service[service] = trips_per_service.get(service, 0) + runs
+    if date is None:
+        day, _ = busiest_date(trips_per_service, calendar, exceptions)
+        if day is None:
+            raise FeedError("no service day: calendar.txt and calendar_dates.txt run no trip "
+                            "of the selected routes")
+    else:
+        day = date
+    services = active_services(day, calendar, exceptions)
+    active_ids = sorted(t for t, info in trips.items() if info[1] in services)
+    if not active_ids:
+        raise FeedError("no trip of the selected routes runs on %s" % day.strftime("%Y%m%d"))
+    active = {t: i for i, t in enumerate(active_ids)}
+
+    # Stops with coordinates get integer codes; the others are remembered.
+    usable = [sid for sid, s in stops.items() if s[1] is not None and s[3] in ("0", "")]
+    stop_code = {sid: i for i, sid in enumerate(usable)}
+    bad_stops = {sid for sid, s in stops.items() if s[1] is None}
+    data, marked, stop_time_rows, inactive_rows = stream_stop_times(feed, active, all_trip_ids,
+                                                                     stop_code, bad_stops, skips)
+
+    patterns, by_key = [], {}
+    for trip_id in active_ids:
+        index = active[trip_id]
+        values = data[index]
+        data[index] = None            # free as we go
+        if index in marked:
+            reason, where = marked[index]
+            skips.add("trips calling at an %s" % reason if reason == "unknown stop"
+                      else "trips calling at a %s" % reason, where)
+            continue
+        if len(values) == 0:
+            skips.add("trips without stop times", "trips.txt (trip %s)" % trip_id)
+            continue
+        result = trip_pattern(values)
+        if isinstance(result, str):
+            skips.add(result, "stop_times.txt (trip %s)" % trip_id)
+            continue
+        stop_seq, times = result
+        route_id, _, direction = trips[trip_id]
+        if direction == "":
+            direction = "%s>%s" % (usable[stop_seq[0]], usable[stop_seq[-1]])
+        key = (route_id, direction, stop_seq)
+        pattern = by_key.get(key)
+        if pattern is None:
+            pattern = by_key[key] = Pattern(route_id, direction, stop_seq)
+            patterns.append(pattern)
+        pattern.add(times, frequencies.get(trip_id))
+    kept_patterns = choose_patterns(patterns, keep_all)
+    if not kept_patterns:
+        raise FeedError("no usable trip runs on %s (see the skipped items)" % day.strftime("%Y%m%d"))
+    # Deterministic order: by route as routes.txt lists them, then direction.
+    route_order = {r: i for i, r in enumerate(routes)}
+    kept_patterns.sort(key=lambda p: (route_order[p.route_id], p.direction, -p.trips, p.stops))
+    return {"feed": feed, "day": day, "stops": stops, "routes": routes, "usable": usable,
+            "patterns": patterns, "kept": kept_patterns, "skips": skips,
+            "active_trips": len(active_ids), "stop_time_rows": stop_time_rows,
+            "inactive_rows": inactive_rows, "transfers": read_transfers(feed, skips),
+            "fares": read_fares(feed),
+            "timezone": _agency_timezone(feed)}
+
+
+def _agency_timezone(feed):
+    if not feed.has("agency.txt"):
+        return ""
+    columns, rows = feed.table("agency.txt")
+    for row in rows:
+        return cell(row, columns, "agency_timezone")
+    return ""
+
+
+def build_outputs(result, adcode):
+    """-> rows of the four output files and figures for the summary."""
+    stops, routes, usable = result["stops"], result["routes"], result["usable"]
+    kept = result["kept"]
+    stop_order, hops = [], {}
+    for p in kept:
+        for code in p.stops:
+            sid = usable[code]
+            if sid not in hops:
+                hops[sid] = []
+                stop_order.append(sid)
+    for p in kept:
+        for a, b in zip(p.stops, p.stops[1:]):
+            sa, sb = usable[a], usable[b]
+            if sb not in hops[sa]:
+                hops[sa].append(sb)
+    kept_set = set(hops)
+    links = transfer_links(stops, kept_set, result["transfers"])
+    link_rows = []
+    position = {sid: k for k, sid in enumerate(stop_order)}
+    for (a, b) in sorted(links, key=lambda ab: (position[ab[0]], position[ab[1]])):
+        if b not in hops[a]:
+            hops[a].append(b)
+        km = haversine_km(stops[a][1], stops[a][2], stops[b][1], stops[b][2])
+        link_rows.append(["", a, b, "%.2f" % transfer_minutes(links[(a, b)], km), ""])
+
+    wanted = []
+    for p in kept:
+        route = routes[p.route_id]
+        base = line_base_name(route["short"], route["long"], route["route_id"], route["rail"])
+        wanted.append((base, stops[usable[p.stops[0]]][0], stops[usable[p.stops[-1]]][0],
+                       route["rail"], route["route_id"]))
+    names = unique_names(wanted)
+    by_route, single_fare = result["fares"]
+    line_rows, hop_rows, service_rows = [], [], []
+    for name, p in zip(names, kept):
+        route = routes[p.route_id]
+        station_list = [{"station_name": stops[usable[c]][0], "stop_id": usable[c],
+                         "x": stops[usable[c]][1], "y": stops[usable[c]][2],
+                         "station_id": usable[c]} for c in p.stops]
+        line_rows.append([adcode, name, json.dumps(station_list, ensure_ascii=False)])
+        for (a, b), minutes in zip(zip(p.stops, p.stops[1:]), p.hop_minutes()):
+            hop_rows.append([name, usable[a], usable[b], "%.2f" % minutes, str(p.trips)])
+        headway = p.headway_min()
+        fare = by_route.get(p.route_id, single_fare)
+        service_rows.append([name, p.route_id, str(route["route_type"]), "1" if route["rail"] else "0",
+                             p.direction, str(p.trips), "" if headway is None else "%.1f" % headway,
+                             "" if fare is None else "%g" % fare])
+    station_rows = []
+    for sid in stop_order:
+        name, lng, lat = stops[sid][0], stops[sid][1], stops[sid][2]
+        station_rows.append([sid, adcode, "%.6f" % lng, "%.6f" % lat,
+                             json.dumps(hops[sid], ensure_ascii=False), name])
+    parents = {stops[sid][4] or sid for sid in stop_order}
+    return {"stations": station_rows, "lines": line_rows, "hops": hop_rows + link_rows,
+            "service": service_rows, "links": len(link_rows), "places": len(parents),
+            "rail_lines": sum(1 for p in kept if routes[p.route_id]["rail"]),
+            "kept_trips": sum(p.trips for p in kept)}
+
+
+def write_csv(path, header, rows):
+    # csv's default dialect ends lines with \r\n, like the released files.
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def summary(result, outputs, args, out_dir, city):
+    kept, patterns = result["kept"], result["patterns"]
+    day = result["day"]
+    lines = [
+        "GTFS feed      %s" % args.feed,
+        "service day    %s (%s)" % (day.strftime("%Y%m%d"),
+                                    "given" if args.date else "busiest day of the feed"),
+        "city, adcode   %s, %s" % (city, args.adcode),
+        "routes         %s (route types: %s)" % (fmt_count(len(result["routes"])),
+                                                 args.route_types or "all"),
+        "stop times     %s read, %s of other days" % (fmt_count(result["stop_time_rows"]),
+                                                      fmt_count(result["inactive_rows"])),
+        "trips          %s run that day, %s kept (%s of %s stop patterns: %s)" % (
+            fmt_count(result["active_trips"]), fmt_count(outputs["kept_trips"]),
+            fmt_count(len(kept)), fmt_count(len(patterns)),
+            "all" if args.patterns == "all" else "the most frequent per route and direction"),
+        "stations       %s stops at %s places, %s transfer links" % (
+            fmt_count(len(outputs["stations"])), fmt_count(outputs["places"]),
+            fmt_count(outputs["links"])),
+        "lines          %s (%s rail-bound, named 地铁...)" % (fmt_count(len(outputs["lines"])),
+                                                         fmt_count(outputs["rail_lines"])),
+    ]
+    skipped = result["skips"].lines()
+    lines.append("skipped        %s" % (skipped[0] if skipped else "nothing"))
+    lines.extend("               %s" % text for text in skipped[1:])
+    lines.append("written        %s/{station_info,line_info,hop_times,line_service}.csv" % out_dir)
+    return "\n".join(lines)
+
+
+def parse_route_types(text):
+    try:
+        return {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated route_type numbers, e.g. 1,2,3")
+
+
+def parse_date_arg(text):
+    try:
+        return parse_date(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected YYYYMMDD")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("import_gtfs.py: %s\n" % message)
+        sys.exit(EXIT_USAGE)
+
+
+def parse_args(argv):
+    parser = _Parser(description="Turn a GTFS feed into station_info.csv and line_info.csv.")
+    parser.add_argument("feed", help="GTFS zip file or folder")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--date", type=parse_date_arg, default=None,
+                        help="service day YYYYMMDD (default: the feed's busiest day)")
+    parser.add_argument("--city", default=None,
+                        help="city name in the prompts (default: from agency_timezone, else the feed name)")
+    parser.add_argument("--adcode", default=DEFAULT_ADCODE, help="ad_code/citycode column (default 0)")
+    parser.add_argument("--route_types", type=parse_route_types, default=None,
+                        help="comma-separated GTFS route_type values to keep (default: all)")
+    parser.add_argument("--patterns", choices=("main", "all"), default="main",
+                        help="main: the most frequent stop pattern per route and direction "
+                             "(default); all: one line per pattern")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        result = import_feed(args.feed, args.date, args.route_types, args.patterns == "all")
+        outputs = build_outputs(result, args.adcode)
+        city = args.city or city_from_timezone(result["timezone"]) or \
+            os.path.splitext(os.path.basename(os.path.normpath(args.feed)))[0]
+        os.makedirs(args.out, exist_ok=True)
+        write_csv(os.path.join(args.out, "station_info.csv"), STATION_HEADER, outputs["stations"])
+        write_csv(os.path.join(args.out, "line_info.csv"), LINE_HEADER, outputs["lines"])
+        write_csv(os.path.join(args.out, "hop_times.csv"), HOP_HEADER, outputs["hops"])
+        write_csv(os.path.join(args.out, "line_service.csv"), SERVICE_HEADER, outputs["service"])
+        with open(os.path.join(args.out, "city.json"), "w", encoding="utf-8") as handle:
+            json.dump({"city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
+                       "date": result["day"].strftime("%Y%m%d")}, handle, ensure_ascii=False)
+            handle.write("\n")
+    except FeedError as exc:
+        sys.stderr.write("import_gtfs.py: %s\n" % exc)
+        return EXIT_USAGE
+    except (OSError, zipfile.BadZipFile) as exc:
+        sys.stderr.write("import_gtfs.py: %s\n" % exc)
+        return EXIT_USAGE
+    print(summary(result, outputs, args, args.out, city))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
