@@ -1,0 +1,840 @@
+"""generate.py: the pure helpers by hand, then whole runs against a local
+OpenAI-compatible stand-in server (stdlib http.server on 127.0.0.1, port 0)
+that answers fenced and unfenced JSON, 429 with Retry-After, 500s, slow answers
+past the timeout, dropped connections and a 400 for one row."""
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.helpers import REPO
+
+sys.path.insert(0, REPO)
+import generate  # noqa: E402
+
+B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")
+B2 = os.path.join(REPO, "data", "benchmark2_personalized_example.csv")
+SCRIPT = os.path.join(REPO, "generate.py")
+SECRET = "sk-test-0123456789SECRETKEY"
+
+
+def read_csv(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    assert text == "" or text.endswith("\n"), "file ends with a partial line"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def fenced(text):
+    return "Here is the route:\n```json\n%s\n```\n" % text
+
+
+# ---------------------------------------------------------------------------
+# The stand-in server
+# ---------------------------------------------------------------------------
+
+class StandIn(object):
+    """An OpenAI-compatible chat-completions server for tests.
+
+    ``script(user_text, nth)`` -> an action for the nth (1-based) request with
+    that user message: ("ok", text), ("status", code, message, headers),
+    ("slow", seconds, text) or ("drop",).  Requests are recorded.
+    """
+
+    def __init__(self, script, key=None, model="stand-in-model"):
+        self.script = script
+        self.key = key
+        self.model = model
+        self.lock = threading.Lock()
+        self.requests = []          # (user text, Authorization header, body)
+        self.seen = {}
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                stand_in.handle(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def users(self):
+        with self.lock:
+            return [user for user, _, _ in self.requests]
+
+    def handle(self, handler):
+        length = int(handler.headers.get("Content-Length", 0))
+        body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        user = body["messages"][-1]["content"]
+        auth = handler.headers.get("Authorization")
+        with self.lock:
+            self.requests.append((user, auth, body))
+            nth = self.seen[user] = self.seen.get(user, 0) + 1
+        if handler.path != "/v1/chat/completions":
+            return self.send(handler, 404, {"error": {"message": "no such path"}})
+        if self.key is not None and auth != "Bearer " + self.key:
+            # Real servers echo (part of) the key presented: ours echoes all of it.
+            return self.send(handler, 401, {"error": {
+                "message": "Incorrect API key provided: %s" % (auth or "")[7:]}})
+        if body["model"] != self.model:
+            return self.send(handler, 404, {"error": {
+                "message": "The model `%s` does not exist" % body["model"]}})
+        action = self.script(user, nth)
+        if action[0] == "drop":
+            handler.close_connection = True
+            return
+        if action[0] == "status":
+            _, code, message, headers = action
+            return self.send(handler, code, {"error": {"message": message}}, headers)
+        if action[0] == "slow":
+            time.sleep(action[1])
+        text = action[-1]
+        answer = {"id": "c1", "object": "chat.completion", "model": self.model,
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": text}}],
+                  "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                            "total_tokens": 15}}
+        self.send(handler, 200, answer)
+
+    @staticmethod
+    def send(handler, code, obj, headers=None):
+        data = json.dumps(obj).encode("utf-8")
+        try:
+            handler.send_response(code)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            handler.wfile.write(data)
+        except OSError:
+            pass      # the client gave up (timeout test)
+
+
+def answers_from(path, fence_every=2):
+    """user prompt -> the row's generate_results text (every other one fenced
+    when it is valid JSON), checked unique so the server can answer by prompt."""
+    by_prompt = {}
+    for number, row in enumerate(read_csv(path)):
+        text = row["generate_results"]
+        try:
+            json.loads(text)
+            if number % fence_every == 0:
+                text = fenced(text)
+        except ValueError:
+            pass
+        assert row["sft_prompt"] not in by_prompt
+        by_prompt[row["sft_prompt"]] = text
+    return by_prompt
+
+
+def run_generate(argv, environ=None, sleep=None):
+    """generate.run in-process -> (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        status = generate.run(argv, environ or {}, out, err, sleep=sleep)
+    except generate.UsageError as exc:
+        err.write("generate.py: %s\n" % exc)
+        status = 2
+    return status, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------
+
+class Helpers(unittest.TestCase):
+    def test_backoff_full_jitter_capped(self):
+        self.assertEqual(generate.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
+        self.assertEqual(generate.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
+        self.assertEqual(generate.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
+        self.assertEqual(generate.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(generate.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(generate.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
+
+    def test_retry_after_seconds_and_dates(self):
+        self.assertEqual(generate.parse_retry_after("2"), 2.0)
+        self.assertEqual(generate.parse_retry_after(" 0.5 "), 0.5)
+        self.assertEqual(generate.parse_retry_after("-3"), 0.0)
+        self.assertEqual(generate.parse_retry_after("99999"), generate.RETRY_AFTER_CAP_S)
+        self.assertIsNone(generate.parse_retry_after(None))
+        self.assertIsNone(generate.parse_retry_after(""))
+        self.assertIsNone(generate.parse_retry_after("soon"))
+        self.assertIsNone(generate.parse_retry_after("nan"))
+        # Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
+        date = "Wed, 21 Oct 2015 07:28:00 GMT"
+        self.assertEqual(generate.parse_retry_after(date, now=1445412480 - 30), 30.0)
+        self.assertEqual(generate.parse_retry_after(date, now=1445412480 + 30), 0.0)
+
+    def test_classify_status(self):
+        self.assertEqual(generate.classify_status(200), "ok")
+        for code in (429, 408, 500, 502, 503, 504, 599):
+            self.assertEqual(generate.classify_status(code), "retry", code)
+        for code in (401, 403, 404):
+            self.assertEqual(generate.classify_status(code), "fatal", code)
+        for code in (400, 413, 422, 409):
+            self.assertEqual(generate.classify_status(code), "row_error", code)
+
+    def test_server_message(self):
+        self.assertEqual(generate.server_message(b'{"error": {"message": "too  long\\n x"}}'),
+                         "too long x")
+        self.assertEqual(generate.server_message(b'{"error": "bad"}'), "bad")
+        self.assertEqual(generate.server_message(b'{"detail": "nope"}'), "nope")
+        self.assertEqual(generate.server_message(b'{"detail": [{"loc": 1}]}'), '[{"loc": 1}]')
+        self.assertEqual(generate.server_message(b"<html>Bad Gateway</html>"),
+                         "<html>Bad Gateway</html>")
+        self.assertEqual(generate.server_message(b""), "(empty answer)")
+        self.assertEqual(len(generate.server_message(b"x" * 5000)), generate.MESSAGE_LIMIT)
+        self.assertEqual(generate.server_message(b"\xff\xfe"), "\ufffd\ufffd")
+
+    def test_redact(self):
+        self.assertEqual(generate.redact("key sk-1 and sk-1", "sk-1"),
+                         "key <redacted> and <redacted>")
+        self.assertEqual(generate.redact("text", None), "text")
+        self.assertEqual(generate.redact("", "k"), "")
+
+    def test_build_body(self):
+        body = generate.build_body("m", "sys", "user", {"temperature": 0.0, "max_tokens": None,
+                                                        "top_p": 0.9}, {"top_k": 5, "top_p": 1})
+        self.assertEqual(body, {"model": "m", "stream": False, "temperature": 0.0,
+                                "top_p": 1, "top_k": 5,
+                                "messages": [{"role": "system", "content": "sys"},
+                                             {"role": "user", "content": "user"}]})
+        body = generate.build_body("m", "", "u", {}, None)
+        self.assertEqual(body["messages"], [{"role": "user", "content": "u"}])
+        self.assertNotIn("temperature", body)
+
+    def test_chat_url(self):
+        self.assertEqual(generate.chat_url("http://h:8000/v1"), "http://h:8000/v1/chat/completions")
+        self.assertEqual(generate.chat_url("http://h:8000/v1/ "), "http://h:8000/v1/chat/completions")
+        self.assertEqual(generate.chat_url("https://a/v1/chat/completions"),
+                         "https://a/v1/chat/completions")
+
+    def test_parse_completion(self):
+        answer = {"model": "q", "usage": {"total_tokens": 3},
+                  "choices": [{"finish_reason": "length", "message": {"content": "hi"}}]}
+        self.assertEqual(generate.parse_completion(json.dumps(answer).encode()),
+                         ("hi", "length", {"total_tokens": 3}, "q"))
+        answer["choices"][0]["message"]["content"] = None
+        self.assertEqual(generate.parse_completion(json.dumps(answer))[0], "")
+        answer["choices"][0]["message"]["content"] = [{"type": "text", "text": "a"},
+                                                      {"type": "text", "text": "b"}]
+        self.assertEqual(generate.parse_completion(json.dumps(answer))[0], "ab")
+        for bad in (b"not json", b"[]", b"{}", b'{"choices": []}', b'{"choices": [1]}',
+                    b'{"choices": [{"message": 3}]}',
+                    b'{"choices": [{"message": {"content": 5}}]}', b"\xff"):
+            with self.assertRaises(ValueError, msg=bad):
+                generate.parse_completion(bad)
+
+    def test_token_count(self):
+        self.assertEqual(generate.token_count({"total_tokens": 7}, "total_tokens"), 7)
+        self.assertEqual(generate.token_count(None, "total_tokens"), 0)
+        self.assertEqual(generate.token_count({"total_tokens": "7"}, "total_tokens"), 0)
+        self.assertEqual(generate.token_count({"total_tokens": True}, "total_tokens"), 0)
+
+    def test_format_duration_and_progress(self):
+        self.assertEqual(generate.format_duration(42.4), "42 s")
+        self.assertEqual(generate.format_duration(185), "3 min 05 s")
+        self.assertEqual(generate.format_duration(7620), "2 h 07 min")
+        self.assertEqual(generate.format_duration(-1), "0 s")
+        self.assertEqual(generate.progress_text(120, 1000, 3, 450, 10.0),
+                         "  120/1000 rows  12.0 rows/s  ETA 1 min 13 s  retries 3  45 tokens/s")
+        self.assertEqual(generate.progress_text(0, 10, 0, 0, 0.0),
+                         "  0/10 rows  0.0 rows/s  ETA ?  retries 0  0 tokens/s")
+
+    def test_progress_line_rate_limited(self):
+        stream, now = io.StringIO(), [0.0]
+        stats = generate.Stats()
+        line = generate.ProgressLine(10, stats, stream, clock=lambda: now[0])
+        now[0] = 1.0
+        stats.add(answered=2)
+        line.tick()
+        now[0] = 1.2          # within the interval: no new line
+        line.tick()
+        self.assertEqual(stream.getvalue().count("\r"), 1)
+        self.assertIn("2/10 rows", stream.getvalue())
+        line.finish()
+        self.assertTrue(stream.getvalue().endswith("\r"))
+
+    def test_run_dir_for(self):
+        self.assertEqual(generate.run_dir_for("out/p.jsonl"), "out/p.run")
+        self.assertEqual(generate.run_dir_for("p.txt"), "p.txt.run")
+
+    def test_rate_limiter(self):
+        now = [100.0]
+        limiter = generate.RateLimiter(2.0, clock=lambda: now[0])
+        self.assertEqual([limiter.reserve() for _ in range(3)], [0.0, 0.5, 1.0])
+        now[0] = 105.0
+        self.assertEqual(limiter.reserve(), 0.0)
+        limiter.pause(3.0)
+        self.assertEqual(limiter.reserve(), 3.0)
+        self.assertEqual(limiter.reserve(), 3.5)
+        unlimited = generate.RateLimiter(None, clock=lambda: now[0])
+        self.assertEqual([unlimited.reserve() for _ in range(3)], [0.0, 0.0, 0.0])
+        unlimited.pause(2.0)
+        self.assertEqual(unlimited.reserve(), 2.0)
+
+    def test_summary_lines(self):
+        stats = generate.Stats()
+        stats.add(answered=3, failed=1, retries=2, prompt_tokens=30, completion_tokens=12,
+                  total_tokens=42)
+        lines = generate.summary_lines("p.jsonl", "m", 6, 2, 0, stats, 2.0, 1)
+        text = "\n".join(lines)
+        self.assertEqual(lines[0], "generate.py: m -> p.jsonl")
+        self.assertIn("  asked this run                  4\n", text)
+        self.assertIn("  failed                          1   (\"error\" lines", text)
+        self.assertIn("(prompt 30, completion 12)", text)
+        self.assertIn("(2.0 rows/s)", text)
+        self.assertIn("1 superseded line dropped", text)
+        self.assertNotIn("earlier errors kept", text)
+        empty = "\n".join(generate.summary_lines("p", "m", 0, 0, 0, generate.Stats(), 0.0, 0))
+        self.assertIn("(0.0 rows/s)", empty)
+
+
+class InputFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        return path
+
+    def test_scan_and_rows(self):
+        path = self.write("t.csv", "indexid,system_prompt,sft_prompt,req_type\n"
+                                   "a,S,p1,2\n\nb,S,p2,x\na,S,p3,0\n,S,p4,0\nc,S,p5\n")
+        scan = generate.scan_input(path)
+        self.assertEqual(scan.ids, ["a", "b", "c"])
+        self.assertEqual(scan.rows, 5)
+        self.assertEqual(scan.duplicates, ["a"])
+        self.assertEqual(scan.empty_ids, 1)
+        self.assertTrue(scan.has_system_prompt)
+        self.assertEqual(scan.req_types, {0, 2})
+        rows = list(generate.iter_input_rows(path, sample_count=2))
+        self.assertEqual(rows, [(1, "a", "S", "p1"), (2, "b", "S", "p2")])
+        self.assertEqual(generate.scan_input(path, sample_count=2).ids, ["a", "b"])
+        state = generate.OutputState()
+        state.results.add("b")
+        self.assertEqual(list(generate.pending_rows(path, None, state, True)),
+                         [("a", "S", "p1"), ("c", "S", "p5")])
+
+    def test_bad_inputs_are_usage_errors(self):
+        cases = {"empty.csv": "", "noid.csv": "x,sft_prompt\n1,2\n",
+                 "noprompt.csv": "index_id,sft_label\n1,2\n"}
+        for name, text in cases.items():
+            with self.assertRaises(generate.UsageError, msg=name):
+                generate.scan_input(self.write(name, text))
+        binary = os.path.join(self.dir, "bin.csv")
+        with open(binary, "wb") as handle:
+            handle.write(b"index_id,sft_prompt\n\xff\xfe,\xff\n")
+        with self.assertRaises(generate.UsageError):
+            generate.scan_input(binary)
+        with self.assertRaises(generate.UsageError):
+            generate.scan_input(os.path.join(self.dir, "absent.csv"))
+
+    def test_infer_benchmark(self):
+        def scan(label=None, req_types=()):
+            result = generate.InputScan()
+            keys, names = generate.label_shape(json.dumps(label, ensure_ascii=False))
+            result.label_keys, result.label_station_names = set(keys), names
+            result.req_types = set(req_types)
+            return result
+        infer = generate.infer_benchmark
+        self.assertEqual(infer("/r/transit-lm-benchmark2-test.csv", scan())[0], "personalized")
+        self.assertEqual(infer("transit-lm-benchmark3-test.csv", scan())[0], "diversity")
+        self.assertEqual(infer("x/general_llm_example.csv", scan())[0], "general_llm")
+        self.assertEqual(infer("BENCHMARK1.csv", scan(req_types=[2]))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan({"first": {}, "second": {}}, [0]))[0], "diversity")
+        self.assertEqual(infer("t.csv", scan({"station_name": []}))[0], "general_llm")
+        self.assertEqual(infer("t.csv", scan({"station_sequence": ["秋桥路", "【换乘】"]}))[0],
+                         "general_llm")
+        self.assertEqual(infer("t.csv", scan({"station_sequence": ["bus-1", "【换乘】"]}))[0],
+                         "single_route")
+        self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 7]))[0], "personalized")
+        self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 1]))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan())[0], "single_route")
+        self.assertEqual(generate.label_shape("not json"), ((), False))
+        self.assertEqual(generate.label_shape("[1]"), ((), False))
+        self.assertEqual(generate.label_shape('{"station_sequence": 3}'),
+                         (("station_sequence",), False))
+
+    def test_infer_benchmark_on_bundled_data(self):
+        for name, expected in (("benchmark2_personalized_example.csv", "personalized"),
+                               ("benchmark3_diversity_example.csv", "diversity"),
+                               ("general_llm_example.csv", "general_llm")):
+            source = os.path.join(REPO, "data", name)
+            renamed = os.path.join(self.dir, "t.csv")      # only the data can tell
+            with open(source, encoding="utf-8") as src, open(renamed, "w",
+                                                             encoding="utf-8") as dst:
+                dst.write(src.read())
+            self.assertEqual(generate.infer_benchmark(renamed, generate.scan_input(renamed))[0],
+                             expected, name)
+
+
+class OutputFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "p.jsonl")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, data):
+        with open(self.path, "wb") as handle:
+            handle.write(data)
+
+    def test_state_of_absent_and_empty_files(self):
+        state = generate.read_output_state(self.path)
+        self.assertEqual((state.lines, state.ids, state.partial_bytes), (0, 0, 0))
+        self.write(b"")
+        self.assertFalse(generate.read_output_state(self.path).needs_compaction)
+
+    def test_state_results_errors_and_partial_tail(self):
+        self.write(b'{"indexid": "a", "error": "HTTP 500"}\n'
+                   b'{"indexid": "b", "generate_results": "x"}\n\n'
+                   b'{"indexid": "a", "generate_results": "y"}\n'
+                   b'{"indexid": "c", "error": "HTTP 400"}\n'
+                   b'{"index_id": "d", "generate_results": ""}\n'
+                   b'{"indexid": "e", "genera')
+        state = generate.read_output_state(self.path)
+        self.assertEqual(state.results, {"a", "b", "d"})
+        self.assertEqual(state.errors, {"c"})
+        self.assertEqual((state.lines, state.ids), (5, 4))
+        self.assertTrue(state.needs_compaction)
+        self.assertEqual(state.partial_bytes, len(b'{"indexid": "e", "genera'))
+        generate.drop_partial_line(self.path, state)
+        with open(self.path, "rb") as handle:
+            self.assertTrue(handle.read().endswith(b'"generate_results": ""}\n'))
+
+    def test_foreign_line_refused(self):
+        for data in (b"not json\n", b'{"indexid": "a"}\n', b'{"generate_results": "x"}\n',
+                     b"[1]\n", b"\xff\n"):
+            self.write(data)
+            with self.assertRaises(generate.UsageError, msg=data):
+                generate.read_output_state(self.path)
+
+    def test_compact_keeps_one_line_per_id(self):
+        self.write(b'{"indexid": "a", "error": "1"}\n'
+                   b'{"indexid": "b", "error": "1"}\n'
+                   b'{"indexid": "a", "generate_results": "first"}\n'
+                   b'{"indexid": "b", "error": "2"}\n'
+                   b'{"indexid": "c", "generate_results": "c"}\n'
+                   b'{"indexid": "a", "generate_results": "second"}\n'
+                   b'{"indexid": "a", "error": "3"}\n\n'
+                   b'{"indexid": "z", "gen')
+        os.chmod(self.path, 0o640)
+        self.assertEqual(generate.compact_output(self.path), 4)
+        self.assertEqual(read_lines(self.path), [          # in file order
+            {"indexid": "a", "generate_results": "first"},
+            {"indexid": "b", "error": "2"},
+            {"indexid": "c", "generate_results": "c"}])
+        self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o640)
+        self.assertEqual([n for n in os.listdir(self.tmp.name)], ["p.jsonl"])
+        self.assertEqual(generate.compact_output(self.path), 0)
+
+    def test_writer_whole_lines_and_closed(self):
+        writer = generate.LineWriter(self.path)
+        self.assertTrue(writer.write({"indexid": "a", "generate_results": "路线\n"}))
+        writer.close()
+        self.assertFalse(writer.write({"indexid": "b", "generate_results": "x"}))
+        writer.close()
+        with open(self.path, "rb") as handle:
+            data = handle.read()
+        self.assertEqual(data.count(b"\n"), 1)            # the text's newline is escaped
+        self.assertEqual(read_lines(self.path), [{"indexid": "a", "generate_results": "路线\n"}])
+
+
+# ---------------------------------------------------------------------------
+# Whole runs against the stand-in server
+# ---------------------------------------------------------------------------
+
+class ServerRuns(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.out = os.path.join(self.dir, "preds.jsonl")
+        self.servers = []
+        self.answers = answers_from(B1)
+        self.rows = read_csv(B1)
+
+    def tearDown(self):
+        for server in self.servers:
+            server.close()
+        self.tmp.cleanup()
+
+    def serve(self, script, key=None):
+        server = StandIn(script, key=key)
+        self.servers.append(server)
+        return server
+
+    def argv(self, server, *extra, **options):
+        argv = ["--input", options.get("input", B1), "--api_url", server.url,
+                "--model", "stand-in-model", "--out", self.out]
+        return argv + list(extra)
+
+    def prompt(self, row):
+        return self.rows[row - 1]["sft_prompt"]
+
+    def test_faults_every_row_ends_with_one_line(self):
+        rate_limited, flaky, slow, refused, dropped, down = (self.prompt(n) for n in range(1, 7))
+
+        def script(user, nth):
+            if user == rate_limited and nth == 1:
+                return ("status", 429, "slow down", {"Retry-After": "2"})
+            if user == flaky and nth <= 2:
+                return ("status", 500, "internal error", None)
+            if user == slow and nth == 1:
+                return ("slow", 4.0, self.answers[user])
+            if user == refused:
+                return ("status", 400, "This model's maximum context length is 8192 tokens",
+                        None)
+            if user == dropped and nth == 1:
+                return ("drop",)
+            if user == down:
+                return ("status", 503, "overloaded", None)
+            return ("ok", self.answers[user])
+
+        server = self.serve(script, key=SECRET)
+        sleeps = []
+        status, stdout, stderr = run_generate(
+            self.argv(server, "--timeout", "1.5", "--retries", "3", "--concurrency", "4"),
+            environ={"OPENAI_API_KEY": SECRET}, sleep=sleeps.append)
+        self.assertEqual(status, 0, stderr)
+        lines = read_lines(self.out)
+        by_id = {line["indexid"]: line for line in lines}
+        self.assertEqual(len(lines), len(self.rows))
+        self.assertEqual(set(by_id), set(row["index_id"] for row in self.rows))
+        ids = [row["index_id"] for row in self.rows]
+        self.assertEqual(by_id[ids[3]]["http_status"], 400)
+        self.assertIn("maximum context length", by_id[ids[3]]["error"])
+        self.assertEqual(by_id[ids[3]]["attempts"], 1)
+        self.assertNotIn("generate_results", by_id[ids[3]])
+        self.assertEqual(by_id[ids[5]]["attempts"], 4)
+        self.assertIn("HTTP 503: overloaded (gave up after 4 attempts)", by_id[ids[5]]["error"])
+        for number in (0, 1, 2, 4):
+            self.assertEqual(by_id[ids[number]]["generate_results"],
+                             self.answers[self.prompt(number + 1)])
+        self.assertEqual(by_id[ids[0]]["attempts"], 2)
+        self.assertEqual(by_id[ids[1]]["attempts"], 3)
+        self.assertEqual(by_id[ids[2]]["attempts"], 2)
+        self.assertEqual(by_id[ids[4]]["attempts"], 2)
+        self.assertIn(2.0, sleeps)                           # Retry-After honoured
+        first = by_id[ids[6]]
+        self.assertEqual(first["model"], "stand-in-model")
+        self.assertEqual(first["finish_reason"], "stop")
+        self.assertEqual(first["usage"]["total_tokens"], 15)
+        self.assertGreaterEqual(first["latency_s"], 0)
+        self.assertIn("  failed                          2   ", stdout)
+        # 429 once, 500 twice, timeout once, dropped once, 503 three times
+        self.assertIn("  retried requests                8\n", stdout)
+        for _, auth, _ in server.requests:
+            self.assertEqual(auth, "Bearer " + SECRET)
+
+    def test_key_never_written(self):
+        def script(user, nth):
+            if user == self.prompt(1):
+                return ("status", 400, "bad request from key %s" % SECRET, None)
+            return ("ok", self.answers[user])
+        server = self.serve(script, key=SECRET)
+        environ = {"MY_KEY": SECRET}
+        status, stdout, stderr = run_generate(self.argv(server, "--api_key_env", "MY_KEY"),
+                                              environ=environ)
+        self.assertEqual(status, 0, stderr)
+        with open(self.out, encoding="utf-8") as handle:
+            written = handle.read()
+        self.assertIn("bad request from key <redacted>", written)
+        for text in (stdout, stderr, written):
+            self.assertNotIn(SECRET, text)
+        status, stdout, stderr = run_generate(self.argv(server, "--dry_run"),
+                                              environ={"OPENAI_API_KEY": SECRET})
+        self.assertEqual(status, 0)
+        self.assertIn("Authorization: Bearer <redacted: $OPENAI_API_KEY>", stdout)
+        self.assertNotIn(SECRET, stdout + stderr)
+
+    def test_wrong_key_stops_at_once(self):
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]), key=SECRET)
+        wrong = "sk-wrong-KEY-987"
+        status, stdout, stderr = run_generate(self.argv(server, "--concurrency", "2"),
+                                              environ={"OPENAI_API_KEY": wrong})
+        self.assertEqual(status, 2)
+        self.assertEqual(stderr.count("\n"), 2, stderr)     # the system_prompt note + the stop
+        self.assertIn("stopped: HTTP 401: Incorrect API key provided: <redacted>", stderr)
+        self.assertNotIn(wrong, stderr + stdout)
+        self.assertLessEqual(len(server.requests), 2)
+        self.assertEqual(read_lines(self.out), [])
+
+    def test_unknown_model_and_path_stop(self):
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]))
+        argv = self.argv(server)
+        argv[argv.index("stand-in-model")] = "no-such-model"
+        status, _, stderr = run_generate(argv)
+        self.assertEqual(status, 2)
+        self.assertIn("HTTP 404: The model `no-such-model` does not exist", stderr)
+        argv = self.argv(server)
+        argv[argv.index(server.url)] = server.url[:-3] + "/v2"
+        status, _, stderr = run_generate(argv)
+        self.assertEqual(status, 2)
+        self.assertIn("HTTP 404: no such path", stderr)
+
+    def test_resume_asks_only_for_missing_and_failed_rows(self):
+        refused = self.prompt(3)
+        fail = [True]
+
+        def script(user, nth):
+            if user == refused and fail[0]:
+                return ("status", 400, "refused", None)
+            return ("ok", self.answers[user])
+
+        server = self.serve(script)
+        status, _, stderr = run_generate(self.argv(server, "--sample_count", "5"))
+        self.assertEqual(status, 0, stderr)
+        self.assertEqual(len(read_lines(self.out)), 5)
+        self.assertEqual(len(server.requests), 5)
+
+        del server.requests[:]
+        status, stdout, _ = run_generate(self.argv(server, "--no_retry_errors"))
+        self.assertEqual(status, 0)
+        asked = set(server.users())
+        self.assertEqual(asked, set(self.prompt(n) for n in range(6, len(self.rows) + 1)))
+        self.assertIn("earlier errors kept", stdout)
+
+        del server.requests[:]
+        fail[0] = False
+        status, stdout, _ = run_generate(self.argv(server))
+        self.assertEqual(status, 0)
+        self.assertEqual(server.users(), [refused])
+        lines = read_lines(self.out)
+        self.assertEqual(len(lines), len(self.rows))
+        self.assertTrue(all("generate_results" in line for line in lines))
+        self.assertIn("1 superseded line dropped", stdout)
+
+        del server.requests[:]
+        status, stdout, _ = run_generate(self.argv(server))
+        self.assertEqual(status, 0)
+        self.assertEqual(server.requests, [])
+        self.assertIn("  already done                   38   (skipped)", stdout)
+
+    def test_partial_last_line_is_dropped(self):
+        ids = [row["index_id"] for row in self.rows]
+        with open(self.out, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"indexid": ids[0], "generate_results": "old"}) + "\n")
+            handle.write('{"indexid": "%s", "generate_res' % ids[1])
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]))
+        status, _, stderr = run_generate(self.argv(server))
+        self.assertEqual(status, 0, stderr)
+        lines = read_lines(self.out)
+        self.assertEqual(len(lines), len(self.rows))
+        self.assertEqual(lines[0], {"indexid": ids[0], "generate_results": "old"})
+        self.assertNotIn(self.prompt(1), server.users())
+        self.assertIn(self.prompt(2), server.users())
+
+    def test_duplicate_ids_asked_once(self):
+        path = os.path.join(self.dir, "dup.csv")
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["indexid", "system_prompt", "sft_prompt"])
+            writer.writerow(["a", "You plan routes.", self.prompt(1)])
+            writer.writerow(["b", "You plan routes.", self.prompt(2)])
+            writer.writerow(["a", "You plan routes.", self.prompt(3)])
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]))
+        status, _, stderr = run_generate(self.argv(server, input=path))
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("1 duplicate id (asked once each), e.g. a", stderr)
+        self.assertEqual(sorted(line["indexid"] for line in read_lines(self.out)), ["a", "b"])
+        self.assertEqual(server.users(), [self.prompt(1), self.prompt(2)]
+                         if server.users()[0] == self.prompt(1)
+                         else [self.prompt(2), self.prompt(1)])
+        body = server.requests[0][2]
+        self.assertEqual(body["messages"][0], {"role": "system", "content": "You plan routes."})
+        self.assertEqual(body["temperature"], 0.0)
+
+    def test_system_prompt_file_and_sampling_options(self):
+        system = os.path.join(self.dir, "system.txt")
+        with open(system, "w", encoding="utf-8") as handle:
+            handle.write("你是路线规划助手。")
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]))
+        status, _, stderr = run_generate(self.argv(
+            server, "--sample_count", "1", "--system_prompt_file", system, "--temperature",
+            "0.7", "--max_tokens", "512", "--top_p", "0.9", "--extra_body",
+            '{"chat_template_kwargs": {"enable_thinking": false}}', "--rate_limit", "50"))
+        self.assertEqual(status, 0, stderr)
+        self.assertNotIn("system_prompt column", stderr)
+        body = server.requests[0][2]
+        self.assertEqual(body["messages"], [{"role": "system", "content": "你是路线规划助手。"},
+                                            {"role": "user", "content": self.prompt(1)}])
+        self.assertEqual((body["temperature"], body["max_tokens"], body["top_p"]),
+                         (0.7, 512, 0.9))
+        self.assertEqual(body["chat_template_kwargs"], {"enable_thinking": False})
+        self.assertIs(body["stream"], False)
+
+    def test_dry_run_sends_nothing(self):
+        server = self.serve(lambda user, nth: ("ok", self.answers[user]))
+        status, stdout, _ = run_generate(self.argv(server, "--dry_run"))
+        self.assertEqual(status, 0)
+        self.assertEqual(server.requests, [])
+        self.assertFalse(os.path.exists(self.out))
+        self.assertTrue(stdout.startswith("POST %s/chat/completions\n" % server.url))
+        self.assertIn("(no Authorization header: $OPENAI_API_KEY is not set)", stdout)
+        self.assertIn("first of 38 rows to ask (id %s)" % self.rows[0]["index_id"], stdout)
+
+    def test_usage_problems_exit_2_with_one_line(self):
+        server = self.serve(lambda user, nth: ("ok", ""))
+        cases = [
+            ["--input", B1, "--api_url", server.url, "--model", "m"],          # no --out
+            self.argv(server, "--extra_body", "{bad"),
+            self.argv(server, "--extra_body", "[1]"),
+            self.argv(server, "--extra_body", '{"stream": true}'),
+            self.argv(server, "--concurrency", "0"),
+            self.argv(server, "--api_key_env", "NOT_SET_ANYWHERE"),
+            self.argv(server, "--system_prompt_file", os.path.join(self.dir, "absent")),
+            self.argv(server, input=os.path.join(self.dir, "absent.csv")),
+            ["--input", B1, "--api_url", "ftp://x", "--model", "m", "--out", self.out],
+            ["--input", B1, "--api_url", server.url, "--model", "m", "--out", self.dir],
+            ["--input", B1, "--api_url", server.url, "--model", "m", "--out",
+             os.path.join(self.dir, "no", "such", "p.jsonl")],
+        ]
+        for argv in cases:
+            status, stdout, stderr = run_generate(argv)
+            self.assertEqual(status, 2, argv)
+            self.assertEqual(stderr.count("\n"), 1, (argv, stderr))
+            self.assertTrue(stderr.startswith("generate.py: "), stderr)
+        self.assertEqual(server.requests, [])
+
+    def test_bounded_work_queue(self):
+        """A huge input is read only as fast as rows are asked for."""
+        release = threading.Event()
+        consumed = [0]
+
+        class Blocking(object):
+            def post(self, url, data, headers):
+                release.wait(10)
+                return generate.Answer(200, {}, json.dumps(
+                    {"choices": [{"message": {"content": "x"}}]}).encode())
+
+        def rows():
+            for number in range(100000):
+                consumed[0] += 1
+                yield "id%d" % number, "", "prompt"
+
+        settings = generate.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
+        writer = generate.LineWriter(self.out)
+        run = generate.Run(settings, Blocking(), writer, concurrency=3, rate_limit=None)
+        run.start()
+        feeder = threading.Thread(target=run.feed, args=(rows(),), daemon=True)
+        feeder.start()
+        deadline = time.monotonic() + 5
+        while run.stats.in_flight < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        # 3 in flight + 6 queued + 1 waiting to be queued
+        self.assertLessEqual(consumed[0], 10)
+        run.request_stop(signal.SIGTERM)
+        release.set()
+        feeder.join(5)
+        self.assertFalse(feeder.is_alive())
+        writer.close()
+
+
+class KilledRuns(unittest.TestCase):
+    """generate.py in a subprocess, killed mid-run, then resumed."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "preds.jsonl")
+        self.answers = answers_from(B1)
+        self.delay = [0.15]
+        self.server = StandIn(lambda user, nth: ("slow", self.delay[0], self.answers[user]))
+
+    def tearDown(self):
+        self.server.close()
+        self.tmp.cleanup()
+
+    def start(self):
+        env = dict(os.environ, OPENAI_API_KEY=SECRET)
+        return subprocess.Popen(
+            [sys.executable, SCRIPT, "--input", B1, "--api_url", self.server.url, "--model",
+             "stand-in-model", "--out", self.out, "--concurrency", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def wait_for_lines(self, count):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if os.path.exists(self.out):
+                with open(self.out, "rb") as handle:
+                    if handle.read().count(b"\n") >= count:
+                        return
+            time.sleep(0.02)
+        self.fail("no progress")
+
+    def kill_and_resume(self, signum):
+        process = self.start()
+        self.wait_for_lines(5)
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=30)
+        finished = set(line["indexid"] for line in read_lines(self.out)
+                       if "generate_results" in line)
+        self.assertGreaterEqual(len(finished), 5)
+        self.assertLess(len(finished), 38)
+        prompts = dict((row["index_id"], row["sft_prompt"]) for row in read_csv(B1))
+
+        self.delay[0] = 0.0
+        before = len(self.server.requests)
+        resumed = self.start()
+        out2, err2 = resumed.communicate(timeout=60)
+        self.assertEqual(resumed.returncode, 0, err2)
+        asked_again = set(self.server.users()[before:])
+        self.assertFalse(asked_again & set(prompts[i] for i in finished))
+        lines = read_lines(self.out)
+        self.assertEqual(sorted(line["indexid"] for line in lines), sorted(prompts))
+        self.assertTrue(all("generate_results" in line for line in lines))
+        for text in (stdout, stderr, out2, err2):
+            self.assertNotIn(SECRET.encode(), text)
+        return process.returncode, stderr.decode()
+
+    def test_sigterm_then_resume(self):
+        status, stderr = self.kill_and_resume(signal.SIGTERM)
+        self.assertEqual(status, 143)
+        self.assertIn("stopped by SIGTERM after", stderr)
+        self.assertIn("run the same command again to continue", stderr)
+        self.assertNotIn("Traceback", stderr)
+
+    def test_sigint_then_resume(self):
+        status, stderr = self.kill_and_resume(signal.SIGINT)
+        self.assertEqual(status, 130)
+        self.assertIn("stopped by SIGINT", stderr)
+
+    def test_sigkill_then_resume(self):
+        status, _ = self.kill_and_resume(signal.SIGKILL)
+        self.assertEqual(status, -signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    unittest.main()
