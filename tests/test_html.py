@@ -1,0 +1,625 @@
+"""HTML report pages (html_report.py): parsing, self-containment, figures equal
+to the JSON report, one map per listed row, row selection, escaping, maps."""
+
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import common
+import html_report
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVALUATORS = ("single_route", "personalized", "diversity", "general_llm")
+
+
+# ---------------------------------------------------------------------------
+# A small parser collecting what the tests look at
+# ---------------------------------------------------------------------------
+
+class PageParser(html.parser.HTMLParser):
+    def __init__(self):
+        html.parser.HTMLParser.__init__(self, convert_charrefs=True)
+        self.references = []          # values of src / href attributes
+        self.styles = []              # <style> texts and style attributes
+        self.maps = 0                 # <svg class="map">
+        self.listed_rows = 0          # <tbody class="r">
+        self.tables = {}              # table id -> rows of cell texts
+        self.metrics = {}             # data-metric -> value text
+        self.script_types = []
+        self._stack = []
+        self._table = None
+        self._cell = None
+        self._metric = None
+        self._in_mval = False
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in ("src", "href", "xlink:href", "action", "data"):
+            if attrs.get(name):
+                self.references.append(attrs[name])
+        if attrs.get("style"):
+            self.styles.append(attrs["style"])
+        classes = (attrs.get("class") or "").split()
+        if tag == "svg" and "map" in classes:
+            self.maps += 1
+        if tag == "tbody" and "r" in classes:
+            self.listed_rows += 1
+        if tag == "table" and attrs.get("id"):
+            self._table = attrs["id"]
+            self.tables[self._table] = []
+        if tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        if tag in ("td", "th") and self._table:
+            self._cell = []
+        if attrs.get("data-metric"):
+            self._metric = attrs["data-metric"]
+        if "mval" in classes:
+            self._in_mval = True
+        if tag == "style":
+            self._in_style = True
+        if tag == "script":
+            self.script_types.append(attrs.get("type", ""))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._table:
+            self.tables[self._table][-1].append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "table":
+            self._table = None
+        if tag == "div" and self._in_mval:
+            self._in_mval = False
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in_mval and self._metric:
+            self.metrics[self._metric] = data.strip()
+        if self._in_style:
+            self.styles.append(data)
+
+
+def parse_page(text):
+    parser = PageParser()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def external_references(parser):
+    """Every http(s) reference in src/href attributes or CSS url()."""
+    found = [ref for ref in parser.references if re.match(r"\s*(https?:)?//", ref, re.I)]
+    for style in parser.styles:
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]*)", style, re.I):
+            if re.match(r"\s*(https?:)?//", url, re.I):
+                found.append(url)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Hand-made fixtures following the run-folder contract
+# ---------------------------------------------------------------------------
+
+STATIONS = {
+    "bus-1": (116.30, 39.90, ["bus-2"]),
+    "bus-2": (116.31, 39.90, ["bus-1", "bus-3"]),
+    "bus-3": (116.32, 39.90, ["bus-2", "bus-4"]),
+    "bus-4": (116.32, 39.91, ["bus-3"]),
+    "bus-9": (116.40, 39.95, []),
+}
+ORIGIN = [116.299, 39.899]
+DESTINATION = [116.321, 39.912]
+
+
+def route(stations, lines=("1号线",), start="步行", end="步行"):
+    return {"stations": list(stations), "lines": list(lines), "start_mode": start,
+            "end_mode": end}
+
+
+def evaluated(row, codes, reachable=True, exact=True, accurate=True, city="北京", **extra):
+    record = {"row": row, "index_id": "id%d" % row, "status": "evaluated", "error": None,
+              "failed_round": None, "failure_codes": list(codes), "city": city,
+              "in_funnel": True, "origin": ORIGIN, "destination": DESTINATION,
+              "prediction_routes": {"first": route(["bus-1", "bus-2", "bus-3"])},
+              "label_routes": {"first": route(["bus-1", "bus-2", "bus-3", "bus-4"])},
+              "reachable": reachable, "reachable_reason": "r",
+              "station_grounding": True, "station_grounding_reason": "g",
+              "distance_plausibility": True, "distance_plausibility_reason": "p",
+              "line_iou": 1.0, "station_iou": 0.75, "station_iou_exact": exact,
+              "transfer_mode_match": True, "exact_match": exact, "score": 10.0,
+              "label_score": 10.0, "score_deviation_pct": 0.0, "score_band": "same",
+              "distance_accurate": accurate, "time_accurate": True, "fare_accurate": True,
+              "transfer_accurate": True, "overall_accurate": accurate,
+              "distance_mape_pct": 1.0, "time_mape_pct": 0.0, "fare_mape_pct": 0.0}
+    record.update(extra)
+    return record
+
+
+def error_row(row, message="prediction is not valid JSON"):
+    return {"row": row, "index_id": "id%d" % row, "status": "error", "error": message,
+            "failed_round": None, "failure_codes": ["error.invalid_json"], "city": "深圳",
+            "in_funnel": True, "origin": ORIGIN, "destination": DESTINATION,
+            "prediction_routes": None, "label_routes": None}
+
+
+def fixture_records(benchmark):
+    records = [
+        evaluated(1, []),
+        evaluated(2, ["reachability.not_connected"], reachable=False, exact=False,
+                  prediction_routes={"first": route(["bus-1", "bus-3", "bus-404"])}),
+        evaluated(3, ["overlap.stations"], exact=False, city="深圳"),
+        evaluated(4, ["accuracy.distance"], accurate=False),
+        error_row(5),
+        evaluated(6, []),
+    ]
+    if benchmark == "personalized":
+        for record in records:
+            if record["status"] == "evaluated":
+                record.update(req_type=2 if record["row"] % 2 else 5, compliant=True,
+                              compliant_reason="ok", label_compliant=True)
+        records[5].update(compliant=False, compliant_reason="2 transfers, label 1")
+        records[5]["failure_codes"] = ["preference.fewer_transfers"]
+    if benchmark == "diversity":
+        for record in records:
+            if record["status"] == "evaluated":
+                record["prediction_routes"]["second"] = route(["bus-2", "bus-3", "bus-4"])
+                record["prediction_routes"]["third"] = route(["bus-1", "bus-2"])
+                record.update(routes={"first": {"reachable": True, "reachable_reason": "r",
+                                                "score": 1.0}},
+                              best_match="first", rd=0.5, route_count=3, rd_label=0.4,
+                              label_route_count=3, all_routes_reachable=True,
+                              label_first_score=1.0)
+    if benchmark == "general_llm":
+        for record in records:
+            if record["status"] == "evaluated":
+                record["prediction_routes"] = {"first": route(["甲", "乙"])}
+                record["label_routes"] = {"first": route(["甲", "丁"])}
+                # Ids without the bus- prefix: found through the fallback.
+                record["match_details"] = [
+                    {"line_query": "1号线", "line_name": "1号线", "boarding_query": "甲",
+                     "boarding_name": "甲站", "boarding_stop_id": "1",
+                     "alighting_query": "乙", "alighting_name": "乙站",
+                     "alighting_stop_id": "3"}]
+        records.append({"row": 7, "index_id": "id7", "status": "no_response",
+                        "error": "empty prediction", "failed_round": None,
+                        "failure_codes": ["no_response"], "city": None, "in_funnel": True,
+                        "origin": None, "destination": None, "prediction_routes": None,
+                        "label_routes": None})
+    return records
+
+
+def fixture_report(benchmark, records):
+    """report.json as the contract defines it, figures computed by the engine."""
+    aggregate = getattr(common, "aggregate_records", None)
+    if aggregate is not None:
+        figures = aggregate(benchmark, "reference", records)
+    else:       # before the run-folder change lands: the same engine, by hand
+        rounds = common.funnel_rounds(records)
+        diversity = None
+        if benchmark == "personalized":
+            judged = [r for r in records if "compliant" in r]
+            rounds["preference"] = {
+                "input": len(judged), "compliant": sum(1 for r in judged if r["compliant"]),
+                "label_compliant": len(judged),
+                "by_req_type": {"2": {"name": "fewer_transfers", "samples": 3,
+                                      "compliant": 2, "label_compliant": 3}}}
+        if benchmark == "diversity":
+            diversity = {"best_match_hits": {"first": 3, "second": 0, "third": 0},
+                         "route_reachability": {key: {"present": 5, "reachable": 4}
+                                                for key in common.ROUTE_KEYS},
+                         "all_routes_reachable": 4,
+                         "route_count_distribution": {"3": 5}, "rd_mean": 0.5,
+                         "rd_label_mean": 0.4}
+        figures = {"counts": {"samples": len(records),
+                              "evaluated": sum(r["status"] == "evaluated" for r in records),
+                              "errors": sum(r["status"] == "error" for r in records),
+                              "no_response": sum(r["status"] == "no_response"
+                                                 for r in records)},
+                   "rounds": rounds, "metrics": common.metrics_block(rounds, diversity)}
+        if diversity:
+            figures["diversity"] = diversity
+    report = {"schema_version": 2, "version": "1.1.0", "benchmark": benchmark,
+              "protocol": "reference",
+              "signature": "transitlm:1.1.0|%s|protocol:reference|rows:%d"
+                           % (benchmark, len(records)),
+              "inputs": {"input": "in.csv", "input_field": "generate_results",
+                         "predictions": None, "station_info": "stations.csv",
+                         "line_info": None, "options": {"sample_count": None},
+                         "sha256": {"input": "ab" * 32, "station_info": "cd" * 32}},
+              "warnings": ["3 prediction(s) with an id not in the test file"],
+              "input_notes": {}}
+    report.update(figures)
+    return report
+
+
+def write_details(folder, records):
+    path = os.path.join(folder, "details.jsonl")
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            try:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            except UnicodeEncodeError:      # a lone surrogate: JSON's \u escape keeps it
+                handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def network():
+    return common.StationNetwork.from_dict(STATIONS)
+
+
+class TempDir(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="html_test_")
+        self.addCleanup(shutil.rmtree, self.folder, True)
+
+    def page_for(self, benchmark, records=None, html_rows=500, net=None):
+        records = fixture_records(benchmark) if records is None else records
+        report = fixture_report(benchmark, records)
+        path = write_details(self.folder, records)
+        text = html_report.evaluator_page(report, path, net or network(), html_rows)
+        return report, text
+
+
+# ---------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------
+
+class TextTest(unittest.TestCase):
+    def test_clean_text_escapes_surrogates_and_controls(self):
+        self.assertEqual(html_report.clean_text("a\udcffb"), "a\\udcffb")
+        self.assertEqual(html_report.clean_text("\x1b[31mred"), "\\x1b[31mred")
+        self.assertEqual(html_report.clean_text("tab\tnl\n"), "tab\tnl\n")
+        self.assertEqual(html_report.clean_text(12), "12")
+
+    def test_esc(self):
+        self.assertEqual(html_report.esc("<script>\"'&"),
+                         "&lt;script&gt;&quot;&#x27;&amp;")
+        self.assertEqual(html_report.esc(None), "")
+
+    def test_fmt_metric(self):
+        self.assertEqual(html_report.fmt_metric("conn", 0.8421), "84.2%")
+        self.assertEqual(html_report.fmt_metric("lo", 0.77083), "0.771")
+        self.assertEqual(html_report.fmt_metric("mape", 7.2345), "7.23%")
+        self.assertEqual(html_report.fmt_metric("conn", None), "-")
+        self.assertEqual(html_report.fmt_metric("conn", float("nan")), "-")
+
+    def test_fmt_delta(self):
+        self.assertEqual(html_report.fmt_delta("rem", 0.031), "+3.1 pp")
+        self.assertEqual(html_report.fmt_delta("sso", -0.0123), "-0.012")
+        self.assertEqual(html_report.fmt_delta("mape", None), "-")
+
+    def test_fmt_count_pct(self):
+        self.assertEqual(html_report.fmt_count_pct(32, 38), "32 (84.2%)")
+        self.assertEqual(html_report.fmt_count_pct(0, 0), "0")
+
+
+class GeometryTest(unittest.TestCase):
+    def test_scale_bar_picks_largest_fitting_length(self):
+        self.assertEqual(html_report.scale_bar_km(10.0, 110), 10)
+        self.assertEqual(html_report.scale_bar_km(10.0, 99), 5)
+        self.assertEqual(html_report.scale_bar_km(1e6, 10), 0.05)   # nothing fits: smallest
+
+    def test_projection_north_up_and_same_scale_both_axes(self):
+        # Mean latitude 60: a degree of longitude is cos(60) = half a degree of latitude.
+        project = html_report.Projection([(10.0, 59.5), (12.0, 60.5)])
+        west, east = project((10.0, 60.0)), project((12.0, 60.0))
+        south, north = project((10.0, 59.5)), project((10.0, 60.5))
+        self.assertLess(north[1], south[1])
+        self.assertAlmostEqual(east[0] - west[0], south[1] - north[1], delta=0.5)
+
+    def test_projection_of_one_point_or_none(self):
+        x, y = html_report.Projection([(116.0, 40.0)])((116.0, 40.0))
+        self.assertTrue(0 < x < html_report.MAP_WIDTH and 0 < y < html_report.MAP_HEIGHT)
+        html_report.Projection([])((0.0, 0.0))      # no crash
+
+    def test_split_legs(self):
+        split = html_report.split_legs
+        self.assertEqual(split(["a", "b", common.TRANSFER, "c", "d"]),
+                         [["a", "b"], ["c", "d"]])
+        self.assertEqual(split(["a", "b", "b", "c"]), [["a", "b"], ["b", "c"]])
+        self.assertEqual(split(["a", "b"]), [["a", "b"]])
+        self.assertEqual(split([]), [])
+        self.assertEqual(split([common.TRANSFER]), [])
+
+    def test_valid_point(self):
+        self.assertTrue(html_report.valid_point([116.0, 39.0]))
+        self.assertFalse(html_report.valid_point([116.0, 99.0]))
+        self.assertFalse(html_report.valid_point(None))
+        self.assertFalse(html_report.valid_point(["x", 1]))
+        self.assertFalse(html_report.valid_point([float("nan"), 1]))
+
+
+class StopsTest(unittest.TestCase):
+    def test_malformed_stop_reads_as_unknown(self):
+        class Broken(object):
+            def coords(self, stop):
+                raise common.InputError("line 3: coord_x/coord_y of stop x is malformed")
+            next_hops = name = coords
+        stops = html_report.Stops(Broken())
+        self.assertIsNone(stops.coords("x"))
+        self.assertIsNone(stops.name("x"))
+        self.assertIsNone(stops.connected("x", "y"))
+
+    def test_prefix_fallback_only_for_general_llm(self):
+        net = network()
+        self.assertIsNone(html_report.Stops(net).coords("1"))
+        fallback = html_report.Stops(net, prefix_fallback=True)
+        self.assertEqual(fallback.coords("1"), (116.30, 39.90))
+        self.assertTrue(fallback.connected("1", "2"))
+        self.assertFalse(fallback.connected("1", "3"))
+
+    def test_no_network(self):
+        self.assertIsNone(html_report.Stops(None).coords("bus-1"))
+
+
+# ---------------------------------------------------------------------------
+# Row selection (pass 1) and fetching (pass 2)
+# ---------------------------------------------------------------------------
+
+class SelectionTest(TempDir):
+    def scan(self, records, limit):
+        scan = html_report.DetailsScan(limit)
+        for number, record in enumerate(records, start=1):
+            scan.add(number, record)
+        return scan
+
+    def test_failures_first_then_passed_in_file_order(self):
+        records = [{"failure_codes": []}, {"failure_codes": ["overlap.x"]},
+                   {"failure_codes": []}, {"failure_codes": ["error.y"]}]
+        keys = self.scan(records, 3).selected()
+        self.assertEqual([key[3] for key in keys[:2]], [2, 4])
+        self.assertIn(keys[2][3], (1, 3))
+        self.assertEqual(keys, self.scan(records, 3).selected())      # deterministic
+
+    def test_every_code_gets_a_row_before_a_code_gets_its_second(self):
+        records = [{"failure_codes": ["overlap.x"]}] * 5 + [{"failure_codes": ["accuracy.t"]}]
+        keys = self.scan(records, 2).selected()
+        self.assertIn(6, [key[3] for key in keys])
+
+    def test_limit_zero_and_no_rows(self):
+        self.assertEqual(self.scan([{"failure_codes": ["a.b"]}], 0).selected(), [])
+        scan = self.scan([], 5)
+        self.assertEqual((scan.rows, scan.selected()), (0, []))
+
+    def test_counts(self):
+        records = fixture_records("single_route")
+        scan = self.scan(records, 10)
+        self.assertEqual(scan.rows, 6)
+        self.assertEqual(scan.failing, 4)
+        self.assertEqual(scan.code_counts["error.invalid_json"], 1)
+        self.assertEqual(scan.by_city["北京"]["samples"], 4)
+        self.assertEqual(scan.by_city["北京"]["reachable"], 3)
+        self.assertEqual(scan.by_city["深圳"].get("exact", 0), 0)
+
+    def test_codes_of_schema_1_details(self):
+        self.assertEqual(html_report.failure_codes({"status": "error"}), ["error"])
+        self.assertEqual(html_report.failure_codes({"status": "evaluated",
+                                                    "failed_round": "overlap"}), ["overlap"])
+        self.assertEqual(html_report.failure_codes({"status": "evaluated"}), [])
+
+    def test_fetch_rows_returns_only_wanted_lines(self):
+        path = write_details(self.folder, fixture_records("single_route"))
+        rows = html_report.fetch_rows(path, [2, 5])
+        self.assertEqual(sorted(rows), [2, 5])
+        self.assertEqual(rows[5]["status"], "error")
+        self.assertEqual(html_report.fetch_rows(path, []), {})
+
+    def test_bad_details_file_is_an_input_error(self):
+        path = os.path.join(self.folder, "bad.jsonl")
+        with open(path, "w") as handle:
+            handle.write('{"row": 1}\nnot json\n')
+        with self.assertRaises(common.InputError) as caught:
+            html_report.scan_details(path, 5)
+        self.assertIn("line 2", str(caught.exception))
+        with self.assertRaises(common.InputError):
+            html_report.scan_details(os.path.join(self.folder, "missing.jsonl"), 5)
+
+
+# ---------------------------------------------------------------------------
+# Evaluator pages
+# ---------------------------------------------------------------------------
+
+def funnel_table(parser):
+    return {row[0]: int(row[1]) for row in parser.tables["funnel-table"][1:]}
+
+
+class EvaluatorPageTest(TempDir):
+    def check_page(self, benchmark, report, text, records):
+        parser = parse_page(text)
+        self.assertEqual(external_references(parser), [])
+        self.assertNotIn("http://", text)
+        self.assertNotIn("https://", text)
+        counts, rounds = report["counts"], report["rounds"]
+        expected = {"samples": counts["samples"], "evaluated": counts["evaluated"],
+                    "Round 1 input": rounds["reachability"]["input"],
+                    "reachable": rounds["reachability"]["passed"],
+                    "station grounding": rounds["grounding"]["station_grounding"],
+                    "distance plausibility": rounds["grounding"]["distance_plausibility"],
+                    "exact match": rounds["overlap"]["exact_match"],
+                    "accurate (overall)": rounds["accuracy"]["overall"]}
+        if "preference" in rounds:
+            expected["preference-compliant"] = rounds["preference"]["compliant"]
+        self.assertEqual(funnel_table(parser), expected)
+        shown = {key: html_report.fmt_metric(key, value)
+                 for key, value in report["metrics"].items()}
+        self.assertEqual(parser.metrics, shown)
+        self.assertIn(html.escape(common.summary_line(report["metrics"]), quote=True), text)
+        self.assertEqual(parser.listed_rows, len(records))
+        self.assertEqual(parser.maps, parser.listed_rows)
+        return parser
+
+    def test_each_benchmark(self):
+        for benchmark in EVALUATORS:
+            with self.subTest(benchmark=benchmark):
+                records = fixture_records(benchmark)
+                report, text = self.page_for(benchmark, records)
+                self.check_page(benchmark, report, text, records)
+                self.assertIn(report["signature"], text)
+                self.assertIn("ab" * 32, text)                  # input hash
+                self.assertIn("3 prediction(s) with an id", text)   # warnings
+
+    def test_failure_code_bars_link_to_the_filter(self):
+        _, text = self.page_for("single_route")
+        self.assertIn('href="#code=reachability.not_connected"', text)
+        self.assertIn('<option value="reachability.not_connected">', text)
+
+    def test_broken_hop_dashed_red_and_missing_stations_listed(self):
+        _, text = self.page_for("single_route")
+        self.assertIn("bus-1 \u2192 bus-3 not connected", text)
+        self.assertIn('stroke="%s"' % html_report.BROKEN_RED, text)
+        self.assertIn("Not in the station file: bus-404 (prediction)", text)
+
+    def test_access_circles_scale_with_the_mode(self):
+        records = [evaluated(1, [], prediction_routes={
+            "first": route(["bus-1", "bus-2"], start="打车", end="步行")})]
+        _, text = self.page_for("single_route", records)
+        radii = [float(r) for r in re.findall(r'<circle class="limit" cx="[^"]+" cy="[^"]+" '
+                                              r'r="([^"]+)"', text)]
+        self.assertEqual(len(radii), 2)
+        self.assertAlmostEqual(radii[0] / radii[1],
+                               common.TAXI_LIMIT_KM / common.WALK_LIMIT_KM, delta=0.05)
+        self.assertIn("access limit 10 km (打车)", text)
+
+    def test_general_llm_matched_stops_with_names(self):
+        _, text = self.page_for("general_llm")
+        self.assertIn("boarding: 甲站 (1), asked: 甲", text)
+        self.assertIn("alighting: 乙站 (3), asked: 乙", text)
+
+    def test_diversity_routes_in_three_colours(self):
+        _, text = self.page_for("diversity")
+        for key in common.ROUTE_KEYS:
+            self.assertIn('stroke="%s"' % html_report.ROUTE_COLOURS[key], text)
+            self.assertIn("%s route:" % key, text)
+
+    def test_row_limit_and_left_out_count(self):
+        records = fixture_records("single_route")
+        report, text = self.page_for("single_route", records, html_rows=2)
+        parser = parse_page(text)
+        self.assertEqual((parser.listed_rows, parser.maps), (2, 2))
+        self.assertIn("<b>4 rows left out</b>", text)
+        _, text = self.page_for("single_route", records, html_rows=0)
+        parser = parse_page(text)
+        self.assertEqual((parser.listed_rows, parser.maps), (0, 0))
+        self.assertIn("<b>6 rows left out</b>", text)
+
+    def test_hostile_text_is_escaped_and_written(self):
+        records = fixture_records("single_route")
+        records[4]["index_id"] = "<script>alert(1)</script>"
+        records[4]["error"] = "\x1b[31mbad\udcff </script> http://evil.example/x.png"
+        records[0]["city"] = "\ud800城"
+        report, text = self.page_for("single_route", records)
+        self.assertNotIn("<script>alert", text)
+        self.assertEqual(parse_page(text).script_types, [""])      # only our own script
+        self.assertNotIn("\x1b", text)
+        path = os.path.join(self.folder, "page.html")
+        html_report.write_evaluator_page(path, report,
+                                         os.path.join(self.folder, "details.jsonl"),
+                                         network())
+        with open(path, encoding="utf-8") as handle:
+            self.assertIn("\\x1b[31mbad\\udcff", handle.read())
+
+    def test_empty_details(self):
+        report, text = self.page_for("single_route", [])
+        parser = parse_page(text)
+        self.assertEqual((parser.listed_rows, parser.maps), (0, 0))
+        self.assertIn("No row failed a check.", text)
+
+    def test_rows_without_coordinates(self):
+        records = [error_row(1)]
+        records[0]["origin"] = records[0]["destination"] = None
+        _, text = self.page_for("single_route", records)
+        self.assertEqual(parse_page(text).maps, 1)
+        self.assertIn("No coordinates to draw", text)
+
+    def test_write_failure_is_an_input_error(self):
+        records = fixture_records("single_route")
+        report = fixture_report("single_route", records)
+        path = write_details(self.folder, records)
+        with self.assertRaises(common.InputError) as caught:
+            html_report.write_evaluator_page(self.folder, report, path, network())
+        self.assertTrue(str(caught.exception).startswith("cannot write "))
+
+
+# ---------------------------------------------------------------------------
+# Comparison page
+# ---------------------------------------------------------------------------
+
+COMPARISON = {
+    "schema_version": 1, "confidence": 0.95, "bootstrap": 1000, "seed": 12345,
+    "baseline": "base", "rows": {"paired": 38, "missing": 0},
+    "runs": [{"name": "base", "path": "/runs/a", "benchmark": "single_route",
+              "protocol": "reference", "signature": "sig-a", "rows": 38,
+              "metrics": {"conn": {"value": 0.842, "ci": [0.71, 0.95]},
+                          "mape": {"value": 7.23, "ci": None}}},
+             {"name": "<new>", "path": "/runs/b", "benchmark": "single_route",
+              "protocol": "reference", "signature": "sig-b", "rows": 38,
+              "metrics": {"conn": {"value": 0.9, "ci": [0.8, 0.97]},
+                          "mape": {"value": None, "ci": None}}}],
+    "comparisons": [{"run": "<new>", "metric": "conn", "delta": 0.058, "ci": [-0.02, 0.13],
+                     "p_value": 0.21, "significant": False}],
+    "breakdowns": {"city": {"北京": {"base": 0.8, "<new>": 0.9}}},
+}
+
+
+class ComparisonPageTest(unittest.TestCase):
+    def test_page(self):
+        text = html_report.comparison_page(COMPARISON)
+        parser = parse_page(text)
+        self.assertEqual(external_references(parser), [])
+        self.assertNotIn("<new>", text)
+        self.assertIn("84.2% [71.0%, 95.0%]", text)
+        self.assertIn("+5.8 pp", text)
+        self.assertIn("[-2.0 pp, +13.0 pp]", text)
+        self.assertIn("0.2100", text)
+        self.assertEqual(text.count('class="whisker"'), 2)    # two intervals for conn
+        self.assertEqual(text.count('<figure class="mchart">'), 2)
+        self.assertIn("北京", text)
+
+    def test_empty_result(self):
+        text = html_report.comparison_page({})
+        parse_page(text)
+        self.assertIn("No comparisons.", text)
+
+
+# ---------------------------------------------------------------------------
+# Real run folders (once the evaluators write them with --out)
+# ---------------------------------------------------------------------------
+
+def _out_flag_exists():
+    # The lead adds --out to common.py's parser; until then this test skips.
+    try:
+        text = open(os.path.join(REPO, "common.py"), encoding="utf-8").read()
+    except OSError:
+        return False
+    return '"--out"' in text
+
+
+@unittest.skipUnless(_out_flag_exists(), "the evaluators do not write run folders yet")
+class RunFolderTest(TempDir):
+    def test_pages_of_real_runs(self):
+        net = common.StationNetwork.load(os.path.join(REPO, "data", "station_info.csv"))
+        for benchmark in EVALUATORS:
+            with self.subTest(benchmark=benchmark):
+                out = os.path.join(self.folder, benchmark)
+                subprocess.run([sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
+                                "--quiet", "--out", out], check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+                    report = json.load(handle)
+                details = os.path.join(out, "details.jsonl")
+                with open(details, encoding="utf-8") as handle:
+                    records = [json.loads(line) for line in handle]
+                text = html_report.evaluator_page(report, details, net)
+                EvaluatorPageTest.check_page(self, benchmark, report, text, records)
+
+
+if __name__ == "__main__":
+    unittest.main()
