@@ -10,14 +10,26 @@ Usage:
 
     python3 general_llm/server.py [--station_info PATH] [--line_info PATH]
                                   [--host 127.0.0.1] [--port 8765]
+                                  [--read_timeout 10]
 
 ``--port 0`` picks a free port; the actual address is printed on stderr as
 ``listening on http://HOST:PORT``.  SIGINT/SIGTERM stop it cleanly (exit 0).
+
+No request can crash it or hold it: a bad case gets its own error result, a
+body is refused (4xx) before decoding when it nests deeper than
+``MAX_JSON_DEPTH`` or holds a list of more than ``MAX_CASES`` items, a request
+must arrive in full within ``read_timeout`` seconds of its first byte (else
+408 or the connection is closed), an idle connection is closed after that
+long, at most ``MAX_BUSY_BATCHES`` batches are decoded and judged at a time
+and at most ``MAX_CONNECTIONS`` connections are served at once (more get 503).
 """
 
 import argparse
+import io
 import json
+import math
 import os
+import re
 import signal
 import socket
 import sys
@@ -29,12 +41,25 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from common import EXIT_OK, EXIT_USAGE, InputError, StationNetwork  # noqa: E402
+from common import (  # noqa: E402
+    EXIT_OK, EXIT_USAGE, MAX_JSON_DEPTH, InputError, StationNetwork)
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Cases per request.  The client sends 50 by default; a batch of 1,000 real
+# cases is about 0.5 MB.  Checked on the raw text before decoding, so a body
+# of millions of tiny cases costs a scan, not gigabytes of decoded objects.
+MAX_CASES = 1000
+DEFAULT_READ_TIMEOUT = 10.0      # seconds; see RouteEvalHandler
+MAX_READ_TIMEOUT = 3600.0
+# Batches decoded and judged at once.  The work is pure Python (one core
+# under the GIL), so more would not be faster; fewer runnable threads keep
+# /healthz and small requests answered promptly under load.
+MAX_BUSY_BATCHES = 2
+# Connections served at once (one thread each); more are answered 503.
+MAX_CONNECTIONS = 512
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 DEFAULT_HOST = "127.0.0.1"
@@ -66,21 +91,63 @@ class RouteEvalServer(ThreadingHTTPServer):
     """
 
     daemon_threads = True
-    # socketserver's default backlog of 5 makes bursts of clients see resets.
-    request_queue_size = 128
+    # socketserver's default backlog of 5 makes bursts of clients see resets,
+    # and a full backlog delays a new client's connect by a 1 s SYN retry.
+    request_queue_size = 1024
 
-    def __init__(self, address, lines, stations, log=None):
+    def __init__(self, address, lines, stations, log=None,
+                 read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.lines = lines
         self.stations = stations
         self.log = log if log is not None else _log_to_stderr
+        self.read_timeout = read_timeout
+        self.max_connections = max_connections
+        self.busy_batches = threading.BoundedSemaphore(MAX_BUSY_BATCHES)
+        self._connections = 0
+        self._connections_lock = threading.Lock()
         ThreadingHTTPServer.__init__(self, address, RouteEvalHandler)
+
+    def process_request(self, request, client_address):
+        """Serve the connection in a thread, unless MAX_CONNECTIONS are being served."""
+        with self._connections_lock:
+            full = self._connections >= self.max_connections
+            if not full:
+                self._connections += 1
+        if full:
+            self._refuse(request, client_address)
+            return
+        ThreadingHTTPServer.process_request(self, request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            ThreadingHTTPServer.process_request_thread(self, request, client_address)
+        finally:
+            with self._connections_lock:
+                self._connections -= 1
+
+    def _refuse(self, request, client_address):
+        """A canned 503 without reading the request, then close (never blocks long)."""
+        body = json.dumps({"error": "server busy: %d connections open; retry later"
+                           % self.max_connections}).encode("ascii")
+        head = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: %s\r\n"
+                "Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+                % (JSON_CONTENT_TYPE, len(body))).encode("ascii")
+        try:
+            request.settimeout(1.0)
+            request.sendall(head + body)
+        except OSError:
+            pass
+        self.log("%s - - 503 - server busy (%d connections)"
+                 % (client_address[0], self.max_connections))
+        self.shutdown_request(request)
 
     def handle_error(self, request, client_address):
         """A connection-level failure (reset, timeout): one log line, no traceback."""
         exc = sys.exc_info()[1]
-        self.log("%s connection error: %s: %s" % (client_address[0], type(exc).__name__, exc))
+        self.log(printable("%s connection error: %s: %s"
+                           % (client_address[0], type(exc).__name__, exc)))
 
     @property
     def url(self):
@@ -96,11 +163,89 @@ def _log_to_stderr(line):
     sys.stderr.flush()
 
 
+# C0 and C1 controls, DEL, and lone surrogates (which stderr cannot encode).
+_UNPRINTABLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text):
+    """``text`` with control characters escaped (``\\x1b``): safe on a terminal.
+
+    Request paths and methods are the client's bytes (read as Latin-1): an
+    ANSI escape there must not reach the operator's terminal raw.  C1
+    controls (\\x80-\\x9f) count: some terminals act on \\x9b as on ESC [.
+    """
+    return _UNPRINTABLE_RE.sub(_escape_char, text)
+
+
+def _escape_char(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code <= 0xff else "\\u%04x" % code
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's read side, bounded in time.
+
+    Before the first byte of a request, a read waits up to ``timeout`` (an
+    idle keep-alive connection is then closed).  From the first byte on, the
+    whole request must arrive within ``timeout``: each read waits only for
+    what is left, so a client trickling a byte at a time cannot hold a
+    thread longer.  ``start_request()`` re-arms it for the next request.
+    """
+
+    def __init__(self, sock, timeout):
+        io.RawIOBase.__init__(self)
+        self._sock = sock
+        self.timeout = timeout
+        self.deadline = None           # set by the first byte of a request
+
+    def start_request(self):
+        self.deadline = None
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.deadline is None:
+            wait = self.timeout
+        else:
+            wait = self.deadline - time.monotonic()
+            if wait <= 0:
+                raise socket.timeout("request not complete within %g s" % self.timeout)
+        self._sock.settimeout(wait)
+        count = self._sock.recv_into(buffer)
+        if count and self.deadline is None:
+            self.deadline = time.monotonic() + self.timeout
+        return count
+
+
 class RouteEvalHandler(BaseHTTPRequestHandler):
-    """Routes requests; every response (errors included) is JSON."""
+    """Routes requests; every response (errors included) is JSON.
+
+    Reads go through ``_DeadlineReader`` (``read_timeout`` of the server);
+    writes of an answer get ``read_timeout`` too, so a client that stops
+    reading cannot hold the thread either.
+    """
 
     server_version = "TransitLMRouteEval/1.0"
     protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        BaseHTTPRequestHandler.setup(self)
+        self._reader = _DeadlineReader(self.connection, self.server.read_timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self):
+        self._reader.start_request()
+        BaseHTTPRequestHandler.handle_one_request(self)
+
+    def log_error(self, format, *args):
+        """http.server's own error lines: only its "Request timed out" arrives here
+        (``send_error`` is overridden).  A connection that idles out after a
+        complete request is normal and not logged; one that stalled inside a
+        request is."""
+        if self._reader.deadline is not None:
+            self.server.log(printable("%s - - closed: request not complete within %g s"
+                                      % (self.client_address[0], self.server.read_timeout)))
 
     # -- dispatch ---------------------------------------------------------------
     def do_GET(self):
@@ -145,8 +290,8 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                 self._handle_batch()
         except RequestProblem as problem:
             self._send_problem(problem)
-        except ConnectionError:
-            # The client went away mid-request or mid-response: nobody to answer.
+        except (ConnectionError, socket.timeout):
+            # The client went away, or stopped reading our answer: nobody to answer.
             self.close_connection = True
         except Exception as exc:  # a bug: answer 500 rather than drop the connection
             self.close_connection = True
@@ -154,10 +299,15 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                                   % (type(exc).__name__, exc)})
 
     def _handle_batch(self):
-        cases = _parse_batch(self._read_body())
-        self._cases = len(cases)
-        results = evaluate_cases(cases, self.server.lines, self.server.stations)
-        self._send_json(200, {"results": results})
+        body = self._read_body()
+        # Decoding and judging hold the GIL: a few batches at a time (see
+        # MAX_BUSY_BATCHES); the others wait here without competing for it.
+        with self.server.busy_batches:
+            cases = _parse_batch(body)
+            self._cases = len(cases)
+            results = evaluate_cases(cases, self.server.lines, self.server.stations)
+            answer = _encode_json({"results": results})
+        self._send_body(200, answer)
 
     # -- request body -----------------------------------------------------------
     def _read_body(self):
@@ -176,7 +326,11 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         if length > MAX_BODY_BYTES:
             raise RequestProblem(413, "body of %d bytes exceeds the %d-byte limit; "
                                  "send smaller batches" % (length, MAX_BODY_BYTES))
-        body = self.rfile.read(length)
+        try:
+            body = self.rfile.read(length)
+        except socket.timeout:
+            raise RequestProblem(408, "request not complete within %g s (body announced as "
+                                 "%d bytes)" % (self.server.read_timeout, length))
         if len(body) != length:
             raise RequestProblem(400, "body ended after %d of %d bytes" % (len(body), length))
         return body
@@ -190,7 +344,9 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         self._send_json(problem.status, {"error": problem.message}, headers)
 
     def _send_json(self, status, payload, headers=None):
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self._send_body(status, _encode_json(payload), headers)
+
+    def _send_body(self, status, body, headers=None):
         self.send_response_only(status)
         self.send_header("Server", self.version_string())
         self.send_header("Date", self.date_time_string())
@@ -204,6 +360,8 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         # Logged before the body goes out: once a client has its answer, the
         # log line of its request exists.
         self._log_request_line(status)
+        # Reads may have left a shorter timeout on the socket.
+        self.connection.settimeout(self.server.read_timeout)
         if self.command != "HEAD":
             self.wfile.write(body)
 
@@ -219,23 +377,69 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
     def _log_request_line(self, status):
         elapsed_ms = (time.monotonic() - self._started) * 1000.0
         cases = "-" if self._cases is None else "%d cases" % self._cases
-        self.server.log("%s %s %s %d %s %.1f ms"
-                        % (self.client_address[0], self.command or "-",
-                           getattr(self, "path", "-"), status, cases, elapsed_ms))
+        self.server.log(printable("%s %s %s %d %s %.1f ms"
+                                  % (self.client_address[0], self.command or "-",
+                                     getattr(self, "path", "-"), status, cases, elapsed_ms)))
 
     def log_message(self, format, *args):
         """Silence http.server's own access log: ``_log_request_line`` replaces it."""
 
 
+def _encode_json(payload):
+    """JSON bytes of an answer.  ASCII escapes: a lone surrogate echoed from a
+    request or a data file is written as ``\\ud800``, never a UTF-8 error."""
+    return json.dumps(payload, ensure_ascii=True).encode("ascii")
+
+
+# The tokens of the shape scan: a structural character, or a whole JSON
+# string (skipped, so brackets and commas inside it do not count).  The
+# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` would take
+# seconds and a gigabyte on one 10 MB string.
+_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def body_shape_problem(text, max_items=MAX_CASES, max_depth=MAX_JSON_DEPTH):
+    """Scan JSON text, without decoding it, for what would make decoding costly.
+
+    Returns (status, message) when some array holds more than ``max_items``
+    items (413: "cases" is one, and no list inside a case is that long) or
+    the nesting is deeper than ``max_depth`` (400: the json module recurses
+    per level), else None.  Brackets and commas inside strings do not count.
+    The scan stops at the first excess, so a 10 MB body of five million
+    tiny cases is refused after a thousand steps, before any decoding.
+    """
+    if text.count(",") < max_items and text.count("[") + text.count("{") <= max_depth:
+        return None                      # no array can be too long, nor nesting too deep
+    commas = []                          # per open container: commas so far (None: object)
+    for token in _SHAPE_TOKEN_RE.finditer(text):
+        char = text[token.start()]
+        if char == ",":
+            if commas and commas[-1] is not None:
+                commas[-1] += 1
+                if commas[-1] >= max_items:
+                    return 413, ("body holds a list of more than %d items; at most %d cases "
+                                 "per request: send smaller batches" % (max_items, max_items))
+        elif char == "[" or char == "{":
+            commas.append(0 if char == "[" else None)
+            if len(commas) > max_depth:
+                return 400, "body is nested more than %d levels deep" % max_depth
+        elif char != '"' and commas:
+            commas.pop()
+    return None
+
+
 def _parse_batch(body):
-    """Request body bytes -> the list of cases; RequestProblem(400) otherwise."""
+    """Request body bytes -> the list of cases; RequestProblem(4xx) otherwise."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise RequestProblem(400, "body is not UTF-8 text")
+    problem = body_shape_problem(text)
+    if problem:
+        raise RequestProblem(*problem)
     try:
         payload = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
     if not isinstance(payload, dict):
         raise RequestProblem(400, "body must be a JSON object {\"cases\": [...]}")
@@ -244,16 +448,21 @@ def _parse_batch(body):
     cases = payload["cases"]
     if not isinstance(cases, list):
         raise RequestProblem(400, "\"cases\" must be a list")
+    if len(cases) > MAX_CASES:           # the scan bounds this already; kept as the rule
+        raise RequestProblem(413, "batch of %d cases exceeds the %d-case limit"
+                             % (len(cases), MAX_CASES))
     return cases
 
 
-def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None):
+def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None,
+                read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
     """A bound, not yet serving RouteEvalServer (port 0 = a free port).
 
     Call ``serve_forever()`` (e.g. in a thread), then ``shutdown()`` and
     ``server_close()``.  ``log`` receives one line per request (default stderr).
     """
-    return RouteEvalServer((host, port), lines, stations, log)
+    return RouteEvalServer((host, port), lines, stations, log, read_timeout,
+                           max_connections)
 
 
 def _parse_args(argv):
@@ -266,12 +475,21 @@ def _parse_args(argv):
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: %(default)s")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help="default: %(default)s; 0 picks a free port")
+    parser.add_argument("--read_timeout", type=float, default=DEFAULT_READ_TIMEOUT,
+                        metavar="SECONDS",
+                        help="a request must arrive in full within this long of its first "
+                             "byte (else 408 or the connection is closed), and an idle "
+                             "connection is closed after this long (default: %(default)g)")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     """Load the files, serve until SIGINT/SIGTERM; return the exit status."""
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    if not (math.isfinite(args.read_timeout) and 0 < args.read_timeout <= MAX_READ_TIMEOUT):
+        sys.stderr.write("error: --read_timeout must be more than 0 and at most %g seconds, "
+                         "got %g\n" % (MAX_READ_TIMEOUT, args.read_timeout))
+        return EXIT_USAGE
     try:
         stations = StationNetwork.load(args.station_info)
         lines = LineTable.load(args.line_info)
@@ -279,7 +497,8 @@ def main(argv=None):
         sys.stderr.write("error: %s\n" % exc)
         return EXIT_USAGE
     try:
-        server = make_server(lines, stations, args.host, args.port)
+        server = make_server(lines, stations, args.host, args.port,
+                             read_timeout=args.read_timeout)
     except (OSError, OverflowError) as exc:     # OverflowError: port outside 0-65535
         sys.stderr.write("error: cannot listen on %s:%d: %s\n"
                          % (args.host, args.port, getattr(exc, "strerror", None) or exc))
