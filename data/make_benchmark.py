@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+"""Build the four TransitLM benchmark files for any network folder.
+
+    python3 data/make_benchmark.py --network DIR --out DIR --samples N [--seed S] [--lang zh|en]
+
+DIR is a folder written by import_gtfs.py or make_demo.py (station_info.csv
+and line_info.csv; hop_times.csv, line_service.csv and city.json when
+present).  Writes benchmark1_single_route.csv, benchmark2_personalized.csv,
+benchmark3_diversity.csv and general_llm.csv in the released test-file
+layout (task_id, req_type, adcode, indexid, system_prompt, sft_prompt,
+sft_label) plus an empty generate_results column, N rows each.
+
+Labels come from the router of routing.py (the one behind the demo data):
+cost = the expert score; walking, cycling or taxi access by distance; ride
+times from hop_times.csv (the schedule's mean run time of each hop) or, for a
+network without one, from the demo's fixed speeds; a wait of half the line's
+mean headway (line_service.csv, 1-15 min) or the demo's 3 min (subway) / 5 min;
+walking transfers at their stated time (hop_times.csv rows without a line)
+or at 5 km/h; fares from line_service.csv (the feed's fare_attributes.txt,
+one flat fare per boarding) or else the demo's distance table (subway 3 up to
+6 km, 4 up to 12 km, 5 up to 22 km, 6 up to 32 km, +1 per further 20 km; bus
+2 up to 10 km, +1 per further 5 km).  Lines are subway when their name has
+地铁 or 号线 (the evaluator's rule); track length is 1.10 (subway) or 1.25
+(bus) times the straight line between stops.
+
+Benchmark 2 cycles through preferences 2, 5, 7 and 8, each routed with the
+preference applied; a preference the network cannot satisfy (no bus line for
+5, no subway line for 7) is left out and reported.  Benchmark 3 labels are
+three routes that differ in their lines.  General-LLM labels name stations
+and are kept only when the route-eval name matching finds exactly the
+label's stops.  Deterministic for a given seed.  Standard library only.
+"""
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from common import CITY_CODES, DP_RATIO, EXIT_USAGE, is_subway_line, parse_distance_km  # noqa: E402
+from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
+import routing  # noqa: E402
+from routing import (  # noqa: E402
+    FARE_BANDS, FARE_STEP_KM, KIND_BUS, KIND_METRO, WAIT_MIN, District, Line, LineDir,
+    Network, PointAccess, Prefs, alternatives, dumps, find_route, pick_od, prefs_for_req,
+    route_json, sub_rng)
+
+csv.field_size_limit(2 ** 31 - 1)
+
+TRACK_FACTOR = {KIND_METRO: 1.10, KIND_BUS: 1.25}   # track length / straight line (no shapes)
+SPEED_KMH = {KIND_METRO: 35.0, KIND_BUS: 18.0}      # only for networks without hop_times.csv
+DWELL_MIN = {KIND_METRO: 0.5, KIND_BUS: 0.4}
+WAIT_RANGE_MIN = (1.0, 15.0)
+FLAT_FARE_STEP_KM = float("inf")
+TRIP_KM = (2.5, 13.0)
+MAX_ATTEMPTS = 200
+SEED_DEFAULT = 20240611
+REQ_TYPES = (2, 5, 7, 8)
+
+COLUMNS = ["task_id", "req_type", "adcode", "indexid", "system_prompt", "sft_prompt",
+           "sft_label", "generate_results"]
+FILES = (("b1", "benchmark1_single_route.csv", "1"),
+         ("b2", "benchmark2_personalized.csv", "2"),
+         ("b3", "benchmark3_diversity.csv", "3"),
+         ("general", "general_llm.csv", "general"))
+
+QUERY = {"zh": "从{origin}附近到{destination}附近怎么走",
+         "en": "How do I get from near {origin} to near {destination}?"}
+REQ_SUFFIX = {
+    "zh": {0: "", 2: "，尽量少换乘", 5: "，不想坐地铁", 7: "，优先坐地铁", 8: "，希望时间最短"},
+    "en": {0: "", 2: " As few transfers as possible, please.", 5: " I don't want to take the subway.",
+           7: " I prefer the subway.", 8: " The fastest way, please."},
+}
+DIVERSITY_SUFFIX = {"zh": "，有哪些出行方案", "en": " What are my options?"}
+
+ROUTE_FIELDS = {
+    "zh": ('{"line_sequence": [线路全名, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
+           '"total_distance": "12.3公里", "total_time": "45分钟", "total_fare": "4", '
+           '"start_transfer_mode": "步行|骑行|打车", "end_transfer_mode": "步行|骑行|打车", '
+           '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
+    "en": ('{"line_sequence": [full line names, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
+           '"total_distance": "12.3公里", "total_time": "45分钟", "total_fare": "4", '
+           '"start_transfer_mode": "步行|骑行|打车", "end_transfer_mode": "步行|骑行|打车", '
+           '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
+}
+STATION_WORDS = {"zh": ("站点ID", "站点名称"), "en": ("stop ids", "station names")}
+SYSTEM_PROMPT = {
+    "zh": ("你是公共交通出行规划助手。根据用户给出的起点、终点坐标（经度,纬度）和城市，规划一条公共交通路线{extra}。"
+           "只输出一个JSON对象，不要输出其他文字，格式：{format}。"
+           "换乘处在station_sequence中插入\"【换乘】\"，距离用公里或米，时间用分钟或小时，票价用元。"),
+    "en": ("You are a public transport trip planner. Given the user's origin and destination "
+           "coordinates (longitude,latitude) and city, plan a public transport route{extra}. "
+           "Output one JSON object and nothing else, in this format: {format}. "
+           "Mark each transfer with \"【换乘】\" in station_sequence; write distances in 公里 or 米, "
+           "times in 分钟 or 小时, fares in 元."),
+}
+EXTRA = {
+    "zh": {"b1": "", "b2": "，并满足用户的出行偏好", "b3": "，给出三条不同的方案（first、second、third）",
+           "general": ""},
+    "en": {"b1": "", "b2": " that honours the user's preference",
+           "b3": ", giving three different options (first, second, third)", "general": ""},
+}
+
+
+class NetworkError(Exception):
+    """A network folder that cannot be read (exit 2, one line)."""
+
+
+class City(object):
+    def __init__(self, name, code):
+        self.name = name
+        self.code = code
+
+
+# ---------------------------------------------------------------------------
+# Reading a network folder
+# ---------------------------------------------------------------------------
+
+def read_table(path, required, optional=False):
+    """-> list of dict rows, or None for an absent optional file."""
+    if not os.path.exists(path):
+        if optional:
+            return None
+        raise NetworkError("%s does not exist" % path)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise NetworkError("%s: missing column %s" % (path, ", ".join(missing)))
+            return list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise NetworkError("cannot read %s: %s" % (path, exc))
+
+
+def city_names(folder):
+    """ad_code -> city name: city.json (import_gtfs.py), else the release's codes, else the code."""
+    names = {code: name for name, code in CITY_CODES.items()}
+    path = os.path.join(folder, "city.json")
+    if os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                info = json.load(handle)
+            names[str(info["adcode"])] = str(info["city"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NetworkError("cannot read %s: %s" % (path, exc))
+    return names
+
+
+def hop_minutes_table(rows):
+    """hop_times.csv rows -> ({line name: [minutes per hop]}, {(a, b): transfer minutes})."""
+    lines, transfers = {}, {}
+    for row in rows or ():
+        try:
+            minutes = float(row["minutes"])
+        except ValueError:
+            raise NetworkError("hop_times.csv: minutes %r is not a number" % row["minutes"])
+        if row["line_name"]:
+            lines.setdefault(row["line_name"], []).append(minutes)
+        else:
+            transfers[(row["from_stop_id"], row["to_stop_id"])] = minutes
+    return lines, transfers
+
+
+def wait_from_headway(headway_text, kind):
+    """Half the mean headway, kept within WAIT_RANGE_MIN; the demo's wait without one."""
+    try:
+        headway = float(headway_text)
+    except (TypeError, ValueError):
+        return WAIT_MIN[kind]
+    low, high = WAIT_RANGE_MIN
+    return min(high, max(low, headway / 2.0))
+
+
+def fare_table(fare_text, kind):
+    """(bands, step km): one flat fare per boarding when the feed gives one, else the table."""
+    try:
+        fare = float(fare_text)
+    except (TypeError, ValueError):
+        return FARE_BANDS[kind], FARE_STEP_KM[kind]
+    return ((float("inf"), fare),), FLAT_FARE_STEP_KM
+
+
+def load_network(folder):
+    """A routing.Network from a network folder; one district per ad_code."""
+    stations = read_table(os.path.join(folder, "station_info.csv"),
+                          ("stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
+                           "station_name"))
+    line_rows = read_table(os.path.join(folder, "line_info.csv"),
+                           ("citycode", "line_name", "station_list"))
+    hop_rows = read_table(os.path.join(folder, "hop_times.csv"),
+                          ("line_name", "from_stop_id", "to_stop_id", "minutes"), optional=True)
+    service_rows = read_table(os.path.join(folder, "line_service.csv"),
+                              ("line_name", "route_id", "headway_min", "fare"), optional=True)
+    names = city_names(folder)
+    hop_minutes, transfer_minutes = hop_minutes_table(hop_rows)
+    service = {row["line_name"]: row for row in service_rows or ()}
+
+    cities, districts = {}, {}
+    net = Network(0.0)
+    for row in stations:
+        code = row["ad_code"]
+        if code not in cities:
+            cities[code] = City(names.get(code, code), code)
+            district = District(len(net.districts), cities[code], 0.0, 0.0)
+            districts[code] = district
+            net.districts.append(district)
+        try:
+            lng, lat = float(row["coord_x"]), float(row["coord_y"])
+        except ValueError:
+            raise NetworkError("station_info.csv: stop %s has no coordinates" % row["stop_id"])
+        s = net.add_stop(row["stop_id"], row["station_name"], lng, lat, code)
+        districts[code].stops.append(s)
+    index = net.stop_index()
+    for row in stations:
+        try:
+            hops = json.loads(row["next_hop_stations"])
+        except ValueError:
+            raise NetworkError("station_info.csv: next_hop_stations of %s is not JSON" % row["stop_id"])
+        a = index[row["stop_id"]]
+        for other in hops:
+            if other in index and other != row["stop_id"]:
+                net.hops[a].add(index[other])
+
+    line_hops = set()
+    physical = {}
+    for row in line_rows:
+        name, code = row["line_name"], row["citycode"]
+        try:
+            stops = [index[s["stop_id"]] for s in json.loads(row["station_list"])]
+        except (ValueError, KeyError, TypeError):
+            raise NetworkError("line_info.csv: station_list of %s names unknown stops" % name)
+        if len(stops) < 2:
+            continue
+        kind = KIND_METRO if is_subway_line(name) else KIND_BUS
+        info = service.get(name, {})
+        # Both directions of one route are one line (re-boarding it is no transfer).
+        key = (code, info.get("route_id") or routing.strip_suffix(name))
+        line = physical.get(key)
+        if line is None:
+            city = cities.get(code) or City(names.get(code, code), code)
+            line = physical[key] = Line(len(net.lines), city, kind, key[1], stops, None)
+            net.lines.append(line)
+        cumdist, cumtime = [0.0], [0.0]
+        scheduled = hop_minutes.get(name)
+        if scheduled is not None and len(scheduled) != len(stops) - 1:
+            raise NetworkError("hop_times.csv: %s has %d hops, line_info.csv %d"
+                               % (name, len(scheduled), len(stops) - 1))
+        for k, (a, b) in enumerate(zip(stops, stops[1:])):
+            km = net.dist(a, b) * TRACK_FACTOR[kind]
+            cumdist.append(cumdist[-1] + km)
+            minutes = scheduled[k] if scheduled else km / SPEED_KMH[kind] * 60 + DWELL_MIN[kind]
+            cumtime.append(cumtime[-1] + minutes)
+            line_hops.add((a, b))
+        bands, step = fare_table(info.get("fare"), kind)
+        net.add_linedir(LineDir(len(net.linedirs), line, name, stops, cumdist, cumtime,
+                                wait_from_headway(info.get("headway_min"), kind), bands, step))
+    if not net.linedirs:
+        raise NetworkError("%s: no line with two or more stations" % folder)
+
+    # Next hops that no line rides are walking transfers.
+    for a, hops in enumerate(net.hops):
+        for b in hops:
+            if (a, b) not in line_hops:
+                net.link_set[a].add(b)
+                stated = transfer_minutes.get((net.ids[a], net.ids[b]))
+                if stated is not None:
+                    net.transfer_min[(a, b)] = stated
+    net.min_minutes_per_km = fastest_minutes_per_km(net)
+    for district in net.districts:
+        district.lines = [ld.line for ld in net.linedirs if ld.stops[0] in set(district.stops)]
+    net.finish()
+    return net
+
+
+def fastest_minutes_per_km(net):
+    """The A* bound: the fewest minutes any ride or walk spends per straight km."""
+    best = float("inf")
+    for ld in net.linedirs:
+        for k in range(len(ld.stops) - 1):
+            km = net.dist(ld.stops[k], ld.stops[k + 1])
+            if km > 0:
+                best = min(best, (ld.cumtime[k + 1] - ld.cumtime[k]) / km)
+    for (a, b), minutes in net.transfer_min.items():
+        km = net.dist(a, b)
+        if km > 0:
+            best = min(best, minutes / km)
+    return max(0.0, best) if best != float("inf") else 0.0
+
+
+# ---------------------------------------------------------------------------
+# Trips and labels
+# ---------------------------------------------------------------------------
+
+class Trip(object):
+    """An origin-destination pair with the router's access tables (alternatives() uses it)."""
+
+    def __init__(self, net, district, origin, dest):
+        self.net = net
+        self.district = district
+        self.origin = origin
+        self.dest = dest
+        self.start_access = PointAccess(net, district, origin)
+        self.end_access = PointAccess(net, district, dest)
+
+    def find(self, prefs):
+        return find_route(self.net, self.district, self.origin, self.dest, prefs,
+                          self.start_access, self.end_access)
+
+
+def satisfiable_req_types(net):
+    """Preferences the network can honour: 5 needs a bus line, 7 a subway line."""
+    kinds = {ld.kind for ld in net.linedirs}
+    out = [2, 8]
+    if KIND_BUS in kinds:
+        out.append(5)
+    if KIND_METRO in kinds:
+        out.append(7)
+    return sorted(out), sorted(set(REQ_TYPES) - set(out))
+
+
+def honours(req_type, route, net):
+    """The label honours its preference under both protocols' rules."""
+    kinds = route.kinds(net)
+    if req_type == 5:
+        return KIND_METRO not in kinds and KIND_BUS in kinds
+    if req_type == 7:
+        return KIND_METRO in kinds
+    return True
+
+
+def names_resolve(net, route):
+    """General LLM: the route-eval service, given each leg's line and its first and
+    last station names, must find exactly the label's stops."""
+    for (ld_id, i, j) in route.legs:
+        ld = net.linedirs[ld_id]
+        if net.line_by_name.get((ld.line.city.code, ld.name)) is not ld:
+            return False
+        for position in (i, j):
+            if resolve_station(net, ld, net.names[ld.stops[position]]) != position:
+                return False
+    return True
+
+
+def resolve_station(net, ld, query):
+    """The position the service picks for a name on a line: first exact, else best bigram."""
+    for k, s in enumerate(ld.stops):
+        if net.names[s] == query:
+            return k
+    best, best_score = None, -1.0
+    for k, s in enumerate(ld.stops):
+        score = bigram_jaccard(query, net.names[s])
+        if score > best_score:
+            best, best_score = k, score
+    return best if best_score >= MIN_STATION_SIMILARITY else None
+
+
+def label_routes(kind, trip, req_type):
+    """The label route(s) of a trip for a benchmark, or None when the trip does not fit."""
+    net = trip.net
+    if kind == "b3":
+        routes = alternatives(trip, Prefs(), 3)
+        return routes if len(routes) == 3 else None
+    route = trip.find(prefs_for_req(req_type) if kind == "b2" else Prefs())
+    if route is None:
+        return None
+    if kind == "b2" and not honours(req_type, route, net):
+        return None
+    if kind == "general" and not names_resolve(net, route):
+        return None
+    return [route]
+
+
+def plausible_access_text(text, straight_km):
+    """The label's access distance, rewritten in whole metres (rounded up) when
+    its rounding would put it below the straight line (the paper's DP has no
+    slack) or above three times it."""
+    stated = parse_distance_km(text)
+    if not stated > 0 or straight_km <= stated <= DP_RATIO * straight_km:
+        return text
+    return "%d%s" % (int(math.ceil(straight_km * 1000 * 1.1)), routing.UNIT_M)
+
+
+def with_plausible_access(net, trip, route, label):
+    first, last = route.leg_stops[0][0], route.leg_stops[-1][-1]
+    for key, stop, point in (("start_transfer_distance", first, trip.origin),
+                             ("end_transfer_distance", last, trip.dest)):
+        label[key] = plausible_access_text(label[key], net.dist_to(stop, point))
+    return label
+
+
+def place_label(net, access):
+    nearest = min(access.flat, key=lambda s: (access.flat[s], s))
+    return net.names[nearest]
+
+
+def prompt_json(trip, lang, suffix):
+    net = trip.net
+    query = QUERY[lang].format(origin=place_label(net, trip.start_access),
+                               destination=place_label(net, trip.end_access)) + suffix
+    return dumps({"query": query, "start": "%.6f,%.6f" % trip.origin,
+                  "end": "%.6f,%.6f" % trip.dest, "city": trip.district.city.name})
+
+
+def system_prompt(kind, lang):
+    words = STATION_WORDS[lang][1 if kind == "general" else 0]
+    route_format = ROUTE_FIELDS[lang] % words
+    if kind == "b3":
+        route_format = '{"first": %s, "second": {...}, "third": {...}} (each with "route_tag")' % route_format
+    return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
+
+
+def build_row(net, seed, kind, task_id, row, lang, req_type, districts):
+    """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws."""
+    rng = sub_rng(seed, kind, row)
+    for _ in range(MAX_ATTEMPTS):
+        district = districts[rng.randrange(len(districts))]
+        origin, dest = pick_od(net, rng, district, *TRIP_KM)
+        trip = Trip(net, district, origin, dest)
+        routes = label_routes(kind, trip, req_type)
+        if routes is None:
+            continue
+        labels = [with_plausible_access(net, trip, r, route_json(
+            net, r, rng, use_names=kind == "general", tag=kind == "b3")) for r in routes]
+        label = dict(zip(("first", "second", "third"), labels)) if kind == "b3" else labels[0]
+        suffix = DIVERSITY_SUFFIX[lang] if kind == "b3" else REQ_SUFFIX[lang].get(req_type, "")
+        indexid = hashlib.md5(("%s:%s:%d" % (seed, kind, row)).encode("utf-8")).hexdigest()
+        cells = [task_id, str(req_type), district.city.code, indexid, system_prompt(kind, lang),
+                 prompt_json(trip, lang, suffix), dumps(label), ""]
+        return cells, routes
+    return None
+
+
+def usable_districts(net):
+    """Districts with at least two stops on lines (a trip needs somewhere to go)."""
+    return [d for d in net.districts if len(d.stops) >= 2 and d.lines]
+
+
+def build_file(net, seed, kind, task_id, samples, lang, req_types):
+    """-> (rows, figures) of one benchmark file."""
+    districts = usable_districts(net)
+    rows, failures, legs, line_changes = [], 0, 0, 0
+    row = 0
+    while len(rows) < samples and row < samples * 3:
+        req_type = req_types[len(rows) % len(req_types)] if kind == "b2" else 0
+        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts)
+        row += 1
+        if built is None:
+            failures += 1
+            continue
+        cells, routes = built
+        rows.append(cells)
+        legs += 1
+        line_changes += len(routes[0].legs) > 1
+    return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes}
+
+
+def write_csv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        writer.writerows(rows)
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("make_benchmark.py: %s\n" % message)
+        sys.exit(EXIT_USAGE)
+
+
+def parse_args(argv):
+    parser = _Parser(description="Build the four TransitLM benchmark files for a network folder.")
+    parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--samples", type=positive_int, required=True, help="rows per file")
+    parser.add_argument("--seed", type=int, default=SEED_DEFAULT, help="generator seed")
+    parser.add_argument("--lang", choices=("zh", "en"), default="zh", help="prompt language (default zh)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        net = load_network(args.network)
+    except NetworkError as exc:
+        sys.stderr.write("make_benchmark.py: %s\n" % exc)
+        return EXIT_USAGE
+    if not usable_districts(net):
+        sys.stderr.write("make_benchmark.py: %s: no area with lines to route on\n" % args.network)
+        return EXIT_USAGE
+    req_types, left_out = satisfiable_req_types(net)
+    os.makedirs(args.out, exist_ok=True)
+    print("network        %s  (%d stops, %d lines, %d walking links)" % (
+        args.network, len(net.ids), len(net.linedirs), sum(len(l) for l in net.links)))
+    if left_out:
+        print("left out        req_type %s: the network has no %s line" % (
+            ", ".join(str(r) for r in left_out),
+            " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
+    for kind, filename, task_id in FILES:
+        rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
+        write_csv(os.path.join(args.out, filename), rows)
+        note = "" if figures["rows"] == args.samples else \
+            "  (only %d: no fitting trip in %d draws)" % (figures["rows"], figures["no_trip"])
+        print("%-28s %5d rows, %3.0f%% change lines%s" % (
+            filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
