@@ -246,6 +246,8 @@ def aggregate(benchmark, protocol, records, what):
                            "version of the engine)")
     try:
         return fold(benchmark, protocol, records)
+    except common.InputError as exc:
+        raise CompareError("%s: %s" % (what, exc))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise CompareError("%s: the details lines cannot be aggregated (%s: %s)"
                            % (what, type(exc).__name__, exc))
@@ -806,11 +808,11 @@ def text_breakdowns(result, keys, names):
 def fmt_compliance(row):
     if not row["samples"]:
         return "-"
-    return "%d/%d %5.1f%%" % (row["compliant"], row["samples"], 100.0 * row["rate"])
+    return "%d/%d (%.1f%%)" % (row["compliant"], row["samples"], 100.0 * row["rate"])
 
 
 def fmt_share(count, whole):
-    return "%d %5.1f%%" % (count, 100.0 * count / whole) if whole else str(count)
+    return "%d (%.1f%%)" % (count, 100.0 * count / whole) if whole else str(count)
 
 
 def md_cell(text):

@@ -14,25 +14,31 @@ import math
 import operator
 import random
 
-# Real-valued terms are summed in fixed point with this many fractional bits:
-# the error of a resampled sum is at most n * 2**-(FIXED_POINT_BITS + 1),
-# far below any digit that is printed.
-FIXED_POINT_BITS = 32
+# Real-valued terms are summed in fixed point with this many significant bits
+# below the largest term's leading bit (a double has 53): a resampled sum is
+# off by at most n * max|term| * 2**-(FIXED_POINT_BITS + 1), far below any
+# printed digit.
+FIXED_POINT_BITS = 60
 
 
 def column_scale(values):
-    """How one column is stored: (offset, scale) with q = round((v - offset) * scale).
+    """How one column is stored: (offset, scale, exact) with
+    q = round((v - offset) * scale).
 
-    Integer (or bool) columns are stored exactly (offset 0, scale 1); real
-    columns in fixed point from their minimum.  None when a value is missing
-    or not finite (the column cannot be resampled).
+    Integer (or bool) columns are stored exactly (exact True: offset their
+    minimum if negative, scale 1); real columns in fixed point from their
+    minimum.  None when a value is missing or not finite (the column cannot
+    be resampled).
     """
     if any(v is None or isinstance(v, float) and not math.isfinite(v) for v in values):
         return None
     if all(isinstance(v, int) for v in values):   # bool is an int
         low = min(values) if values else 0
-        return (low if low < 0 else 0, 1)
-    return (min(values) if values else 0.0, 1 << FIXED_POINT_BITS)
+        return (low if low < 0 else 0, 1, True)
+    low = min(values) if values else 0.0
+    top = max((abs(v - low) for v in values), default=0.0)
+    exponent = math.frexp(top)[1] if top else 0
+    return (low, 2.0 ** (FIXED_POINT_BITS - exponent), False)
 
 
 def pack_columns(columns, n):
@@ -47,14 +53,14 @@ def pack_columns(columns, n):
         if scale is None:
             layout.append(None)
             continue
-        offset, factor = scale
-        if factor == 1:
+        offset, factor, exact = scale
+        if exact:
             q = [int(v) - offset for v in values]
         else:
             q = [int(round((v - offset) * factor)) for v in values]
         # wide enough for the sum of n draws of the largest term, plus a guard bit
         width = (max(q, default=0) * max(n, 1)).bit_length() + 1
-        layout.append((shift, width, offset, factor))
+        layout.append((shift, width, offset, factor, exact))
         quantized.append((shift, q))
         shift += width
     packed = [0] * n
@@ -70,9 +76,9 @@ def unpack_sums(total, layout, n):
         if entry is None:
             sums.append(None)
             continue
-        shift, width, offset, factor = entry
+        shift, width, offset, factor, exact = entry
         q = (total >> shift) & ((1 << width) - 1)
-        if factor == 1:
+        if exact:
             sums.append(q + offset * n)
         else:
             sums.append(q / factor + offset * n)
@@ -88,6 +94,10 @@ def bootstrap_column_sums(columns, n, resamples, seed):
     lists (one sum per column; None for a column that cannot be packed).
     """
     packed, layout = pack_columns(columns, n)
+    # Rows with identical terms share one integer object (less memory; the
+    # draw still visits each drawn row, one addition each).
+    shared = {}
+    packed = [shared.setdefault(p, p) for p in packed]
     rng = random.Random(seed)
     rows = range(n)
     out = []
