@@ -356,12 +356,12 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
-        # Logged before the body goes out: once a client has its answer, the
+        # Logged before anything goes out: once a client sees its answer, the
         # log line of its request exists.
         self._log_request_line(status)
         # Reads may have left a shorter timeout on the socket.
         self.connection.settimeout(self.server.read_timeout)
+        self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
@@ -428,6 +428,15 @@ def body_shape_problem(text, max_items=MAX_CASES, max_depth=MAX_JSON_DEPTH):
     return None
 
 
+def _parse_int(digits):
+    """JSON integers as Python does, except that one too long for ``int()``
+    (Python 3.11+ refuses over 4,300 digits) becomes a float (inf), so only
+    its case fails (a coordinate must be finite) instead of the whole body."""
+    if len(digits) <= 4000:
+        return int(digits)
+    return float(digits)
+
+
 def _parse_batch(body):
     """Request body bytes -> the list of cases; RequestProblem(4xx) otherwise."""
     try:
@@ -438,7 +447,7 @@ def _parse_batch(body):
     if problem:
         raise RequestProblem(*problem)
     try:
-        payload = json.loads(text)
+        payload = json.loads(text, parse_int=_parse_int)
     except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
     if not isinstance(payload, dict):

@@ -5,10 +5,12 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,12 +74,14 @@ def sample_cases(seed=0):
 class ServerTestCase(unittest.TestCase):
     """Runs the service on a free loopback port in a thread."""
 
+    SERVER_OPTIONS = {}
+
     def setUp(self):
         self.lines = fixture_lines()
         self.stations = fixture_stations()
         self.log = []
         self.server = service.make_server(self.lines, self.stations, "127.0.0.1", 0,
-                                          log=self.log.append)
+                                          log=self.log.append, **self.SERVER_OPTIONS)
         # A short poll interval keeps shutdown() in tearDown quick.
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.05}, daemon=True)
@@ -280,6 +284,318 @@ class ConcurrencyTest(ServerTestCase):
         self.assertEqual(len(self.log), self.CLIENTS * self.REQUESTS)
 
 
+class BadCaseTest(ServerTestCase):
+    """One bad case gets its own error result; the rest of the batch is judged."""
+
+    def assertOnlyCaseFails(self, bad_case, words, raw=None):
+        good = sample_cases()
+        if raw is None:
+            body = json.dumps({"cases": good[:3] + [bad_case] + good[3:]}).encode("ascii")
+        else:                               # JSON text json.dumps cannot write
+            body = ('{"cases": [%s, %s, %s]}' % (json.dumps(good[0]), raw,
+                                                 json.dumps(good[1]))).encode("ascii")
+            good = good[:2]
+        status, response, payload = self.request("POST", BATCH, body)
+        self.assertEqual(status, 200, payload)
+        results = payload["results"]
+        bad_at = 3 if raw is None else 1
+        bad = results.pop(bad_at)
+        self.assertEqual(results, evaluate_cases(good, self.lines, self.stations))
+        self.assertEqual(bad["reachable_code"], "case_error")
+        self.assertFalse(bad["reachable"])
+        for word in words:
+            self.assertIn(word, bad["error"])
+
+    def test_lone_surrogate_in_a_station_name(self):
+        self.assertOnlyCaseFails(make_case(["地铁1号线"], ["罗湖", "\ud800"]),
+                                 ["station_name entry 2", "lone surrogate"])
+
+    def test_lone_surrogate_in_a_line_name(self):
+        self.assertOnlyCaseFails(make_case(["地铁1号线\udc00"], ["罗湖", "国贸"]),
+                                 ["line_sequence entry 1", "lone surrogate"])
+
+    def test_latitude_140(self):
+        self.assertOnlyCaseFails(make_case(["地铁1号线"], ["罗湖", "国贸"], start=(114.0, 140)),
+                                 ["start latitude 140 is outside -90..90"])
+
+    def test_longitude_200(self):
+        self.assertOnlyCaseFails(make_case(["地铁1号线"], ["罗湖", "国贸"], end=(200, 22.5)),
+                                 ["end longitude 200 is outside -180..180"])
+
+    def test_infinite_and_nan_coordinates(self):
+        for raw in ("Infinity", "-Infinity", "NaN", "1e400"):
+            with self.subTest(raw=raw):
+                case = json.dumps(make_case(["地铁1号线"], ["罗湖", "国贸"]))
+                case = case.replace('"start": [114.0, 22.5]', '"start": [%s, 22.5]' % raw)
+                self.assertIn(raw, case)
+                self.assertOnlyCaseFails(None, ["start is not two finite numbers"], raw=case)
+
+    def test_wrong_types(self):
+        self.assertOnlyCaseFails({"city": ["深圳"], "start": [114, 22], "end": [114, 22],
+                                  "pred": {"line_sequence": [], "station_name": []}},
+                                 ["city is a list"])
+        self.assertOnlyCaseFails(None, ["case is null"], raw="null")
+
+    def test_answer_is_ascii_even_for_surrogates_in_the_data(self):
+        # A data file may hold a lone surrogate (JSON "\ud800" in line_info):
+        # the answer echoes it escaped instead of failing to encode.
+        self.server.lines = LineTable.from_rows([("0755", "地铁1号线", [
+            {"station_name": "罗湖\ud800", "stop_id": "bus-1"},
+            {"station_name": "国贸", "stop_id": "bus-2"}])])
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            body = json.dumps({"cases": [make_case(["地铁1号线"], ["罗湖", "国贸"])]})
+            conn.request("POST", BATCH, body=body.encode("ascii"))
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        self.assertEqual(response.status, 200)
+        raw.decode("ascii")                     # no UnicodeDecodeError: pure ASCII
+        self.assertIn(b"\\ud800", raw)
+        result = json.loads(raw.decode("ascii"))["results"][0]
+        self.assertTrue(result["reachable"], result)
+        self.assertEqual(result["match_details"][0]["boarding_name"], "罗湖\ud800")
+
+
+class BodyShapeTest(unittest.TestCase):
+    """body_shape_problem: the scan before decoding (hand-made texts)."""
+
+    def test_small_bodies_pass(self):
+        for text in ("", "{}", '{"cases": []}', '{"cases": [1, 2, 3]}', "[[[]]]", "not json"):
+            self.assertIsNone(service.body_shape_problem(text, max_items=3, max_depth=3), text)
+
+    def test_too_many_items_in_any_list(self):
+        self.assertEqual(service.body_shape_problem('{"cases": [1, 2, 3, 4]}', 3, 10)[0], 413)
+        self.assertIsNone(service.body_shape_problem('{"cases": [1, 2, 3]}', 3, 10))
+        # A list inside a case counts too; an object's members do not.
+        self.assertEqual(service.body_shape_problem('{"cases": [[1, 2, 3, 4]]}', 3, 10)[0],
+                         413)
+        self.assertIsNone(service.body_shape_problem('{"a": 1, "b": 2, "c": 3, "d": [1, 2]}',
+                                                     3, 10))
+        self.assertIsNone(service.body_shape_problem('{"cases": [[1, 2, 3], [4, 5, 6], 7]}',
+                                                     3, 10))
+
+    def test_too_deep(self):
+        status, message = service.body_shape_problem("[" * 4 + "]" * 4, 3, 3)
+        self.assertEqual(status, 400)
+        self.assertIn("nested more than 3 levels", message)
+        self.assertIsNone(service.body_shape_problem("[" * 3 + "]" * 3, 3, 3))
+        self.assertIsNone(service.body_shape_problem('{"a": [{"b": 1}], "c": [{}]}', 3, 3))
+        self.assertEqual(service.body_shape_problem('{"a": [{"b": []}]}', 3, 3)[0], 400)
+
+    def test_brackets_and_commas_inside_strings_do_not_count(self):
+        text = '{"cases": ["[[[[,,,,", "\\"[{,", "{{{{"]}'
+        self.assertIsNone(service.body_shape_problem(text, max_items=3, max_depth=2))
+        self.assertEqual(json.loads(text)["cases"][1], '"[{,')
+
+    def test_defaults(self):
+        cases = "[%s]" % ",".join(["0"] * service.MAX_CASES)
+        self.assertIsNone(service.body_shape_problem('{"cases": %s}' % cases))
+        one_more = '{"cases": %s}' % (cases[:-1] + ",0]")
+        self.assertEqual(service.body_shape_problem(one_more)[0], 413)
+
+
+class LimitsTest(ServerTestCase):
+
+    def assertError(self, result, status, words):
+        self.assertEqual(result[0], status, result[2])
+        self.assertEqual(set(result[2]), {"error"})
+        for word in words:
+            self.assertIn(word, result[2]["error"])
+
+    def test_body_nested_3000_deep(self):
+        body = b'{"cases": ' + b"[" * 3000 + b"]" * 3000 + b"}"
+        self.assertError(self.request("POST", BATCH, body), 400,
+                         ["nested more than %d levels" % service.MAX_JSON_DEPTH])
+        self.assertEqual(self.request("GET", "/healthz")[0], 200)
+
+    def test_nesting_just_over_and_at_the_limit(self):
+        depth = service.MAX_JSON_DEPTH
+        # {"cases": [ is two levels; the case holds the rest.
+        inner = depth - 2
+        at_limit = '{"cases": [%s%s]}' % ("[" * inner, "]" * inner)
+        status, _, payload = self.request("POST", BATCH, at_limit.encode("ascii"))
+        self.assertEqual(status, 200, payload)
+        self.assertIn("expected a JSON object", payload["results"][0]["error"])
+        over = '{"cases": [{"city": %s%s}]}' % ("[" * inner, "]" * inner)
+        self.assertError(self.request("POST", BATCH, over.encode("ascii")), 400,
+                         ["nested more than"])
+
+    def test_case_limit(self):
+        cases = [make_case(["地铁1号线"], ["罗湖", "国贸"])] * service.MAX_CASES
+        status, _, payload = self.request("POST", BATCH, {"cases": cases})
+        self.assertEqual(status, 200)
+        self.assertEqual(len(payload["results"]), service.MAX_CASES)
+        self.assertError(self.request("POST", BATCH, {"cases": cases + [cases[0]]}), 413,
+                         ["more than %d" % service.MAX_CASES, "smaller batches"])
+
+    def test_ten_megabytes_of_tiny_cases_are_refused(self):
+        count = 5 * 1000 * 1000
+        body = b'{"cases": [' + b",".join([b"0"] * count) + b"]}"
+        self.assertLessEqual(len(body), service.MAX_BODY_BYTES)
+        self.assertError(self.request("POST", BATCH, body), 413, ["at most 1000 cases"])
+        self.assertIn("413 - ", self.log[-1])      # refused before decoding: no case count
+
+    def test_huge_integer_fails_its_case_only(self):
+        body = ('{"cases": [%s, {"city": "%s", "start": [%s, 22], "end": [114, 22], '
+                '"pred": {"line_sequence": [], "station_name": []}}]}'
+                % (json.dumps(make_case(["地铁1号线"], ["罗湖", "国贸"])), SHENZHEN,
+                   "9" * 5000)).encode("utf-8")
+        status, _, payload = self.request("POST", BATCH, body)
+        # Python 3.11+ refuses int() of over 4,300 digits: read as a float (inf),
+        # it fails its own case only.
+        self.assertEqual(status, 200, payload)
+        self.assertNotIn("error", payload["results"][0])
+        self.assertIn("start is not two finite numbers", payload["results"][1]["error"])
+
+
+class TimeoutTest(ServerTestCase):
+    """Stalled requests release their thread (read_timeout 0.5 s here)."""
+
+    SERVER_OPTIONS = {"read_timeout": 0.5}
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), timeout=10)
+        self.addCleanup(sock.close)
+        return sock
+
+    def read_all(self, sock):
+        """Everything the server sends until it closes (or 10 s pass)."""
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    def test_lying_content_length_gets_408(self):
+        sock = self.connect()
+        sock.sendall(b"POST " + BATCH.encode("ascii") + b" HTTP/1.1\r\nHost: t\r\n"
+                     b"Content-Length: 100\r\n\r\n" + b'{"cases": []')
+        answer = self.read_all(sock)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 408 "), answer[:80])
+        self.assertIn(b"request not complete within 0.5 s", answer)
+        self.assertIn("408", self.log[-1])
+
+    def test_trickled_headers_are_cut_off(self):
+        sock = self.connect()
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+        closed = False
+        for _ in range(50):                 # a header byte every 0.1 s, for at most 5 s
+            try:
+                sock.sendall(b"X")
+            except OSError:                 # reset by the server
+                closed = True
+                break
+            time.sleep(0.1)
+            sock.settimeout(0.001)
+            try:
+                if sock.recv(1) == b"":     # the server closed the connection
+                    closed = True
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                closed = True
+                break
+        self.assertTrue(closed, "the server kept a trickling client for 5 s")
+        self.assertTrue(any("closed: request not complete within 0.5 s" in line
+                            for line in self.log), self.log)
+
+    def test_trickled_body_is_cut_off(self):
+        sock = self.connect()
+        sock.sendall(b"POST " + BATCH.encode("ascii") + b" HTTP/1.1\r\nHost: t\r\n"
+                     b"Content-Length: 1000\r\n\r\n")
+        answer = b""
+        for _ in range(50):
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.1)
+            sock.settimeout(0.001)
+            try:
+                answer = sock.recv(65536)
+                if answer:
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                break
+        self.assertTrue(answer.startswith(b"HTTP/1.1 408 "), answer[:80])
+
+    def test_idle_connection_is_closed_without_a_log_line(self):
+        sock = self.connect()
+        self.assertEqual(self.read_all(sock), b"")
+        self.assertEqual(self.log, [])
+
+    def test_keep_alive_within_the_timeout(self):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            for _ in range(3):
+                self.assertEqual(self.request("GET", "/healthz", connection=conn)[0], 200)
+                time.sleep(0.2)
+        finally:
+            conn.close()
+
+
+class ConnectionLimitTest(ServerTestCase):
+
+    SERVER_OPTIONS = {"max_connections": 2}
+
+    def test_connections_over_the_limit_get_503(self):
+        held = [socket.create_connection((self.host, self.port), timeout=10)
+                for _ in range(2)]
+        try:
+            # Both are served (one thread each) once they answer a request.
+            for sock in held:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+                self.assertTrue(sock.recv(65536).startswith(b"HTTP/1.1 200 "))
+            status, response, payload = self.request("GET", "/healthz")
+            self.assertEqual(status, 503)
+            self.assertIn("server busy", payload["error"])
+        finally:
+            for sock in held:
+                sock.close()
+        for _ in range(100):               # the held connections' threads end
+            time.sleep(0.05)
+            if self.server._connections == 0:
+                break
+        self.assertEqual(self.request("GET", "/healthz")[0], 200)
+
+
+class LogTest(ServerTestCase):
+
+    def raw(self, request_bytes):
+        sock = socket.create_connection((self.host, self.port), timeout=10)
+        try:
+            sock.sendall(request_bytes)
+            return sock.recv(65536)
+        finally:
+            sock.close()
+
+    def test_control_characters_in_the_path_are_escaped(self):
+        answer = self.raw(b"GET /\x1b[31mred\x9b2J\x07 HTTP/1.1\r\nHost: t\r\n\r\n")
+        self.assertTrue(answer.startswith(b"HTTP/1.1 404 "), answer[:80])
+        self.assertNotIn(b"\x1b", answer)           # the JSON message escapes it too
+        self.assertEqual(len(self.log), 1)
+        line = self.log[0]
+        self.assertIn("GET /\\x1b[31mred\\x9b2J\\x07 404", line)
+        self.assertFalse([c for c in line if ord(c) < 32 or 127 <= ord(c) < 160], line)
+
+    def test_control_characters_in_the_method_are_escaped(self):
+        answer = self.raw(b"\x1b[2JGET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        self.assertTrue(answer.startswith(b"HTTP/1.1 501 "), answer[:80])
+        self.assertIn("\\x1b[2JGET", self.log[0])
+        self.assertNotIn("\x1b", self.log[0])
+
+    def test_printable(self):
+        self.assertEqual(service.printable("a\tb\n\x7f\x85é中\ud800"),
+                         "a\\x09b\\x0a\\x7f\\x85é中\\ud800")
+        self.assertEqual(service.printable(""), "")
+
+
 def write_fixture_files(folder):
     """station_info.csv and line_info.csv of the fixture network -> their paths."""
     station_path = os.path.join(folder, "station_info.csv")
@@ -359,6 +675,16 @@ class ScriptTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn("missing.csv", err)
+
+    def test_bad_read_timeout_exits_2_with_one_line(self):
+        for value in ("0", "-1", "nan", "inf", "3601"):
+            with self.subTest(value=value):
+                proc = self.start("--station_info", self.station_path, "--line_info",
+                                  self.line_path, "--port", "0", "--read_timeout", value)
+                out, err = proc.communicate(timeout=30)
+                self.assertEqual(proc.returncode, 2)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("--read_timeout", err)
 
     def test_malformed_line_file_exits_2(self):
         bad = os.path.join(self.tmp.name, "bad_lines.csv")
