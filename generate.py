@@ -848,11 +848,13 @@ class Run(object):
             thread.start()
             self.threads.append(thread)
 
-    def feed(self, items):
+    def feed(self, items, on_tick=None):
         """Queue (id, system, user) items; blocks while the queue is full.
         -> False when the run stopped before everything was queued."""
         for item in items:
             while True:
+                if on_tick:
+                    on_tick()
                 if self.stop.is_set():
                     return False
                 try:
@@ -1227,7 +1229,8 @@ def run(argv, environ, stdout, stderr, transport=None, sleep=None):
     run_dir = args.eval_out or run_dir_for(args.out)
     stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n" % (benchmark, why, run_dir))
     stdout.flush()
-    status = subprocess.call(evaluator_command(benchmark, args.input, args.out, run_dir, args))
+    status = run_evaluator(evaluator_command(benchmark, args.input, args.out, run_dir, args),
+                           stdout, stderr)
     if status != 0:
         stderr.write("generate.py: the evaluator exited with status %d\n" % status)
     return status
@@ -1240,9 +1243,10 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
     started = time.monotonic()
     try:
         run_.start()
+        tick = progress.tick if progress else None
         complete = run_.feed(pending_rows(args.input, args.sample_count, state,
-                                          not args.no_retry_errors))
-        complete = run_.join(progress.tick if progress else None) and complete
+                                          not args.no_retry_errors), tick)
+        complete = run_.join(tick) and complete
     finally:
         writer.close()           # waits for a line being written; later ones are dropped
         if progress:
@@ -1264,6 +1268,25 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
     if run_.signal is not None:
         return SIGNAL_EXIT.get(run_.signal, 1)
     return None
+
+
+def _has_fd(stream):
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is both
+        return False
+
+
+def run_evaluator(command, stdout, stderr):
+    """Run the evaluator; its report goes to our stdout (copied when that stream
+    is not a real file, as in tests) -> its exit status."""
+    if _has_fd(stdout) and _has_fd(stderr):
+        return subprocess.call(command)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout.write(result.stdout.decode("utf-8", "replace"))
+    stderr.write(result.stderr.decode("utf-8", "replace"))
+    return result.returncode
 
 
 def _install_signal_handlers(run_):
@@ -1289,7 +1312,7 @@ def main(argv=None):
         sys.stderr.write("generate.py: %s\n" % exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        sys.stderr.write("generate.py: stopped by SIGINT before the run started\n")
+        sys.stderr.write("generate.py: stopped by SIGINT\n")
         return SIGNAL_EXIT[signal.SIGINT]
     sys.stdout.flush()
     return status
