@@ -62,7 +62,7 @@ from common import EXIT_USAGE, SUBWAY_MARKERS, haversine_km  # noqa: E402
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
 REQUIRED_COLUMNS = {
-    "stops.txt": ("stop_id",),
+    "stops.txt": ("stop_id", "stop_lat", "stop_lon"),
     "routes.txt": ("route_id", "route_type"),
     "trips.txt": ("route_id", "service_id", "trip_id"),
     "stop_times.txt": ("trip_id", "stop_id", "stop_sequence"),

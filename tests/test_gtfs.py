@@ -1,0 +1,356 @@
+"""Tests for data/import_gtfs.py: helpers, hand-made (damaged) feeds and the real MTA feeds."""
+
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DATA = os.path.join(REPO, "data")
+SCRIPT = os.path.join(DATA, "import_gtfs.py")
+SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
+sys.path.insert(0, DATA)
+
+import import_gtfs as gtfs  # noqa: E402
+
+csv.field_size_limit(2 ** 31 - 1)
+
+# A tiny two-route feed: a metro line A-B-C (both directions, parent station
+# S_B with platforms B1/B2 used by the two directions) and a bus line C-D.
+BASE_FEED = {
+    "agency.txt": "agency_id,agency_name,agency_url,agency_timezone\n"
+                  "X,Test Transit,http://x,Europe/Test_City\n",
+    "stops.txt": "stop_id,stop_name,stop_lat,stop_lon,location_type,parent_station\n"
+                 "A,Alpha,40.000,-73.000,,\n"
+                 "S_B,Beta,40.010,-73.000,1,\n"
+                 "B1,Beta,40.010,-73.000,0,S_B\n"
+                 "B2,Beta,40.0101,-73.000,0,S_B\n"
+                 "C,Gamma 地铁站,40.020,-73.000,,\n"
+                 "D,Delta,40.030,-73.000,,\n",
+    "routes.txt": "route_id,route_short_name,route_long_name,route_type\n"
+                  "M,1,,1\n"
+                  "BUS,,Crosstown 号线,3\n",
+    "trips.txt": "route_id,service_id,trip_id,direction_id\n"
+                 "M,WK,m1,0\nM,WK,m2,0\nM,WK,m3,1\nBUS,WK,b1,0\nM,SAT,s1,0\n",
+    "calendar.txt": "service_id,monday,tuesday,wednesday,thursday,friday,saturday,sunday,"
+                    "start_date,end_date\n"
+                    "WK,1,1,1,1,1,0,0,20240101,20240107\n"
+                    "SAT,0,0,0,0,0,1,0,20240101,20240107\n",
+    "stop_times.txt": "trip_id,arrival_time,departure_time,stop_id,stop_sequence\n"
+                      "m1,08:00:00,08:00:00,A,1\n"
+                      "m1,08:02:00,08:02:30,B1,2\n"
+                      "m1,08:05:00,08:05:00,C,3\n"
+                      "m2,09:00:00,09:00:00,A,1\n"
+                      "m2,,,B1,2\n"
+                      "m2,09:06:00,09:06:00,C,3\n"
+                      "m3,25:00:00,25:00:00,C,1\n"
+                      "m3,25:03:00,25:03:00,B2,2\n"
+                      "m3,25:05:00,25:05:00,A,3\n"
+                      "b1,10:00:00,10:00:00,C,1\n"
+                      "b1,10:10:00,10:10:00,D,2\n"
+                      "s1,10:00:00,10:00:00,A,1\n"
+                      "s1,10:09:00,10:09:00,D,2\n",
+}
+
+
+def write_feed(folder, files, as_zip=False, bom=False):
+    """Write a feed folder (or zip) from {name: text}; returns its path."""
+    if as_zip:
+        path = os.path.join(folder, "feed.zip")
+        with zipfile.ZipFile(path, "w") as archive:
+            for name, text in files.items():
+                archive.writestr(name, ("\ufeff" if bom else "") + text)
+        return path
+    path = os.path.join(folder, "feed")
+    os.makedirs(path, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(path, name), "w", encoding="utf-8", newline="") as handle:
+            handle.write(("\ufeff" if bom else "") + text)
+    return path
+
+
+def run_import(feed, out, *extra):
+    return subprocess.run([sys.executable, SCRIPT, feed, "--out", out] + list(extra),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+
+def read_csv(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        return reader.fieldnames, list(reader)
+
+
+class HelperTest(unittest.TestCase):
+    def test_parse_time_past_midnight_and_empty(self):
+        self.assertEqual(gtfs.parse_time("25:03:10"), 25 * 3600 + 190)
+        self.assertEqual(gtfs.parse_time(" 7:00:00"), 7 * 3600)
+        self.assertIsNone(gtfs.parse_time(""))
+        for bad in ("7:00", "a:00:00", "07:61:00"):
+            with self.assertRaises(ValueError):
+                gtfs.parse_time(bad)
+
+    def test_is_rail(self):
+        self.assertEqual([t for t in (0, 1, 2, 3, 4, 100, 199, 200, 400, 499, 700) if gtfs.is_rail(t)],
+                         [1, 2, 100, 199, 400, 499])
+
+    def test_line_names_rail_and_defused(self):
+        self.assertEqual(gtfs.line_base_name("A", "8 Av", "A", True), "地铁A")
+        self.assertEqual(gtfs.line_base_name("", "地铁2号线", "x", True), "地铁2号线")
+        self.assertEqual(gtfs.line_base_name("", "", "R9", False), "R9")
+        self.assertEqual(gtfs.line_base_name("", "环城地铁号线", "x", False), "环城地·铁号·线")
+        self.assertEqual(gtfs.line_name("12", "X地铁站", "Y", False), "12(X地·铁站--Y)")
+        self.assertEqual(gtfs.line_name("地铁A", "X地铁站", "Y", True), "地铁A(X地铁站--Y)")
+
+    def test_unique_names(self):
+        wanted = [("地铁S", "A", "B", True, "GS"), ("地铁S", "A", "B", True, "FS"),
+                  ("地铁S", "A", "B", True, "FS")]
+        self.assertEqual(gtfs.unique_names(wanted),
+                         ["地铁S(A--B)", "地铁S/FS(A--B)", "地铁S/FS#2(A--B)"])
+        self.assertEqual(gtfs.unique_names([]), [])
+
+    def test_interpolate_times(self):
+        self.assertEqual(gtfs.interpolate_times([0, None, None, 30]), [0, 10, 20, 30])
+        self.assertIsNone(gtfs.interpolate_times([None, 5]))
+        self.assertIsNone(gtfs.interpolate_times([]))
+
+    def test_trip_pattern_sorts_and_rejects(self):
+        # (sequence, stop, seconds) triples in file order; unsorted is fine.
+        stops, times = gtfs.trip_pattern([3, 7, 300, 1, 5, 0, 2, 6, 100])
+        self.assertEqual((stops, times), ((5, 6, 7), [0, 100, 300]))
+        self.assertEqual(gtfs.trip_pattern([1, 5, 0, 1, 6, 60]), "trips with a repeated stop_sequence")
+        self.assertEqual(gtfs.trip_pattern([1, 5, 100, 2, 6, 50]), "trips whose times run backwards")
+        self.assertEqual(gtfs.trip_pattern([1, 5, 0]), "trips with fewer than 2 stop times")
+        self.assertEqual(gtfs.trip_pattern([1, 5, 0, 2, 5, 60]), "trips with fewer than 2 distinct stops")
+        self.assertEqual(gtfs.trip_pattern([1, 5, -1, 2, 6, 60]), "trips without a first or last time")
+
+    def test_calendar(self):
+        monday = datetime.date(2024, 1, 1)
+        calendar = {"WK": (monday, datetime.date(2024, 1, 7), (True,) * 5 + (False, False))}
+        exceptions = {("WK", monday): "2", ("X", datetime.date(2024, 1, 6)): "1"}
+        self.assertEqual(gtfs.active_services(monday, calendar, exceptions), set())
+        self.assertEqual(gtfs.active_services(datetime.date(2024, 1, 2), calendar, exceptions), {"WK"})
+        day, trips = gtfs.busiest_date({"WK": 3, "X": 5}, calendar, exceptions)
+        self.assertEqual((day, trips), (datetime.date(2024, 1, 6), 5))
+        self.assertEqual(gtfs.busiest_date({}, {}, {}), (None, 0))
+
+    def test_city_from_timezone(self):
+        self.assertEqual(gtfs.city_from_timezone("America/New_York"), "New York")
+        self.assertEqual(gtfs.city_from_timezone(""), "")
+
+    def test_headway(self):
+        p = gtfs.Pattern("R", "0", (1, 2))
+        self.assertIsNone(p.headway_min())
+        for start in (0, 600, 1200):
+            p.add([start, start + 60], None)
+        self.assertEqual(p.headway_min(), 10.0)
+        self.assertEqual(p.hop_minutes(), [1.0])
+        q = gtfs.Pattern("R", "0", (1, 2))
+        q.add([0, 120], [(0, 3600, 300)])          # 12 runs every 5 minutes
+        self.assertEqual((q.trips, q.headway_min(), q.hop_minutes()), (12, 5.0, [2.0]))
+
+    def test_transfer_links(self):
+        stops = {"P": ["P", 0, 0, "1", ""], "a": ["a", 0, 0, "0", "P"], "b": ["b", 0, 0, "0", "P"],
+                 "c": ["c", 0, 0, "0", ""], "d": ["d", 0, 0, "0", ""]}
+        kept = {"a", "b", "c", "d"}
+        links = gtfs.transfer_links(stops, kept, [("P", "c", "2", 3.0), ("c", "d", "3", None),
+                                                  ("d", "c", "", None)])
+        self.assertEqual(links, {("a", "b"): None, ("b", "a"): None, ("a", "c"): 3.0,
+                                 ("b", "c"): 3.0, ("d", "c"): None})
+        self.assertEqual(gtfs.transfer_links(stops, set(), []), {})
+        self.assertEqual(gtfs.transfer_minutes(None, 0.0), gtfs.MIN_TRANSFER_MIN)
+        self.assertAlmostEqual(gtfs.transfer_minutes(None, 1.0), 1.2 / 5 * 60)
+        self.assertEqual(gtfs.transfer_minutes(4.0, 5.0), 4.0)
+
+
+class SmallFeedTest(unittest.TestCase):
+    def import_ok(self, files, *extra, **kw):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        feed = write_feed(tmp.name, files, **kw)
+        out = os.path.join(tmp.name, "out")
+        done = run_import(feed, out, *extra)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, "")
+        return out, done.stdout
+
+    def import_fails(self, files, *extra):
+        with tempfile.TemporaryDirectory() as tmp:
+            done = run_import(write_feed(tmp, files), os.path.join(tmp, "out"), *extra)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        return done.stderr
+
+    def test_network_of_the_small_feed(self):
+        out, stdout = self.import_ok(BASE_FEED)
+        header, stations = read_csv(os.path.join(out, "station_info.csv"))
+        self.assertEqual(header, ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
+                                  "station_name"])
+        hops = {r["stop_id"]: json.loads(r["next_hop_stations"]) for r in stations}
+        # Busiest day is a weekday: the Saturday-only trip s1 (A-D) is not in the network.
+        self.assertEqual(hops, {"A": ["B1"], "B1": ["C", "B2"], "C": ["B2", "D"], "B2": ["A", "B1"],
+                                "D": []})
+        self.assertEqual({r["ad_code"] for r in stations}, {"0"})
+        header, lines = read_csv(os.path.join(out, "line_info.csv"))
+        self.assertEqual(header, ["citycode", "line_name", "station_list"])
+        names = [r["line_name"] for r in lines]
+        self.assertEqual(names, ["地铁1(Alpha--Gamma 地铁站)", "地铁1(Gamma 地铁站--Alpha)",
+                                 "Crosstown 号·线(Gamma 地·铁站--Delta)"])
+        first = json.loads(lines[0]["station_list"])
+        self.assertEqual([s["stop_id"] for s in first], ["A", "B1", "C"])
+        self.assertEqual(first[0], {"station_name": "Alpha", "stop_id": "A", "x": -73.0, "y": 40.0,
+                                    "station_id": "A"})
+        _, hop_rows = read_csv(os.path.join(out, "hop_times.csv"))
+        on_line = [(r["from_stop_id"], r["to_stop_id"], r["minutes"], r["trips"])
+                   for r in hop_rows if r["line_name"] == names[0]]
+        # m1: 2.5 then 2.5 min; m2: 3 + 3 (B1 interpolated) -> means 2.75, 2.75
+        self.assertEqual(on_line, [("A", "B1", "2.75", "2"), ("B1", "C", "2.75", "2")])
+        walks = [(r["from_stop_id"], r["to_stop_id"], r["minutes"]) for r in hop_rows if not r["line_name"]]
+        self.assertEqual(walks, [("B1", "B2", "2.00"), ("B2", "B1", "2.00")])
+        _, service = read_csv(os.path.join(out, "line_service.csv"))
+        self.assertEqual([(r["rail"], r["trips"], r["headway_min"]) for r in service],
+                         [("1", "2", "60.0"), ("1", "1", ""), ("0", "1", "")])
+        with open(os.path.join(out, "city.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["city"], "Test City")
+        self.assertIn("service day    20240101", stdout)
+        self.assertIn("skipped        nothing", stdout)
+
+    def test_zip_with_bom_and_quoted_fields_gives_the_same_network(self):
+        folder_out, _ = self.import_ok(BASE_FEED)
+        files = dict(BASE_FEED)
+        files["stops.txt"] = files["stops.txt"].replace("Alpha", '"Alpha"')
+        zip_out, _ = self.import_ok(files, as_zip=True, bom=True)
+        for name in ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv"):
+            with open(os.path.join(folder_out, name), "rb") as a, open(os.path.join(zip_out, name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
+
+    def test_date_route_types_city_and_adcode(self):
+        out, stdout = self.import_ok(BASE_FEED, "--date", "20240106", "--city", "Gotham",
+                                     "--adcode", "999")
+        _, lines = read_csv(os.path.join(out, "line_info.csv"))
+        self.assertEqual([r["line_name"] for r in lines], ["地铁1(Alpha--Delta)"])
+        self.assertEqual(lines[0]["citycode"], "999")
+        out, _ = self.import_ok(BASE_FEED, "--route_types", "3")
+        _, lines = read_csv(os.path.join(out, "line_info.csv"))
+        self.assertEqual(len(lines), 1)
+
+    def test_damaged_rows_are_skipped_and_counted(self):
+        files = dict(BASE_FEED)
+        files["stops.txt"] += "E,Nowhere,,,,\n"
+        files["trips.txt"] += "M,WK,m4,0\nM,WK,m5,0\nM,WK,m6,0\n"
+        files["stop_times.txt"] += ("ghost,08:00:00,08:00:00,A,1\n"
+                                    "m4,08:00:00,08:00:00,A,1\nm4,08:03:00,08:03:00,E,2\n"
+                                    "m5,08:00:00,08:00:00,A,1\nm5,08:03:00,08:03:00,ZZ,2\n"
+                                    "m6,08:09:00,08:09:00,A,1\nm6,08:03:00,08:03:00,B1,2\n")
+        out, stdout = self.import_ok(files)
+        self.assertIn("1 stop times of trips not in trips.txt (first: stop_times.txt line 15)", stdout)
+        self.assertIn("1 trips calling at a stop without coordinates", stdout)
+        self.assertIn("1 trips calling at an unknown stop", stdout)
+        self.assertIn("1 trips whose times run backwards", stdout)
+        _, stations = read_csv(os.path.join(out, "station_info.csv"))
+        self.assertNotIn("E", [r["stop_id"] for r in stations])
+
+    def test_file_level_problems_exit_2_naming_the_file(self):
+        files = dict(BASE_FEED)
+        del files["trips.txt"]
+        self.assertIn("feed has no trips.txt", self.import_fails(files))
+        files = dict(BASE_FEED)
+        files["stops.txt"] = files["stops.txt"].replace("stop_lat", "lat")
+        self.assertIn("stops.txt: missing column stop_lat", self.import_fails(files))
+        files = dict(BASE_FEED)
+        files["stop_times.txt"] += "m1,8h,8h,D,4\n"
+        self.assertIn("stop_times.txt line 15: time '8h'", self.import_fails(files))
+        files = dict(BASE_FEED)
+        files["stop_times.txt"] += "m1,08:09:00,08:09:00,D,four\n"
+        self.assertIn("stop_times.txt line 15: stop_sequence", self.import_fails(files))
+        files = dict(BASE_FEED)
+        del files["calendar.txt"]
+        self.assertIn("neither calendar.txt nor calendar_dates.txt", self.import_fails(files))
+        self.assertIn("no trip of the selected routes runs on 20250101",
+                      self.import_fails(BASE_FEED, "--date", "20250101"))
+        self.assertIn("--date", self.import_fails(BASE_FEED, "--date", "tomorrow"))
+        with tempfile.TemporaryDirectory() as tmp:
+            done = run_import(os.path.join(tmp, "missing.zip"), os.path.join(tmp, "out"))
+            self.assertEqual((done.returncode, done.stderr.count("\n")), (2, 1))
+            self.assertIn("does not exist", done.stderr)
+
+
+def feed_trips_on(zip_path, day):
+    """Every trip of a feed running on `day` -> {trip_id: [stop ids by stop_sequence]},
+    read independently of the importer (csv over the zip)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        def rows(name):
+            with archive.open(name) as raw:
+                return list(csv.DictReader(line.decode("utf-8-sig") for line in raw))
+        names = set(archive.namelist())
+        services = set()
+        weekday = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                   "sunday")[datetime.datetime.strptime(day, "%Y%m%d").weekday()]
+        if "calendar.txt" in names:
+            services = {r["service_id"] for r in rows("calendar.txt")
+                        if r["start_date"] <= day <= r["end_date"] and r[weekday] == "1"}
+        if "calendar_dates.txt" in names:
+            for r in rows("calendar_dates.txt"):
+                if r["date"] == day:
+                    (services.add if r["exception_type"] == "1" else services.discard)(r["service_id"])
+        trips = {r["trip_id"] for r in rows("trips.txt") if r["service_id"] in services}
+        calls = {}
+        for r in rows("stop_times.txt"):
+            if r["trip_id"] in trips:
+                calls.setdefault(r["trip_id"], []).append((int(r["stop_sequence"]), r["stop_id"]))
+    return {t: [s for _, s in sorted(c)] for t, c in calls.items()}
+
+
+@unittest.skipUnless(os.path.isdir(SHARED_GTFS), "../shared/gtfs is absent")
+class RealFeedTest(unittest.TestCase):
+    """The MTA feeds: the network agrees with the feed's own trips."""
+
+    def check_feed(self, name, expected):
+        with tempfile.TemporaryDirectory() as out:
+            done = run_import(os.path.join(SHARED_GTFS, name), out)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            _, stations = read_csv(os.path.join(out, "station_info.csv"))
+            _, lines = read_csv(os.path.join(out, "line_info.csv"))
+            with open(os.path.join(out, "city.json"), encoding="utf-8") as handle:
+                info = json.load(handle)
+        hops = {r["stop_id"]: set(json.loads(r["next_hop_stations"])) for r in stations}
+        self.assertEqual((info["date"], len(stations), len(lines)), expected[:3])
+        self.assertEqual(info["city"], "New York")
+        trips = feed_trips_on(os.path.join(SHARED_GTFS, name), info["date"])
+        patterns = {}
+        for stops in trips.values():
+            patterns[tuple(stops)] = patterns.get(tuple(stops), 0) + 1
+        kept_trips = 0
+        for line in lines:
+            stops = tuple(s["stop_id"] for s in json.loads(line["station_list"]))
+            # every line is the stop sequence of trips that run that day ...
+            self.assertIn(stops, patterns, line["line_name"])
+            kept_trips += patterns[stops]
+            # ... and each of its consecutive stops is a next hop
+            for a, b in zip(stops, stops[1:]):
+                self.assertIn(b, hops[a], line["line_name"])
+            self.assertTrue(line["line_name"].startswith("地铁"), line["line_name"])
+        self.assertEqual(kept_trips, expected[3])
+        self.assertEqual(len(trips), expected[4])
+        return hops
+
+    def test_nyc_subway(self):
+        hops = self.check_feed("nyc-subway.zip", ("20260526", 977, 58, 6598, 8497))
+        # platforms of one station are linked both ways (parent_station) ...
+        self.assertIn("101S", hops["101N"])
+        self.assertIn("101N", hops["101S"])
+        # ... and transfers.txt links stations (112 168 St on the 1 -> A09 168 St on the A/C)
+        self.assertTrue(hops["112S"] & {"A09N", "A09S"})
+
+    def test_nyc_lirr(self):
+        self.check_feed("nyc-lirr.zip", ("20260923", 114, 24, 322, 961))
+
+
+if __name__ == "__main__":
+    unittest.main()
