@@ -22,11 +22,13 @@ import csv
 import gc
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
 import re
 import sys
+import tempfile
 import time
 from itertools import repeat
 from operator import itemgetter
@@ -66,7 +68,11 @@ SCORE_SAME_BAND_PCT = 0.1        # |deviation| <= 0.1 % counts as the same score
 PREFERENCE_TIME_FACTOR = 1.1
 
 ROUTE_KEYS = ("first", "second", "third")
-SCHEMA_VERSION = 1
+
+# The project's version (semantic versioning): it goes into every report and
+# signature, so figures can be traced to the code that computed them.
+VERSION = "1.1.0"
+SCHEMA_VERSION = 2               # report.json / details.jsonl layout (README changelog)
 
 EXIT_OK = 0
 EXIT_USAGE = 2                   # usage or input-file problem
@@ -129,7 +135,14 @@ class InputError(Exception):
 
 
 class RowError(Exception):
-    """A row that cannot be evaluated; it becomes an error row with this reason."""
+    """A row that cannot be evaluated; it becomes an error row with this reason.
+
+    ``code`` is the reason part of its failure code ``error.<code>``.
+    """
+
+    def __init__(self, message, code="invalid_prediction"):
+        Exception.__init__(self, message)
+        self.code = code
 
 
 class ServiceError(Exception):
@@ -168,7 +181,10 @@ def _scalar_text(value, field):
     if value is None:
         return 0.0, ""
     if isinstance(value, (int, float)):
-        return float(value), ""
+        try:
+            return float(value), ""
+        except OverflowError:          # a JSON integer of hundreds of digits
+            raise RowError("%s is a number too large to use" % field)
     if isinstance(value, (list, dict)):
         raise RowError("%s is a %s, expected text or a number"
                        % (field, "list" if isinstance(value, list) else "JSON object"))
@@ -277,13 +293,24 @@ def parse_lnglat(text, field):
     elif isinstance(text, str):
         parts = text.split(",")
     else:
-        raise RowError("prompt %s is not a \"lng,lat\" string" % field)
+        raise RowError("prompt %s is not a \"lng,lat\" string" % field, "invalid_prompt")
     if len(parts) != 2:
-        raise RowError("prompt %s %r is not a \"lng,lat\" pair" % (field, text))
+        raise RowError("prompt %s %r is not a \"lng,lat\" pair" % (field, text),
+                       "invalid_prompt")
     try:
-        return (float(parts[0]), float(parts[1]))
-    except (TypeError, ValueError):
-        raise RowError("prompt %s %r is not a \"lng,lat\" pair of numbers" % (field, text))
+        point = (float(parts[0]), float(parts[1]))
+    except (TypeError, ValueError, OverflowError):
+        raise RowError("prompt %s %r is not a \"lng,lat\" pair of numbers" % (field, text),
+                       "invalid_prompt")
+    if not valid_point(point):
+        raise RowError("prompt %s %r is not a longitude within +-180 and a latitude within "
+                       "+-90" % (field, text), "invalid_prompt")
+    return point
+
+
+def valid_point(point):
+    """Finite longitude within +-180 and latitude within +-90 (NaN fails too)."""
+    return -180.0 <= point[0] <= 180.0 and -90.0 <= point[1] <= 90.0
 
 
 def haversine_km(lng1, lat1, lng2, lat2):
@@ -363,6 +390,11 @@ class StationNetwork(object):
         self._lookup = lookup          # stop -> list of cells, or None
         self._columns = columns        # (i_stop, i_x, i_y, i_hops, i_name or None, width)
         self._decoded = {}             # stop -> (next hops, (lng, lat)) once touched
+        duplicates = getattr(lookup, "duplicates", None)
+        # What a user should know about the file (listed in the report's warnings).
+        self.warnings = [] if not duplicates else [
+            "station file %s lists %d stop id(s) more than once (e.g. %s); the last line "
+            "of each is used" % (path, duplicates[0], duplicates[1])]
 
     # -- loading ----------------------------------------------------------
     @classmethod
@@ -461,6 +493,8 @@ class StationNetwork(object):
         i_x, i_y, i_hops = self._columns[1:4]
         cell = cells[i_hops].strip(JSON_WHITESPACE)
         try:
+            if json_too_deep(cell):
+                raise ValueError
             hops = loads_stripped(cell) if cell else []
             if not isinstance(hops, list):
                 raise ValueError
@@ -471,8 +505,10 @@ class StationNetwork(object):
         x, y = cells[i_x].strip(), cells[i_y].strip()
         try:
             point = (float(x) if x else 0.0, float(y) if y else 0.0)
+            if not valid_point(point):
+                raise ValueError
         except ValueError:
-            point = "coord_x/coord_y"
+            point = "coord_x/coord_y (a longitude within +-180 and a latitude within +-90)"
         decoded = (hops, point)
         self._decoded[stop] = decoded
         return decoded
@@ -485,6 +521,8 @@ class StationNetwork(object):
 
 class _IndexedLines(object):
     """Stop id -> its line of the file, kept as bytes and parsed on demand."""
+
+    duplicates = None                # (how many repeated ids, an example) or None
 
     def __init__(self, lines, ordinals, path, line_numbers=None):
         self._lines = lines              # data lines as bytes, blank lines removed
@@ -517,7 +555,12 @@ class _IndexedLines(object):
             keys = ids.decode("utf-8").split("\n") if lines else []
         except UnicodeDecodeError:
             raise InputError("station file %s is not UTF-8 text" % path)
-        return cls(lines, dict(zip(keys, range(len(keys)))), path, line_numbers)
+        indexed = cls(lines, dict(zip(keys, range(len(keys)))), path, line_numbers)
+        if len(indexed._ordinals) != len(keys):     # the last line of a repeated id wins
+            seen = set()
+            repeated = [key for key in keys if key in seen or seen.add(key)]
+            indexed.duplicates = (len(repeated), repeated[0])
+        return indexed
 
     def __contains__(self, stop):
         return stop in self._ordinals
@@ -546,6 +589,8 @@ class _IndexedLines(object):
 class _ParsedLines(object):
     """Stop id -> cells, read with the csv module (the general, slower path)."""
 
+    duplicates = None
+
     def __init__(self, rows, path, line_numbers=None):
         self._rows = rows
         self._path = path
@@ -557,16 +602,22 @@ class _ParsedLines(object):
             text = data[start:].decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("station file %s is not UTF-8 text" % path)
-        rows, numbers = {}, {}
+        rows, numbers, repeated = {}, {}, []
         try:
             reader = csv.reader(io.StringIO(text, newline=""))
             for cells in reader:
                 if cells and len(cells) > i_stop:
+                    if cells[i_stop] in rows:
+                        repeated.append(cells[i_stop])
                     rows[cells[i_stop]] = cells
                     numbers[cells[i_stop]] = reader.line_num + 1
         except csv.Error as exc:
-            raise InputError("station file %s is not valid CSV: %s" % (path, exc))
-        return cls(rows, path, numbers)
+            raise InputError("station file %s line %d is not valid CSV: %s"
+                             % (path, reader.line_num + 1, exc))
+        parsed = cls(rows, path, numbers)
+        if repeated:
+            parsed.duplicates = (len(repeated), repeated[0])
+        return parsed
 
     def __contains__(self, stop):
         return stop in self._rows
@@ -592,10 +643,10 @@ class SampleRow(object):
     """One input row: its number, id and the raw cells the evaluators read."""
 
     __slots__ = ("row", "index_id", "prompt", "label", "prediction", "req_type",
-                 "has_prediction")
+                 "has_prediction", "problem", "generator_error")
 
     def __init__(self, row, index_id, prompt, label, prediction, req_type=None,
-                 has_prediction=True):
+                 has_prediction=True, problem=None):
         self.row = row                    # 1-based data row number (header excluded)
         self.index_id = index_id
         self.prompt = prompt              # raw sft_prompt cell
@@ -603,6 +654,15 @@ class SampleRow(object):
         self.prediction = prediction      # raw text, or an already-decoded object
         self.req_type = req_type          # raw req_type cell or None
         self.has_prediction = has_prediction
+        self.problem = problem            # why the row itself is malformed, or None
+        self.generator_error = None       # a predictions file's "error" for this id
+
+    def __getstate__(self):               # pickled to worker processes
+        return tuple(getattr(self, key) for key in self.__slots__)
+
+    def __setstate__(self, state):
+        for key, value in zip(self.__slots__, state):
+            setattr(self, key, value)
 
 
 def file_sha256(path):
@@ -613,25 +673,69 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-def _open_text(path, what):
+class _HashingReader(io.RawIOBase):
+    """A binary file whose bytes are hashed as they are read: an input is read
+    once (a pipe or a FIFO works) and its hash is that of what was read."""
+
+    def __init__(self, raw):
+        io.RawIOBase.__init__(self)
+        self.raw = raw
+        self.digest = hashlib.sha256()
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        count = self.raw.readinto(buffer)
+        if count:
+            self.digest.update(memoryview(buffer)[:count])
+        return count
+
+    def close(self):
+        self.raw.close()
+        io.RawIOBase.close(self)
+
+
+def _open_hashed_text(path, what):
+    """(text handle, hashing reader) for a UTF-8 CSV/JSONL input, BOM skipped."""
     try:
-        return open(path, encoding="utf-8-sig", newline="")
+        raw = open(path, "rb", buffering=0)
     except OSError as exc:
         raise InputError("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
+    if os.path.isdir(path):
+        raw.close()
+        raise InputError("cannot read %s %s: it is a folder" % (what, path))
+    hashed = _HashingReader(raw)
+    text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 16), encoding="utf-8-sig",
+                            newline="")
+    return text, hashed
 
 
-def read_samples(path, prediction_column, need_req_type=False, sample_count=None):
-    """Read the sample CSV into SampleRow objects (prediction from a column).
+def _drain(handle):
+    """Read the rest of a text handle (so its hash covers the whole file)."""
+    buffer = handle.buffer
+    while buffer.read(1 << 20):
+        pass
+
+
+class SampleReader(object):
+    """Streams the sample CSV as SampleRows, hashing it while reading.
 
     ``prediction_column`` is ``generate_results`` or ``sft_label``, or None
     when predictions come from a separate file.  Accepts ``index_id`` or
-    ``indexid``; other columns are ignored.
+    ``indexid``; other columns are ignored.  A row whose cell count differs
+    from the header's (a stray quote that swallowed a line break, a cut row)
+    is kept as a row with a ``problem``: it becomes an error row.
     """
-    handle = _open_text(path, "input file")
-    with handle:
+
+    def __init__(self, path, prediction_column, need_req_type=False, sample_count=None):
+        self.path = path
+        self.sample_count = sample_count
+        self.warnings = []
+        self.handle, self.hashed = _open_hashed_text(path, "input file")
+        self.reader = csv.reader(self.handle)
         try:
-            reader = csv.reader(handle)
-            header = next(reader, None)
+            header = self._next()
             if header is None:
                 raise InputError("input file %s is empty" % path)
             header = [cell.strip() for cell in header]
@@ -647,53 +751,221 @@ def read_samples(path, prediction_column, need_req_type=False, sample_count=None
             if missing:
                 raise InputError("input file %s lacks column(s) %s (has: %s)"
                                  % (path, ", ".join(missing), ", ".join(header)))
-            i_id = header.index(id_column)
-            i_prompt = header.index("sft_prompt")
-            i_label = header.index("sft_label")
-            i_pred = header.index(prediction_column) if prediction_column else None
-            i_req = header.index("req_type") if need_req_type else None
-            rows = []
-            for cells in reader:
-                if sample_count is not None and len(rows) >= sample_count:
-                    break
-                if not cells or (len(cells) == 1 and not cells[0].strip()):
-                    continue   # a blank line is not a row
-                cells = cells + [""] * (len(header) - len(cells))
-                rows.append(SampleRow(
-                    len(rows) + 1, cells[i_id], cells[i_prompt], cells[i_label],
-                    cells[i_pred] if i_pred is not None else None,
-                    cells[i_req] if i_req is not None else None,
-                    has_prediction=i_pred is not None))
-        except UnicodeDecodeError:
-            raise InputError("input file %s is not UTF-8 text" % path)
-        except csv.Error as exc:
-            raise InputError("input file %s is not valid CSV: %s" % (path, exc))
-    return rows
+        except InputError:
+            self.handle.close()
+            raise
+        repeated = sorted({col for col in header if col and header.count(col) > 1})
+        if repeated:
+            self.warnings.append("input file %s repeats column(s) %s; the first of each is used"
+                                 % (path, ", ".join(repeated)))
+        self.width = len(header)
+        self.columns = (header.index(id_column), header.index("sft_prompt"),
+                        header.index("sft_label"),
+                        header.index(prediction_column) if prediction_column else None,
+                        header.index("req_type") if need_req_type else None)
 
-
-def read_predictions(path):
-    """Read model outputs keyed by id from JSON Lines or CSV.
-
-    Returns (ordered list of (id, prediction, line number), problems) where a
-    prediction is the raw text or a decoded JSON object.
-    """
-    handle = _open_text(path, "predictions file")
-    with handle:
+    def _next(self):
         try:
-            head = handle.read(4096)
-            handle.seek(0)
-            if head.lstrip().startswith("{"):
-                return _read_predictions_jsonl(handle, path)
-            return _read_predictions_csv(handle, path)
+            return next(self.reader, None)
         except UnicodeDecodeError:
-            raise InputError("predictions file %s is not UTF-8 text" % path)
+            raise InputError("input file %s line %d is not UTF-8 text"
+                             % (self.path, self.reader.line_num + 1))
+        except csv.Error as exc:
+            raise InputError("input file %s line %d is not valid CSV: %s"
+                             % (self.path, self.reader.line_num, exc))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+    def __iter__(self):
+        i_id, i_prompt, i_label, i_pred, i_req = self.columns
+        width = self.width
+        count = 0
+        limit = self.sample_count
+        reader = self.reader
+        while limit is None or count < limit:
+            start = reader.line_num + 1
+            cells = self._next()
+            if cells is None:
+                break
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue   # a blank line is not a row
+            count += 1
+            problem = None
+            if len(cells) != width:
+                problem = "the row has %d cell(s) where the header has %d" % (len(cells), width)
+                if reader.line_num > start:
+                    problem += (" (it runs over lines %d-%d: a stray quote may have joined "
+                                "rows)" % (start, reader.line_num))
+                cells = cells + [""] * (width - len(cells))
+            yield SampleRow(count, cells[i_id], cells[i_prompt], cells[i_label],
+                            cells[i_pred] if i_pred is not None else None,
+                            cells[i_req] if i_req is not None else None,
+                            has_prediction=i_pred is not None, problem=problem)
+
+    def finish(self):
+        """Read what is left (--sample_count stops early) and return the file's hash."""
+        try:
+            _drain(self.handle)
+        except OSError as exc:
+            raise InputError("cannot read input file %s: %s" % (self.path, exc.strerror or exc))
+        return self.hashed.digest.hexdigest()
 
 
-def _read_predictions_jsonl(handle, path):
+class RowsSource(object):
+    """Sample rows given as dicts (the Python API) instead of a file."""
+
+    def __init__(self, rows, prediction_column, need_req_type=False, sample_count=None):
+        self.rows = rows
+        self.prediction_column = prediction_column
+        self.need_req_type = need_req_type
+        self.sample_count = sample_count
+        self.warnings = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def __iter__(self):
+        for number, row in enumerate(self.rows, start=1):
+            if self.sample_count is not None and number > self.sample_count:
+                break
+            if not isinstance(row, dict):
+                raise InputError("row %d is %s, expected a dict" % (number, type_name(row)))
+            index_id = row.get("index_id", row.get("indexid", ""))
+            column = self.prediction_column
+            yield SampleRow(number, "" if index_id is None else str(index_id),
+                            row.get("sft_prompt"), row.get("sft_label"),
+                            row.get(column) if column else None,
+                            row.get("req_type") if self.need_req_type else None,
+                            has_prediction=column is not None)
+
+    def finish(self):
+        return None
+
+
+class PredictionsFile(object):
+    """Model outputs keyed by id, from JSON Lines or CSV, read once (hashed while
+    read), then joined to the test rows as they stream by.
+
+    Each id's entries are used in file order, results before error lines (a
+    generator's failed attempt), so the n-th test row with an id gets that id's
+    n-th prediction; what is left over, or missing, is reported.
+    """
+
+    def __init__(self, path, entries, sha256):
+        self.path = path
+        self.sha256 = sha256
+        self.read_count = len(entries)
+        self.by_id = {}
+        for index_id, prediction, line_no, error in entries:
+            self.by_id.setdefault(index_id, []).append((error is not None, line_no,
+                                                        prediction, error))
+        for items in self.by_id.values():
+            if len(items) > 1:
+                items.sort(key=lambda item: (item[0], item[1]))   # results first, in order
+        self.joined = 0
+        self.missing = 0
+        self.repeated_test_ids = []
+        self._seen_test_ids = set()
+
+    @classmethod
+    def read(cls, path):
+        handle, hashed = _open_hashed_text(path, "predictions file")
+        with handle:
+            try:
+                first = handle.readline()
+                while first and not first.strip():
+                    first = handle.readline()
+                lines = itertools.chain([first], handle)
+                if first.lstrip().startswith("{"):
+                    entries = _read_predictions_jsonl(lines, path)
+                else:
+                    entries = _read_predictions_csv(lines, path)
+                _drain(handle)
+            except UnicodeDecodeError:
+                raise InputError("predictions file %s is not UTF-8 text" % path)
+            except OSError as exc:
+                raise InputError("cannot read predictions file %s: %s"
+                                 % (path, exc.strerror or exc))
+        return cls(path, entries, hashed.digest.hexdigest())
+
+    def join(self, samples):
+        """Attach each test row's prediction (or its absence) as the rows stream by."""
+        by_id = self.by_id
+        for sample in samples:
+            if sample.index_id in self._seen_test_ids:
+                if len(self.repeated_test_ids) < 5:
+                    self.repeated_test_ids.append(sample.index_id)
+                else:
+                    self.repeated_test_ids.append(None)
+            else:
+                self._seen_test_ids.add(sample.index_id)
+            items = by_id.get(sample.index_id)
+            if items:
+                is_error, _, prediction, error = items.pop(0)
+                if not items:
+                    del by_id[sample.index_id]
+                if is_error:
+                    sample.has_prediction = False
+                    sample.prediction = None
+                    sample.generator_error = error
+                    self.missing += 1
+                else:
+                    sample.has_prediction = True
+                    sample.prediction = prediction
+                    self.joined += 1
+            else:
+                sample.has_prediction = False
+                sample.prediction = None
+                self.missing += 1
+            yield sample
+
+    def statistics(self):
+        """Join statistics: predictions for ids not in the test file, ids given
+        more often than the test file has them, test rows without a result."""
+        unknown = [i for i in self.by_id if i not in self._seen_test_ids]
+        extra = [i for i in self.by_id if i in self._seen_test_ids]
+        return {"predictions": self.read_count, "joined": self.joined,
+                "missing": self.missing,
+                "unknown_ids": sum(len(self.by_id[i]) for i in unknown),
+                "unknown_id_examples": unknown[:5],
+                "duplicate_ids": sum(len(self.by_id[i]) for i in extra),
+                "duplicate_id_examples": extra[:5],
+                "repeated_test_ids": len(self.repeated_test_ids),
+                "repeated_test_id_examples": [i for i in self.repeated_test_ids if i][:5]}
+
+    def warnings(self):
+        stats = self.statistics()
+        out = []
+        if stats["unknown_ids"]:
+            out.append("%d prediction(s) with an id not in the test file, e.g. %s"
+                       % (stats["unknown_ids"], ", ".join(stats["unknown_id_examples"])))
+        if stats["duplicate_ids"]:
+            out.append("%d duplicate prediction(s) left over (an id given more often than the "
+                       "test file has it; the first result is used), e.g. %s"
+                       % (stats["duplicate_ids"], ", ".join(stats["duplicate_id_examples"])))
+        if stats["repeated_test_ids"]:
+            out.append("%d test row(s) repeat an earlier row's id; each gets the next "
+                       "prediction for that id, e.g. %s"
+                       % (stats["repeated_test_ids"],
+                          ", ".join(stats["repeated_test_id_examples"])))
+        return out
+
+
+def _read_predictions_jsonl(lines, path):
     entries = []
-    for line_no, line in enumerate(handle, start=1):
+    for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if json_too_deep(line):
+            raise InputError("predictions file %s line %d is nested more than %d levels deep"
+                             % (path, line_no, MAX_JSON_DEPTH))
         try:
             obj = json.loads(line)
         except ValueError as exc:
@@ -703,15 +975,21 @@ def _read_predictions_jsonl(handle, path):
         key = next((col for col in ID_COLUMNS if col in obj), None)
         if key is None:
             raise InputError("predictions file %s line %d has no index_id/indexid" % (path, line_no))
-        if "generate_results" not in obj:
-            raise InputError("predictions file %s line %d has no generate_results" % (path, line_no))
-        entries.append((str(obj[key]), obj["generate_results"], line_no))
+        if "generate_results" in obj:
+            entries.append((str(obj[key]), obj["generate_results"], line_no, None))
+        elif "error" in obj:           # generate.py's line for a row that failed for good
+            error = obj["error"]
+            entries.append((str(obj[key]), None, line_no,
+                            error if isinstance(error, str) else json.dumps(error)))
+        else:
+            raise InputError("predictions file %s line %d has neither generate_results nor "
+                             "error" % (path, line_no))
     return entries
 
 
-def _read_predictions_csv(handle, path):
+def _read_predictions_csv(lines, path):
+    reader = csv.reader(lines)
     try:
-        reader = csv.reader(handle)
         header = [cell.strip() for cell in next(reader, [])]
         id_column = next((col for col in ID_COLUMNS if col in header), None)
         if id_column is None or "generate_results" not in header:
@@ -719,49 +997,15 @@ def _read_predictions_csv(handle, path):
                              "generate_results (has: %s)" % (path, ", ".join(header)))
         i_id, i_pred = header.index(id_column), header.index("generate_results")
         entries = []
-        for line_no, cells in enumerate(reader, start=2):
+        for cells in reader:
             if not cells:
                 continue
             cells = cells + [""] * (len(header) - len(cells))
-            entries.append((cells[i_id], cells[i_pred], line_no))
+            entries.append((cells[i_id], cells[i_pred], reader.line_num, None))
         return entries
     except csv.Error as exc:
-        raise InputError("predictions file %s is not valid CSV: %s" % (path, exc))
-
-
-def join_predictions(rows, entries):
-    """Attach predictions to test rows by id; report what does not join.
-
-    Returns a dict of join statistics: ``unknown_ids`` (predictions for ids not
-    in the test file), ``duplicate_ids`` (ids given more than once: the first
-    is used), ``missing`` (test rows without a prediction: no-response rows).
-    """
-    by_id = {}
-    duplicates, unknown = [], []
-    test_ids = {}
-    for sample in rows:
-        test_ids.setdefault(sample.index_id, sample)
-    for index_id, prediction, _ in entries:
-        if index_id in by_id:
-            duplicates.append(index_id)
-            continue
-        if index_id not in test_ids:
-            unknown.append(index_id)
-            continue
-        by_id[index_id] = prediction
-    missing = 0
-    for sample in rows:
-        if sample.index_id in by_id:
-            prediction = by_id[sample.index_id]
-            sample.has_prediction = True
-            sample.prediction = prediction
-        else:
-            sample.has_prediction = False
-            sample.prediction = None
-            missing += 1
-    return {"predictions": len(entries), "joined": len(rows) - missing, "missing": missing,
-            "unknown_ids": len(unknown), "unknown_id_examples": unknown[:5],
-            "duplicate_ids": len(duplicates), "duplicate_id_examples": duplicates[:5]}
+        raise InputError("predictions file %s line %d is not valid CSV: %s"
+                         % (path, reader.line_num, exc))
 
 
 _DECODER = json.JSONDecoder()
@@ -806,14 +1050,18 @@ def loads_stripped(text):
     return value
 
 
-def decode_json(text, what, lenient=False):
+def decode_json(text, what, lenient=False, code="invalid_json"):
     """Decode a JSON cell.  Returns (object, extracted?).
 
     ``lenient`` takes the first complete JSON object inside surrounding text
     (a ```json fence, a sentence before it); otherwise the text must be JSON.
+    A RowError carries ``code`` (``too_deep`` for nesting over MAX_JSON_DEPTH).
     """
     if not isinstance(text, str):
         return text, False
+    if json_too_deep(text):
+        raise RowError("%s is nested more than %d levels deep" % (what, MAX_JSON_DEPTH),
+                       "too_deep")
     try:
         return loads_stripped(text.strip(JSON_WHITESPACE)), False
     except ValueError as exc:
@@ -829,21 +1077,22 @@ def decode_json(text, what, lenient=False):
                 pass
             start = text.find("{", start + 1)
     if not text.strip():
-        raise RowError("%s is empty" % what)
-    raise RowError("%s is not valid JSON (%s)" % (what, error.msg if hasattr(error, "msg") else error))
+        raise RowError("%s is empty" % what, code)
+    raise RowError("%s is not valid JSON (%s)" % (what, error.msg if hasattr(error, "msg") else error),
+                   code)
 
 
 def read_prompt(text):
     """sft_prompt -> (origin (lng, lat), destination (lng, lat), city)."""
-    prompt, _ = decode_json(text, "sft_prompt")
+    prompt, _ = decode_json(text, "sft_prompt", code="invalid_prompt")
     if not isinstance(prompt, dict):
-        raise RowError("sft_prompt is not a JSON object")
+        raise RowError("sft_prompt is not a JSON object", "invalid_prompt")
     for key in ("start", "end"):
         if key not in prompt:
-            raise RowError("sft_prompt has no %s coordinates" % key)
+            raise RowError("sft_prompt has no %s coordinates" % key, "invalid_prompt")
     city = prompt.get("city")
     if city is not None and not isinstance(city, str):
-        raise RowError("sft_prompt city is not text")
+        raise RowError("sft_prompt city is not text", "invalid_prompt")
     return (parse_lnglat(prompt.get("start"), "start"),
             parse_lnglat(prompt.get("end"), "end"), city or "")
 
@@ -853,16 +1102,19 @@ def read_prompt(text):
 # ---------------------------------------------------------------------------
 
 class Verdict(object):
-    """The outcome of one check: ``ok`` and an English ``reason``."""
+    """The outcome of one check: ``ok``, an English ``reason`` and, when it
+    failed, the snake_case ``codes`` of why (the reason part of the row's
+    failure codes, e.g. ``broken_hop``)."""
 
-    __slots__ = ("ok", "reason")
+    __slots__ = ("ok", "reason", "codes")
 
-    def __init__(self, ok, reason):
+    def __init__(self, ok, reason, codes=()):
         self.ok = ok
         self.reason = reason
+        self.codes = tuple(codes)
 
     def __repr__(self):
-        return "Verdict(%r, %r)" % (self.ok, self.reason)
+        return "Verdict(%r, %r, %r)" % (self.ok, self.reason, self.codes)
 
 
 def _text_field(route, key):
@@ -953,12 +1205,13 @@ class Route(object):
                  "transit_lines", "cycling_legs", "score")
 
     def __init__(self, obj, protocol, what="prediction"):
+        code = "invalid_label" if what.startswith("label") else "invalid_prediction"
         if not isinstance(obj, dict):
-            raise RowError("%s is %s, expected a JSON object" % (what, type_name(obj)))
+            raise RowError("%s is %s, expected a JSON object" % (what, type_name(obj)), code)
         try:
             self._read(obj, protocol)
         except RowError as exc:        # name the side only now: messages are rare
-            raise RowError("%s %s" % (what, exc))
+            raise RowError("%s %s" % (what, exc), code)
 
     def _read(self, obj, protocol):
         get = obj.get
@@ -1005,16 +1258,17 @@ def check_reachability(stations, network, protocol):
     """Round 1: every consecutive pair of stations is one hop apart."""
     if len(stations) < protocol.min_connected_stations:
         return Verdict(False, "fewer than %d stations (%d)"
-                       % (protocol.min_connected_stations, len(stations)))
+                       % (protocol.min_connected_stations, len(stations)), ("too_short",))
     if len(stations) < 2:
         return Verdict(True, "fewer than 2 stations: nothing to connect")
     next_hops = network.next_hops
     for here, there in zip(stations, stations[1:]):
         hops = next_hops(here)
         if hops is None:
-            return Verdict(False, "%s has no next-hop information" % here)
+            return Verdict(False, "%s has no next-hop information" % here,
+                           ("unknown_station",))
         if there not in hops:
-            return Verdict(False, "%s -> %s not connected" % (here, there))
+            return Verdict(False, "%s -> %s not connected" % (here, there), ("broken_hop",))
     return Verdict(True, "all %d hops connected" % (len(stations) - 1))
 
 
@@ -1027,13 +1281,15 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
     """
     station_word = "first" if side == "origin" else "last"
     if stop_point is None:
-        return (Verdict(False, "%s station %s has no coordinates" % (station_word, stop)),
+        return (Verdict(False, "%s station %s has no coordinates" % (station_word, stop),
+                        (side + "_no_coordinates",)),
                 Verdict(True, "not checked: %s station has no coordinates" % station_word))
     straight = haversine_km(point[0], point[1], stop_point[0], stop_point[1])
     limit = access_threshold_km(mode, taxi_markers)
     if straight > limit:
         grounding = Verdict(False, "%s station %s is %.2f km from the %s (limit %g km for %s)"
-                            % (station_word, stop, straight, side, limit, mode or WALK))
+                            % (station_word, stop, straight, side, limit, mode or WALK),
+                            (side + "_too_far",))
     else:
         grounding = Verdict(True, "%s station within %g km" % (station_word, limit))
     return grounding, check_access_distance(side, straight, access_km, protocol)
@@ -1047,18 +1303,19 @@ def check_access_distance(side, straight, access_km, protocol):
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
         return Verdict(False, "%s access distance %.2f km is shorter than the straight line "
-                       "%.2f km" % (side, access_km, straight))
+                       "%.2f km" % (side, access_km, straight), (side + "_too_short",))
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
-                       "%.2f km)" % (side, access_km, high, straight))
+                       "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
     return Verdict(True, "%s access distance plausible" % side)
 
 
 def combine(verdicts, ok_reason):
     """All verdicts must pass; the reason is the first failure's."""
-    failures = [v.reason for v in verdicts if not v.ok]
-    if failures:
-        return Verdict(False, "; ".join(failures))
+    failed = [v for v in verdicts if not v.ok]
+    if failed:
+        return Verdict(False, "; ".join(v.reason for v in failed),
+                       [code for v in failed for code in v.codes])
     return Verdict(True, ok_reason)
 
 
@@ -1150,7 +1407,11 @@ def compare_routes(pred, label, protocol, names=None, station_sets=None):
 
 
 def judge_route(pred, label, origin, destination, network, protocol):
-    """All checks of one predicted route against its label -> record fields."""
+    """All checks of one predicted route against its label -> record fields.
+
+    ``_codes`` holds the failure codes of Rounds 1-2 by stage; ``finish_record``
+    turns it into the row's ``failure_codes``.
+    """
     reach = check_reachability(pred.stations, network, protocol)
     grounding, plausibility = check_grounding(pred, origin, destination, network, protocol)
     record = {
@@ -1158,48 +1419,63 @@ def judge_route(pred, label, origin, destination, network, protocol):
         "station_grounding": grounding.ok, "station_grounding_reason": grounding.reason,
         "distance_plausibility": plausibility.ok,
         "distance_plausibility_reason": plausibility.reason,
+        "_codes": {"reachability": reach.codes, "grounding": grounding.codes,
+                   "plausibility": plausibility.codes},
     }
     record.update(compare_routes(pred, label, protocol))
     return record
 
 
-def overlap_reason(record):
-    """Why a reachable route is not an exact match, in words."""
-    parts = []
-    if record["station_iou"] != 1:
-        parts.append("station IoU %.3f" % record["station_iou"])
-    if record["line_iou"] != 1:
-        parts.append("line IoU %.3f" % record["line_iou"])
-    if not record["transfer_mode_match"]:
-        parts.append("access modes differ from the label")
-    return ", ".join(parts) or "not an exact match"
+def judge_single_route(row, protocol, network):
+    """Checks of one single-route row (benchmarks 1 and 2) -> (record fields,
+    predicted Route, label Route)."""
+    label = Route(row.label, protocol, "label")
+    pred = Route(row.prediction, protocol, "prediction")
+    fields = judge_route(pred, label, row.origin, row.destination, network, protocol)
+    fields["prediction_routes"] = {"first": route_json(pred)}
+    fields["label_routes"] = {"first": route_json(label)}
+    return fields, pred, label
 
 
-def accuracy_reason(record):
-    parts = []
-    for field, unit in (("distance", "%"), ("time", "%"), ("fare", "%")):
-        if not record[field + "_accurate"]:
-            parts.append("%s off by %.1f%%" % (field, record[field + "_mape_pct"]))
-    return ", ".join(parts) or "accurate"
+def route_json(route, stations=None):
+    """A route as judged, for the details (enough to draw it without the input).
+
+    ``stations`` overrides the station list (the general LLM's matched names).
+    """
+    return {"stations": route.stations if stations is None else stations,
+            "lines": route.lines, "start_mode": route.start_mode,
+            "end_mode": route.end_mode}
 
 
 # ---------------------------------------------------------------------------
 # 5. Per-row records
 # ---------------------------------------------------------------------------
-# A record is a plain dict, written as is to --details.  Keys every evaluator
+# A record is a plain dict, written as is to the details.  Keys every evaluator
 # fills for an evaluated row: the verdicts of judge_route/compare_routes, plus
-# ``in_funnel`` (the row enters Round 1) and ``other_failures`` (scenario
-# checks outside the funnel, as "topic: reason" strings).
+# ``in_funnel`` (the row enters Round 1), ``other_failures`` (scenario checks
+# outside the funnel, as "topic: reason" strings) and ``failure_codes``.
+
+# The stages of a failure code ``<stage>.<reason>``, in the order a row's codes
+# are listed.  The codes themselves are listed in the README; keep them stable.
+STAGES = ("error", "no_response", "reachability", "grounding", "plausibility",
+          "overlap", "accuracy", "preference", "diversity")
+NO_RESPONSE = "no_response"
+
 
 def base_record(sample):
     return {"row": sample.row, "index_id": sample.index_id, "status": "evaluated",
-            "error": None, "in_funnel": True, "other_failures": []}
+            "error": None, "city": None, "origin": None, "destination": None,
+            "in_funnel": True, "prediction_routes": None, "label_routes": None,
+            "other_failures": []}
 
 
-def error_record(sample, message, in_funnel, status="error"):
+def error_record(sample, message, in_funnel, status="error", code=None):
+    """A row that was not evaluated: ``status`` error (code ``error.<code>``) or
+    no_response; it carries that one failure code and no other."""
     record = base_record(sample)
     record.update(status=status, error=message, in_funnel=in_funnel, reachable=False,
-                  failed_round=None)
+                  failed_round=None,
+                  failure_codes=[NO_RESPONSE] if status == NO_RESPONSE else ["error." + code])
     return record
 
 
@@ -1216,81 +1492,161 @@ def failed_round(record):
     return None
 
 
-def row_failures(record):
-    """Every failed check of a row as "topic: reason" strings (text report)."""
-    if record["status"] == "error":
-        return ["error: " + record["error"]]
-    if record["status"] == "no_response":
-        return ["no response: " + record["error"]]
-    out = []
-    if record.get("in_funnel"):
-        if not record.get("reachable"):
-            out.append("reachability: " + record["reachable_reason"])
-        else:
-            if not record["station_grounding"]:
-                out.append("grounding: " + record["station_grounding_reason"])
-            if not record["distance_plausibility"]:
-                out.append("plausibility: " + record["distance_plausibility_reason"])
-            if not record["exact_match"]:
-                out.append("overlap: " + overlap_reason(record))
-            elif not record["overall_accurate"]:
-                out.append("accuracy: " + accuracy_reason(record))
-    out.extend(record.get("other_failures", ()))
-    return out
+_ACCURACY_CODES = (("distance_accurate", "accuracy.distance"),
+                   ("time_accurate", "accuracy.time"),
+                   ("fare_accurate", "accuracy.fare"),
+                   ("transfer_accurate", "accuracy.access_distance"))
+
+
+def funnel_failure_codes(record, check_codes):
+    """Failure codes of Rounds 1-4 for an evaluated row.
+
+    A stage's codes go on exactly the rows that fail that round among the rows
+    it takes as input: reachability on Round 1's input, grounding and
+    plausibility on reachable rows, overlap on reachable rows that are not
+    exact matches, accuracy (one code per estimate that is off) on exact
+    matches.  ``check_codes`` holds the checks' own reasons by stage.
+    """
+    if not record.get("in_funnel"):
+        return []
+    if not record.get("reachable"):
+        return ["reachability." + code
+                for code in (check_codes.get("reachability") or ("unreachable",))]
+    codes = []
+    if not record["station_grounding"]:
+        codes.extend("grounding." + code
+                     for code in (check_codes.get("grounding") or ("failed",)))
+    if not record["distance_plausibility"]:
+        codes.extend("plausibility." + code
+                     for code in (check_codes.get("plausibility") or ("failed",)))
+    if not record["exact_match"]:
+        overlap = []
+        if record["station_iou"] != 1:
+            overlap.append("overlap.station_mismatch")
+        if record["line_iou"] != 1:
+            overlap.append("overlap.line_mismatch")
+        if not record["transfer_mode_match"]:
+            overlap.append("overlap.access_mode_mismatch")
+        codes.extend(overlap or ["overlap.not_exact"])
+    else:
+        codes.extend(code for key, code in _ACCURACY_CODES if not record[key])
+    return codes
+
+
+def finish_record(record, benchmark, protocol):
+    """Add ``failed_round`` and ``failure_codes`` to an evaluated row's record."""
+    record["failed_round"] = failed_round(record)
+    codes = funnel_failure_codes(record, record.pop("_codes", None) or {})
+    codes.extend(benchmark.scenario_codes(record, protocol))
+    record["failure_codes"] = codes
+    return record
 
 
 # ---------------------------------------------------------------------------
 # 6. The funnel engine
 # ---------------------------------------------------------------------------
+# Aggregation folds records one at a time into running totals, so a run holds
+# no record after its row is done.  Float sums are added in input order (also
+# across worker processes: see evaluate_in_workers), so every figure is the
+# same bit for bit whatever the number of processes.
 
-def _count(records, key):
-    return sum(1 for record in records if record.get(key))
+def _number(value):
+    # A details line writes a non-finite figure as null; folding it back as
+    # NaN gives the same (null) aggregate as the original value did.
+    return float("nan") if value is None else value
 
 
-def _mean_of(records, key):
-    return mean(record[key] for record in records)
+class FunnelTotals(object):
+    """Row counts and Rounds 1-4, folded one record at a time."""
+
+    # The record keys the fold reads (what a worker sends back per row).
+    KEYS = ("status", "in_funnel", "reachable", "station_grounding",
+            "distance_plausibility", "line_iou", "station_iou", "station_iou_exact",
+            "exact_match", "score", "label_score", "score_deviation_pct", "score_band",
+            "distance_accurate", "time_accurate", "fare_accurate", "transfer_accurate",
+            "overall_accurate", "distance_mape_pct", "time_mape_pct", "fare_mape_pct")
+
+    def __init__(self):
+        self.status = {"evaluated": 0, "error": 0, "no_response": 0}
+        self.entered = 0
+        self.reachable = 0
+        self.grounded = 0
+        self.plausible = 0
+        self.station_exact = 0
+        self.bands = {"worse": 0, "better": 0, "same": 0}
+        self.overlap_sums = [0, 0, 0, 0, 0]   # line IoU, station IoU, score, label, deviation
+        self.exact = 0
+        self.accurate = {"distance": 0, "time": 0, "fare": 0, "transfer": 0, "overall": 0}
+        self.accuracy_sums = [0, 0, 0, 0, 0]  # distance, time, fare MAPE, score, label
+
+    def add(self, record):
+        self.status[record["status"]] += 1
+        if not record.get("in_funnel"):
+            return
+        self.entered += 1
+        if not record.get("reachable"):
+            return
+        self.reachable += 1
+        self.grounded += bool(record["station_grounding"])
+        self.plausible += bool(record["distance_plausibility"])
+        self.station_exact += bool(record["station_iou_exact"])
+        self.bands[record["score_band"]] += 1
+        sums = self.overlap_sums
+        sums[0] += _number(record["line_iou"])
+        sums[1] += _number(record["station_iou"])
+        sums[2] += _number(record["score"])
+        sums[3] += _number(record["label_score"])
+        sums[4] += _number(record["score_deviation_pct"])
+        if not record["exact_match"]:
+            return
+        self.exact += 1
+        accurate = self.accurate
+        for key in ("distance", "time", "fare", "transfer", "overall"):
+            accurate[key] += bool(record[key + "_accurate"])
+        sums = self.accuracy_sums
+        sums[0] += _number(record["distance_mape_pct"])
+        sums[1] += _number(record["time_mape_pct"])
+        sums[2] += _number(record["fare_mape_pct"])
+        sums[3] += _number(record["score"])
+        sums[4] += _number(record["label_score"])
+
+    def counts(self):
+        status = self.status
+        return {"samples": sum(status.values()), "evaluated": status["evaluated"],
+                "errors": status["error"], "no_response": status["no_response"]}
+
+    def rounds(self):
+        reached, exact = self.reachable, self.exact
+        means = [total / reached if reached else None for total in self.overlap_sums]
+        accuracy_means = [total / exact if exact else None for total in self.accuracy_sums]
+        rounds = {
+            "reachability": {"input": self.entered, "passed": reached},
+            "grounding": {"input": reached, "station_grounding": self.grounded,
+                          "distance_plausibility": self.plausible},
+            "overlap": {"input": reached, "line_iou_mean": means[0],
+                        "station_iou_mean": means[1], "station_iou_exact": self.station_exact,
+                        "exact_match": exact, "expert_score_mean": means[2],
+                        "label_expert_score_mean": means[3],
+                        "score_deviation_pct_mean": means[4],
+                        "score_worse": self.bands["worse"],
+                        "score_better": self.bands["better"],
+                        "score_same": self.bands["same"]},
+            "accuracy": {"input": exact, "distance_mape_pct": accuracy_means[0],
+                         "time_mape_pct": accuracy_means[1],
+                         "fare_mape_pct": accuracy_means[2],
+                         "expert_score_mean": accuracy_means[3],
+                         "label_expert_score_mean": accuracy_means[4]},
+        }
+        rounds["accuracy"].update(self.accurate)
+        return rounds
 
 
 def funnel_rounds(records):
-    """Rounds 1-4 from per-row records.
-
-    Round 1 takes the rows with ``in_funnel``; Rounds 2 and 3 the reachable
-    ones; Round 4 the exact matches.  The scenario decides ``in_funnel`` and
-    ``exact_match``; the protocol decided the verdicts: this is the one
-    aggregation every evaluator shares.
-    """
-    entered = [r for r in records if r.get("in_funnel")]
-    reachable = [r for r in entered if r.get("reachable")]
-    exact = [r for r in reachable if r.get("exact_match")]
-    bands = [r["score_band"] for r in reachable]
-    return {
-        "reachability": {"input": len(entered), "passed": len(reachable)},
-        "grounding": {"input": len(reachable),
-                      "station_grounding": _count(reachable, "station_grounding"),
-                      "distance_plausibility": _count(reachable, "distance_plausibility")},
-        "overlap": {"input": len(reachable),
-                    "line_iou_mean": _mean_of(reachable, "line_iou"),
-                    "station_iou_mean": _mean_of(reachable, "station_iou"),
-                    "station_iou_exact": _count(reachable, "station_iou_exact"),
-                    "exact_match": len(exact),
-                    "expert_score_mean": _mean_of(reachable, "score"),
-                    "label_expert_score_mean": _mean_of(reachable, "label_score"),
-                    "score_deviation_pct_mean": _mean_of(reachable, "score_deviation_pct"),
-                    "score_worse": bands.count("worse"),
-                    "score_better": bands.count("better"),
-                    "score_same": bands.count("same")},
-        "accuracy": {"input": len(exact),
-                     "distance": _count(exact, "distance_accurate"),
-                     "time": _count(exact, "time_accurate"),
-                     "fare": _count(exact, "fare_accurate"),
-                     "transfer": _count(exact, "transfer_accurate"),
-                     "overall": _count(exact, "overall_accurate"),
-                     "distance_mape_pct": _mean_of(exact, "distance_mape_pct"),
-                     "time_mape_pct": _mean_of(exact, "time_mape_pct"),
-                     "fare_mape_pct": _mean_of(exact, "fare_mape_pct"),
-                     "expert_score_mean": _mean_of(exact, "score"),
-                     "label_expert_score_mean": _mean_of(exact, "label_score")},
-    }
+    """Rounds 1-4 from per-row records (the fold of FunnelTotals over them)."""
+    totals = FunnelTotals()
+    for record in records:
+        totals.add(record)
+    return totals.rounds()
 
 
 def metrics_block(rounds, diversity=None):
@@ -1316,13 +1672,88 @@ def metrics_block(rounds, diversity=None):
     return metrics
 
 
+class Aggregate(object):
+    """Counts, Rounds 1-4 and the scenario's own sections, folded record by record.
+
+    ``figures()`` gives the report's ``counts``, ``rounds``, scenario sections
+    (``diversity``) and ``metrics``.
+    """
+
+    def __init__(self, benchmark, protocol):
+        self.funnel = FunnelTotals()
+        self.scenario = benchmark.totals(protocol)
+        self.keys = FunnelTotals.KEYS + tuple(benchmark.aggregate_keys)
+
+    def add(self, record):
+        self.funnel.add(record)
+        if self.scenario is not None:
+            self.scenario.add(record)
+
+    def slim(self, record):
+        """Only what the fold reads (sent back by worker processes)."""
+        return {key: record[key] for key in self.keys if key in record}
+
+    def figures(self):
+        rounds = self.funnel.rounds()
+        figures = {"counts": self.funnel.counts(), "rounds": rounds}
+        if self.scenario is not None:
+            for key, section in self.scenario.sections().items():
+                if key == "rounds":
+                    rounds.update(section)
+                else:
+                    figures[key] = section
+        figures["metrics"] = metrics_block(rounds, figures.get("diversity"))
+        return figures
+
+
+# Scenario scripts by report name (the workflow tools fold details with them).
+BENCHMARKS = {"single_route": ("single_route.evaluate", "SingleRoute"),
+              "personalized": ("personalized.evaluate", "Personalized"),
+              "diversity": ("diversity.evaluate", "Diversity"),
+              "general_llm": ("general_llm.evaluate", "GeneralLLM")}
+
+
+def load_benchmark(name):
+    """The Benchmark of a report's ``benchmark`` name (InputError if unknown)."""
+    import importlib
+    if name not in BENCHMARKS:
+        raise InputError("unknown benchmark %r (known: %s)" % (name, ", ".join(BENCHMARKS)))
+    if PROJECT_DIR not in sys.path:
+        sys.path.insert(0, PROJECT_DIR)
+    module_name, class_name = BENCHMARKS[name]
+    return getattr(importlib.import_module(module_name), class_name)()
+
+
+def aggregate_records(benchmark_name, protocol_name, records):
+    """Fold records (dicts as in details.jsonl) into the report's figures, with the
+    evaluator's own aggregation: {"counts", "rounds", "diversity"?, "metrics"}."""
+    if protocol_name not in PROTOCOLS:
+        raise InputError("unknown protocol %r" % (protocol_name,))
+    aggregate = Aggregate(load_benchmark(benchmark_name), PROTOCOLS[protocol_name])
+    for record in records:
+        aggregate.add(record)
+    return aggregate.figures()
+
+
 # ---------------------------------------------------------------------------
 # 7. Reports
 # ---------------------------------------------------------------------------
 
 def report_json(report):
     """The report as deterministic JSON text (sorted keys, no NaN)."""
-    return json.dumps(_finite(report), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(_finite(report), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return text if _encodable(text) else \
+        json.dumps(_finite(report), ensure_ascii=True, indent=1, sort_keys=True) + "\n"
+
+
+def _encodable(text):
+    # A lone surrogate ("\ud800" from a JSON escape in model output) cannot be
+    # written as UTF-8; such text is written with \u escapes instead.
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _finite(value):
@@ -1332,13 +1763,38 @@ def _finite(value):
         return None
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_finite(item) for item in value]
     return value
 
 
+def details_bytes(record):
+    """One details line as UTF-8 bytes (sorted keys; \\u escapes where UTF-8 cannot go)."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except ValueError:                  # a non-finite figure: written as null
+        text = json.dumps(_finite(record), ensure_ascii=False, sort_keys=True)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(_finite(record), ensure_ascii=True, sort_keys=True).encode() + b"\n"
+
+
 def details_line(record):
-    return json.dumps(_finite(record), ensure_ascii=False, sort_keys=True) + "\n"
+    return details_bytes(record).decode("utf-8")
+
+
+# Control characters (C0, DEL, C1) in model text would reach the terminal raw
+# (ANSI escape sequences): everything printed goes through printable().
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text):
+    """Text safe to print: control characters as \\x.. escapes, lone surrogates as \\u...."""
+    text = _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group()), str(text))
+    if not _encodable(text):
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def fmt_pct(part, whole):
@@ -1440,12 +1896,15 @@ def render_header(out, report, title):
     counts = report["counts"]
     inputs = report["inputs"]
     out.text("%s   (protocol: %s)" % (title, report["protocol"]))
-    out.text("  input         %s  (field %s)" % (inputs["input"], inputs["input_field"]))
+    out.text("  input         %s  (field %s)" % (printable(inputs["input"]),
+                                                 inputs["input_field"]))
     if inputs.get("predictions"):
-        out.text("  predictions   %s" % inputs["predictions"])
-    out.text("  stations      %s" % inputs["station_info"])
+        out.text("  predictions   %s" % printable(inputs["predictions"]))
+    out.text("  stations      %s" % printable(inputs["station_info"]))
     if inputs.get("line_info"):
-        out.text("  lines         %s" % inputs["line_info"])
+        out.text("  lines         %s" % printable(inputs["line_info"]))
+    if inputs.get("api_url"):
+        out.text("  route-eval    %s" % printable(inputs["api_url"]))
     out.text("  samples %d   evaluated %d   errors %d   no response %d"
              % (counts["samples"], counts["evaluated"], counts["errors"],
                 counts["no_response"]))
@@ -1454,33 +1913,77 @@ def render_header(out, report, title):
     if join:
         out.text("  predictions: %d read, %d joined, %d test rows without one"
                  % (join["predictions"], join["joined"], join["missing"]))
-        if join["unknown_ids"]:
-            out.text("  WARNING: %d prediction(s) with an id not in the test file, e.g. %s"
-                     % (join["unknown_ids"], ", ".join(join["unknown_id_examples"])))
-        if join["duplicate_ids"]:
-            out.text("  WARNING: %d duplicate prediction id(s), first one used, e.g. %s"
-                     % (join["duplicate_ids"], ", ".join(join["duplicate_id_examples"])))
+    for warning in report.get("warnings", ()):
+        out.text("  WARNING: " + printable(warning))
     if notes.get("json_extracted"):
         out.text("  %d prediction(s) had text around the JSON; the first JSON object was used"
                  % notes["json_extracted"])
 
 
-def render_failures(out, records):
-    failing = [(r, row_failures(r)) for r in records]
-    failing = [(r, f) for r, f in failing if f]
-    out.title("Rows with a failed check (%d of %d)" % (len(failing), len(records)))
-    for record, failures in failing:
-        out.text("  row %-6d %s  %s" % (record["row"], record["index_id"] or "(no id)",
-                                        "; ".join(failures)))
+def overlap_reason(record):
+    """Why a reachable route is not an exact match, in words."""
+    parts = []
+    if record["station_iou"] != 1:
+        parts.append("station IoU %.3f" % record["station_iou"])
+    if record["line_iou"] != 1:
+        parts.append("line IoU %.3f" % record["line_iou"])
+    if not record["transfer_mode_match"]:
+        parts.append("access modes differ from the label")
+    return ", ".join(parts) or "not an exact match"
+
+
+def accuracy_reason(record):
+    parts = []
+    for field in ("distance", "time", "fare"):
+        if not record[field + "_accurate"]:
+            parts.append("%s off by %.1f%%" % (field, record[field + "_mape_pct"]))
+    return ", ".join(parts) or "accurate"
+
+
+def row_failures(record):
+    """Every failed check of a row as "topic: reason" strings (text report)."""
+    if record["status"] == "error":
+        return ["error: " + record["error"]]
+    if record["status"] == NO_RESPONSE:
+        return ["no response: " + record["error"]]
+    out = []
+    if record.get("in_funnel"):
+        if not record.get("reachable"):
+            out.append("reachability: " + record["reachable_reason"])
+        else:
+            if not record["station_grounding"]:
+                out.append("grounding: " + record["station_grounding_reason"])
+            if not record["distance_plausibility"]:
+                out.append("plausibility: " + record["distance_plausibility_reason"])
+            if not record["exact_match"]:
+                out.append("overlap: " + overlap_reason(record))
+            elif not record["overall_accurate"]:
+                out.append("accuracy: " + accuracy_reason(record))
+    out.extend(record.get("other_failures", ()))
+    return out
+
+
+def failure_line(record):
+    """The text report's line for a row with a failed check, or None."""
+    failures = row_failures(record)
+    if not failures:
+        return None
+    return printable("  row %-6d %s  %s" % (record["row"], record["index_id"] or "(no id)",
+                                            "; ".join(failures))) + "\n"
+
+
+def failures_title(failing, samples):
+    return "\nRows with a failed check (%d of %d)\n" % (failing, samples)
 
 
 def render_summary(out, report):
     out.title("Summary (%s protocol)" % report["protocol"])
     out.text("  " + summary_line(report["metrics"]))
+    out.text("  signature: " + printable(report["signature"]))
 
 
 # ---------------------------------------------------------------------------
-# 8. The command-line driver
+# 8. The engine's driver: options, the evaluation stream, the Python API, the CLI
 # ---------------------------------------------------------------------------
 
 PROJECT_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -1488,6 +1991,7 @@ DATA_DIR = os.path.join(PROJECT_DIR, "data")
 DATA_ENV = "TRANSITLM_DATA"
 STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
 LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")
+BATCH_ROWS = 256                 # rows decoded and judged together
 
 
 def default_data_file(names):
@@ -1502,20 +2006,36 @@ def default_data_file(names):
 
 
 class Benchmark(object):
-    """What a scenario script provides to the driver; subclass and override."""
+    """What a scenario script provides to the engine; subclass and override.
+
+    Every hook returns values; none edits the report.
+    """
 
     name = ""                    # report "benchmark"
     title = ""
     default_input = ""           # file name in data/
     needs_req_type = False
-    uses_line_info = False
     empty_prediction_is_no_response = False
+    aggregate_keys = ()          # record keys the scenario's totals read
+    station_names = False        # routes name stations (general LLM) instead of ids
+
+    def option_defaults(self):
+        """The scenario's own options and their defaults (beside Options.DEFAULTS)."""
+        return {}
+
+    def figure_options(self):
+        """Scenario options that can change a figure (recorded in the report)."""
+        return ()
 
     def add_arguments(self, parser):
         pass
 
     def prepare(self, context):
         """Load what the scenario needs (called once, after the station file)."""
+
+    def inputs(self, context):
+        """Scenario input files and services -> dict for the report's ``inputs``."""
+        return {}
 
     def sample_fields(self, sample):
         """Fields every record of this sample carries, error rows included."""
@@ -1529,18 +2049,24 @@ class Benchmark(object):
         """Evaluate one decoded row -> record fields (raise RowError if it can't)."""
         raise NotImplementedError
 
-    def evaluate_rows(self, rows, context, progress):
-        """Evaluate decoded rows (an iterator) -> yield (row, fields or RowError)."""
+    def evaluate_batch(self, rows, context):
+        """Evaluate decoded rows -> a list of record fields or RowError, in order."""
+        out = []
         for row in rows:
             try:
-                fields = self.evaluate(row, context)
+                out.append(self.evaluate(row, context))
             except RowError as exc:
-                fields = exc
-            progress.step()
-            yield row, fields
+                out.append(exc)
+        return out
 
-    def aggregate(self, records, report, context):
-        """Add scenario figures to the report (rounds["preference"], "diversity")."""
+    def scenario_codes(self, record, protocol):
+        """Failure codes of the scenario's own stages (preference, diversity)."""
+        return []
+
+    def totals(self, protocol):
+        """Running totals of the scenario's sections (an object with add(record)
+        and sections() -> {"rounds": {...}} and/or other report keys), or None."""
+        return None
 
     def can_run_in_workers(self, context):
         """May rows be split across worker processes (--workers)?"""
@@ -1548,6 +2074,40 @@ class Benchmark(object):
 
     def render(self, out, report):
         render_funnel(out, report["rounds"])
+
+    def warnings(self, context):
+        """Lines for the report's warnings (after the run)."""
+        return []
+
+
+class Options(object):
+    """What a run depends on besides its rows: the CLI's flags or the API's keywords.
+
+    The engine reads only this (never an argparse namespace).
+    """
+
+    DEFAULTS = {"input": None, "input_field": "generate_results", "predictions": None,
+                "strict_json": False, "sample_count": None, "station_info": None,
+                "protocol": "reference", "workers": 1, "quiet": True}
+    # Options that can change a figure or the row set: recorded in the report.
+    FIGURE_OPTIONS = ("protocol", "input_field", "sample_count", "strict_json")
+
+    def __init__(self, benchmark, **values):
+        defaults = dict(self.DEFAULTS)
+        defaults.update(benchmark.option_defaults())
+        unknown = sorted(set(values) - set(defaults))
+        if unknown:
+            raise InputError("unknown option(s) %s (known: %s)"
+                             % (", ".join(unknown), ", ".join(sorted(defaults))))
+        defaults.update(values)
+        self.__dict__.update(defaults)
+        if self.protocol not in PROTOCOLS:
+            raise InputError("unknown protocol %r (known: %s)"
+                             % (self.protocol, ", ".join(sorted(PROTOCOLS))))
+        self.figure_options = self.FIGURE_OPTIONS + tuple(benchmark.figure_options())
+
+    def recorded(self):
+        return {key: getattr(self, key) for key in self.figure_options}
 
 
 class DecodedRow(object):
@@ -1568,11 +2128,10 @@ class DecodedRow(object):
 class Context(object):
     """What evaluation needs besides the row: network, protocol, options."""
 
-    def __init__(self, args, protocol, network):
-        self.args = args
+    def __init__(self, options, protocol, network):
+        self.options = options
         self.protocol = protocol
         self.network = network
-        self.line_info_path = None     # set by an evaluator that reads line_info.csv
         # Counts reported under input_notes (e.g. json_extracted: predictions
         # whose JSON was cut out of surrounding text); summed across workers.
         self.tally = {}
@@ -1592,7 +2151,7 @@ class Progress(object):
     INTERVAL = 0.25
 
     def __init__(self, total, enabled, stream=None, clock=time.time):
-        self.total = total
+        self.total = total              # None when the row count is not known yet
         self.done = 0
         self.enabled = enabled
         self.stream = stream or sys.stderr
@@ -1610,9 +2169,12 @@ class Progress(object):
             return
         self.last = now
         rate = self.done / (now - self.start)
-        eta = (self.total - self.done) / rate if rate else 0.0
-        self.stream.write("\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (
-            self.done, self.total, rate, eta))
+        if self.total:
+            eta = (self.total - self.done) / rate if rate else 0.0
+            line = "\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (self.done, self.total, rate, eta)
+        else:
+            line = "\r  %d rows  %.0f rows/s " % (self.done, rate)
+        self.stream.write(line)
         self.stream.flush()
         self.shown = True
 
@@ -1621,6 +2183,390 @@ class Progress(object):
             self.stream.write("\r" + " " * 60 + "\r")
             self.stream.flush()
 
+
+# -- the row stream -----------------------------------------------------------
+
+def _is_empty_prediction(sample):
+    value = sample.prediction
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+class RowJudge(object):
+    """Turns samples into finished records: decoding, the scenario's checks,
+    failure codes.  One per run (and per worker process)."""
+
+    def __init__(self, benchmark, context):
+        self.benchmark = benchmark
+        self.context = context
+        self.protocol = context.protocol
+        options = context.options
+        self.lenient = bool(options.predictions) and not options.strict_json
+        self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
+                                     or bool(options.predictions))
+        self.in_funnel = benchmark.in_funnel_default(context.protocol)
+
+    def _not_evaluated(self, sample, message, status="error", code=None, prompt=None):
+        record = error_record(sample, message, self.in_funnel, status, code)
+        if prompt is not None:
+            record["origin"], record["destination"], record["city"] = prompt
+        record.update(self.benchmark.sample_fields(sample))
+        if sample.generator_error is not None:
+            record["generator_error"] = sample.generator_error
+        return record
+
+    def decode(self, sample):
+        """A sample -> DecodedRow, or the finished record of a row not evaluated."""
+        if sample.problem:
+            return self._not_evaluated(sample, sample.problem, code="malformed_row")
+        try:
+            prompt = read_prompt(sample.prompt)
+        except RowError as exc:
+            return self._not_evaluated(sample, str(exc), code=exc.code)
+        origin, destination, city = prompt
+        if not sample.has_prediction:
+            message = ("generator error: %s" % sample.generator_error
+                       if sample.generator_error is not None else "no prediction for this id")
+            return self._not_evaluated(sample, message, NO_RESPONSE, prompt=prompt)
+        # An empty output: the general-LLM evaluator (as published) and a
+        # predictions file call it no response; inline it is unreadable JSON.
+        if self.empty_is_no_response and _is_empty_prediction(sample):
+            return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
+        try:
+            label, _ = decode_json(sample.label, "sft_label", code="invalid_label")
+            prediction, extracted = decode_json(sample.prediction, "prediction", self.lenient)
+        except RowError as exc:
+            return self._not_evaluated(sample, str(exc), code=exc.code, prompt=prompt)
+        if extracted:
+            self.context.count("json_extracted")
+        return DecodedRow(sample, origin, destination, city, label, prediction)
+
+    def records(self, samples):
+        """Samples (an iterator) -> finished records, one per sample, in order.
+
+        Rows go through in batches of BATCH_ROWS (the general LLM judges a
+        batch with one request), so memory holds one batch, never the run.
+        """
+        benchmark = self.benchmark
+        batch = []
+        for sample in samples:
+            batch.append(self.decode(sample))
+            if len(batch) >= BATCH_ROWS:
+                for record in self._judge(batch):
+                    yield record
+                batch = []
+        if batch:
+            for record in self._judge(batch):
+                yield record
+
+    def _judge(self, batch):
+        rows = [item for item in batch if isinstance(item, DecodedRow)]
+        results = iter(self.benchmark.evaluate_batch(rows, self.context) if rows else ())
+        for item in batch:
+            if not isinstance(item, DecodedRow):
+                yield item
+                continue
+            fields = next(results)
+            sample = item.sample
+            prompt = (item.origin, item.destination, item.city)
+            if isinstance(fields, RowError):
+                yield self._not_evaluated(sample, str(fields), code=fields.code, prompt=prompt)
+                continue
+            record = base_record(sample)
+            record["origin"], record["destination"], record["city"] = prompt
+            record.update(self.benchmark.sample_fields(sample))
+            record.update(fields)
+            yield finish_record(record, self.benchmark, self.protocol)
+
+
+class RowSinks(object):
+    """Where each finished row goes: the details file, the failure listing
+    (spooled to a temporary file, printed after the rounds), the running
+    aggregate and, for the Python API, a list."""
+
+    def __init__(self, aggregate, details=None, failures=None, collect=None):
+        self.aggregate = aggregate
+        self.details = details          # binary file or None
+        self.failures = failures        # text spool or None
+        self.failing = 0
+        self.collect = collect          # list or None
+
+    def add(self, record):
+        if self.details is not None:
+            self.details.write(details_bytes(record))
+        if self.failures is not None:
+            line = failure_line(record)
+            if line is not None:
+                self.failures.write(line)
+                self.failing += 1
+        if self.collect is not None:
+            self.collect.append(record)
+        self.aggregate.add(record)
+
+    def render_chunk(self, records):
+        """A worker's side of add(): the details bytes, failure lines and slim
+        records of a chunk, for add_chunk in the parent."""
+        details = b"".join(map(details_bytes, records)) if self.details is not None else b""
+        lines = [line for line in map(failure_line, records) if line is not None] \
+            if self.failures is not None else []
+        return details, "".join(lines), len(lines), [self.aggregate.slim(r) for r in records]
+
+    def add_chunk(self, details, failures, failing, slim_records):
+        if self.details is not None:
+            self.details.write(details)
+        if self.failures is not None:
+            self.failures.write(failures)
+            self.failing += failing
+        for record in slim_records:
+            self.aggregate.add(record)
+
+
+MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
+CHUNK_ROWS = 1000                # rows a worker evaluates per task
+_FORKED = None                   # (judge, sinks) inherited by the worker processes
+
+
+def _can_fork():
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _evaluate_chunk(samples):
+    """Worker: evaluate a chunk of samples -> (details, failures, count, slim, tally)."""
+    judge, sinks = _FORKED
+    judge.context.tally = {}
+    records = list(judge.records(samples))
+    return sinks.render_chunk(records) + (judge.context.tally,)
+
+
+def _chunks(items, size):
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def evaluate_in_workers(judge, samples, sinks, progress, workers):
+    """Stream chunks of rows through ``workers - 1`` forked processes and this one.
+
+    Chunks are taken in input order, at most two per process in flight (memory
+    stays bounded), and every chunk's outputs are added in input order, so
+    every output is byte-identical to a single-process run.  Returns False
+    (nothing consumed) when no process pool can be made here.
+    """
+    import collections
+    import multiprocessing
+    global _FORKED
+    _FORKED = (judge, sinks)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(workers - 1)
+    except OSError:                   # no semaphores/shared memory here: one process
+        _FORKED = None
+        return False
+    pending = collections.deque()
+
+    def add_first():
+        local, item = pending.popleft()
+        if local:
+            for record in judge.records(item):
+                sinks.add(record)
+                progress.step()
+        else:
+            details, failures, failing, slim, tally = item.get()
+            sinks.add_chunk(details, failures, failing, slim)
+            for key, amount in tally.items():
+                judge.context.count(key, amount)
+            progress.step(len(slim))
+
+    try:
+        with pool:
+            for number, chunk in enumerate(_chunks(samples, CHUNK_ROWS)):
+                if number % workers == 0:
+                    pending.append((True, chunk))
+                else:
+                    pending.append((False, pool.apply_async(_evaluate_chunk, (chunk,))))
+                if len(pending) >= 2 * workers:
+                    add_first()
+            while pending:
+                add_first()
+    finally:
+        _FORKED = None
+    return True
+
+
+# -- inputs and the report ------------------------------------------------------
+
+def short_hash(hex_digest):
+    return (hex_digest or "none")[:8]
+
+
+def signature_line(report):
+    """One line naming everything the figures depend on (as sacreBLEU's signature):
+    transitlm:1.1.0|single_route|protocol:reference|field:generate_results|rows:38|
+    stations:889a5dbf|input:da737ae5, plus predictions, lines, service and any
+    figure option that is not at its default."""
+    inputs = report["inputs"]
+    sha = inputs["sha256"]
+    options = inputs["options"]
+    parts = ["transitlm:" + report["version"], report["benchmark"],
+             "protocol:" + report["protocol"], "field:" + options["input_field"],
+             "rows:%d" % report["counts"]["samples"],
+             "stations:" + short_hash(sha.get("station_info")),
+             "input:" + short_hash(sha.get("input"))]
+    if sha.get("predictions"):
+        parts.append("predictions:" + short_hash(sha["predictions"]))
+    if sha.get("line_info"):
+        parts.append("lines:" + short_hash(sha["line_info"]))
+    if inputs.get("api_url"):
+        parts.append("service:" + inputs["api_url"])
+    for key in sorted(options):
+        value = options[key]
+        if key in ("protocol", "input_field") or value in (None, False):
+            continue
+        parts.append(key if value is True else "%s:%s" % (key, value))
+    return "|".join(parts)
+
+
+def build_report(benchmark, aggregate, context, inputs, notes, warnings):
+    report = {"schema_version": SCHEMA_VERSION, "version": VERSION,
+              "benchmark": benchmark.name, "protocol": context.protocol.name,
+              "inputs": inputs, "warnings": warnings}
+    report.update(aggregate.figures())
+    if notes:
+        report["input_notes"] = notes
+    report["signature"] = signature_line(report)
+    return report
+
+
+def render_text_head(benchmark, report):
+    out = TextReport()
+    render_header(out, report, benchmark.title)
+    benchmark.render(out, report)
+    return out.render()
+
+
+def render_text_tail(report):
+    out = TextReport()
+    render_summary(out, report)
+    return "\n" + out.render()
+
+
+def evaluate_stream(benchmark, options, sinks_for, rows=None):
+    """The engine: stream the rows through the checks into the sinks.
+
+    ``sinks_for(aggregate)`` makes the RowSinks once the aggregate exists;
+    ``rows`` (dicts) replaces the input file.  Returns (report, sinks, network).
+    """
+    protocol = PROTOCOLS[options.protocol]
+    station_path = options.station_info or default_data_file(STATION_FILE_NAMES)
+    prediction_column = None if options.predictions else options.input_field
+    warnings = []
+    if rows is not None:
+        source = RowsSource(rows, prediction_column, benchmark.needs_req_type,
+                            options.sample_count)
+    else:
+        source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
+                              options.sample_count)
+    with source:
+        predictions = None
+        if options.predictions:
+            predictions = PredictionsFile.read(options.predictions)
+        network = StationNetwork.load(station_path)
+        context = Context(options, protocol, network)
+        benchmark.prepare(context)
+        aggregate = Aggregate(benchmark, protocol)
+        sinks = sinks_for(aggregate)
+        samples = iter(source)
+        if predictions is not None:
+            samples = predictions.join(samples)
+        progress = Progress(None, sys.stderr.isatty() and not options.quiet)
+        try:
+            workers = options.workers or os.cpu_count() or 1
+            done = False
+            if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
+                    and benchmark.can_run_in_workers(context)):
+                samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * 2)
+                if samples.enough:
+                    workers = min(workers, max(2, samples.known // MIN_ROWS_PER_WORKER))
+                    done = evaluate_in_workers(RowJudge(benchmark, context), samples, sinks,
+                                               progress, workers)
+            if not done:
+                for record in RowJudge(benchmark, context).records(samples):
+                    sinks.add(record)
+                    progress.step()
+        finally:
+            progress.finish()
+        input_hash = source.finish()
+    sha = {"input": input_hash, "station_info": network.sha256}
+    inputs = {"input": options.input if rows is None else "<rows>",
+              "input_field": options.input_field, "predictions": options.predictions,
+              "station_info": station_path, "line_info": None,
+              "options": options.recorded(), "sha256": sha}
+    scenario_inputs = benchmark.inputs(context)
+    if scenario_inputs.get("line_info"):
+        sha["line_info"] = scenario_inputs.pop("line_info_sha256")
+    scenario_inputs.pop("line_info_sha256", None)
+    inputs.update(scenario_inputs)
+    notes = {}
+    warnings.extend(source.warnings)
+    warnings.extend(network.warnings)
+    if predictions is not None:
+        sha["predictions"] = predictions.sha256
+        notes["predictions_join"] = predictions.statistics()
+        warnings.extend(predictions.warnings())
+    notes.update(sorted(context.tally.items()))
+    warnings.extend(benchmark.warnings(context))
+    report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
+    return report, sinks, network
+
+
+class _MinimumRows(object):
+    """An iterator that first reads ahead up to ``limit`` items, to tell whether
+    a stream is large enough for worker processes (``enough``)."""
+
+    def __init__(self, items, limit):
+        self._items = iter(items)
+        self._head = []
+        for item in self._items:
+            self._head.append(item)
+            if len(self._head) >= limit:
+                break
+        self.known = len(self._head)
+        self.enough = self.known >= limit
+
+    def __iter__(self):
+        head, self._head = self._head, []
+        for item in head:
+            yield item
+        for item in self._items:
+            yield item
+
+
+def evaluate(benchmark_name, rows=None, **options):
+    """Score rows from Python -> (report, records).
+
+    ``rows``: dicts with ``index_id`` (or ``indexid``), ``sft_prompt``,
+    ``sft_label``, the prediction under ``generate_results`` (text or an
+    already-decoded object) and ``req_type`` for benchmark 2; or None to read
+    ``input=PATH``.  Other keywords are the CLI's options (``protocol``,
+    ``station_info``, ``predictions``, ...).  Raises InputError for a
+    problem with the inputs; bad rows become error records, as in the CLI.
+    """
+    benchmark = load_benchmark(benchmark_name)
+    if rows is None and not options.get("input"):
+        options["input"] = os.path.join(DATA_DIR, benchmark.default_input)
+    opts = Options(benchmark, **options)
+    records = []
+    report, _, _ = evaluate_stream(benchmark, opts,
+                                   lambda aggregate: RowSinks(aggregate, collect=records),
+                                   rows=rows)
+    return report, records
+
+
+# -- the command line -------------------------------------------------------------
 
 def build_parser(benchmark):
     parser = argparse.ArgumentParser(
@@ -1651,11 +2597,21 @@ def build_parser(benchmark):
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                         help="reference: the published evaluator's rules, quirks included "
                              "(default); paper: the TransitLM paper's definitions")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write a run folder: DIR/report.json, DIR/details.jsonl, "
+                             "DIR/report.txt and DIR/report.html (DIR is created)")
     parser.add_argument("--json", metavar="PATH",
                         help="write the JSON report to PATH ('-' = stdout, replacing the "
                              "text report)")
     parser.add_argument("--details", metavar="PATH",
-                        help="write one JSON line per input row (verdicts and reasons)")
+                        help="write one JSON line per input row (verdicts, reasons, failure "
+                             "codes); '-' = stdout, replacing the text report")
+    parser.add_argument("--html", metavar="PATH",
+                        help="write a self-contained HTML report (funnel, failure reasons, "
+                             "row explorer with route maps)")
+    parser.add_argument("--html_rows", type=_positive_int, default=500, metavar="N",
+                        help="rows listed (with a map each) in the HTML report: failures "
+                             "first, then a sample of passed rows (default 500)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-row failure lines and no progress line")
     parser.add_argument("--workers", type=_positive_int, default=0, metavar="N",
@@ -1677,155 +2633,92 @@ def _positive_int(text):
     return value
 
 
-def decode_row(sample, context, lenient):
-    """Decode the cells of a sample; raise RowError for unreadable ones."""
-    origin, destination, city = read_prompt(sample.prompt)
-    label, _ = decode_json(sample.label, "sft_label")
-    prediction, extracted = decode_json(sample.prediction, "prediction", lenient)
-    if extracted:
-        context.count("json_extracted")
-    return DecodedRow(sample, origin, destination, city, label, prediction)
+# Flags of the command line that are not evaluation options (where outputs go).
+OUTPUT_FLAGS = ("out", "json", "details", "html", "html_rows")
 
 
-def _is_empty_prediction(sample):
-    value = sample.prediction
-    return value is None or (isinstance(value, str) and not value.strip())
+def options_from_args(benchmark, args):
+    values = {key: value for key, value in vars(args).items() if key not in OUTPUT_FLAGS}
+    return Options(benchmark, **values)
 
 
-def evaluate_samples(benchmark, samples, context, progress):
-    """Samples -> records (one per sample, in order).
+class OutputFile(object):
+    """A file written through a temporary name and renamed when the run succeeds,
+    so a failed run leaves no half-written output."""
 
-    Rows stream through decoding and evaluation one at a time (a scenario may
-    pull a batch ahead), so memory holds the records, not every decoded row.
-    """
-    lenient = bool(context.args.predictions) and not context.args.strict_json
-    default_in_funnel = benchmark.in_funnel_default(context.protocol)
-    records = [None] * len(samples)
+    def __init__(self, path, binary=False):
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            handle, self.temp = tempfile.mkstemp(prefix=".transitlm-", dir=folder)
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
+        self.handle = os.fdopen(handle, "wb" if binary else "w",
+                                **({} if binary else {"encoding": "utf-8", "newline": "\n"}))
 
-    def error_row(sample, message, status="error"):
-        record = error_record(sample, message, default_in_funnel, status)
-        record.update(benchmark.sample_fields(sample))
-        return record
+    def write(self, data):
+        try:
+            self.handle.write(data)
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
 
-    def decoded_rows():
-        for index, sample in enumerate(samples):
-            if not sample.has_prediction:
-                records[index] = error_row(sample, "no prediction for this id", "no_response")
-                progress.step()
-                continue
-            # An empty output: the general-LLM evaluator (as published) and a
-            # predictions file call it no response; inline it is unreadable JSON.
-            if (benchmark.empty_prediction_is_no_response or context.args.predictions) \
-                    and _is_empty_prediction(sample):
-                records[index] = error_row(sample, "empty prediction", "no_response")
-                progress.step()
-                continue
-            try:
-                row = decode_row(sample, context, lenient)
-            except RowError as exc:
-                records[index] = error_row(sample, str(exc))
-                progress.step()
-                continue
-            row.index = index
-            yield row
+    def commit(self):
+        try:
+            self.handle.close()
+            os.chmod(self.temp, 0o644)
+            os.replace(self.temp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
 
-    for row, fields in benchmark.evaluate_rows(decoded_rows(), context, progress):
-        sample = row.sample
-        if isinstance(fields, RowError):
-            records[row.index] = error_row(sample, str(fields))
+    def discard(self):
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        if os.path.exists(self.temp):
+            os.remove(self.temp)
+
+
+def _output_plan(args):
+    """Where each output goes -> dict of role -> path ('-' = stdout); exit 2 on
+    clashes (two outputs to one file, two to stdout)."""
+    plan = {"json": args.json, "details": args.details, "html": args.html}
+    if args.out:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as exc:
+            raise InputError("cannot create run folder %s: %s" % (args.out, exc.strerror or exc))
+        plan["out_json"] = os.path.join(args.out, "report.json")
+        plan["out_details"] = os.path.join(args.out, "details.jsonl")
+        plan["out_text"] = os.path.join(args.out, "report.txt")
+        plan["out_html"] = os.path.join(args.out, "report.html")
+    to_stdout = [role for role, path in plan.items() if path == "-"]
+    if len(to_stdout) > 1:
+        raise InputError("only one output can go to stdout ('-'), not --%s"
+                         % " and --".join(to_stdout))
+    if plan["html"] == "-":
+        raise InputError("--html needs a file name")
+    seen = {}
+    inputs = {os.path.realpath(path) for path in (args.input, args.predictions,
+                                                  args.station_info) if path}
+    for role, path in plan.items():
+        if not path or path == "-":
             continue
-        record = base_record(sample)
-        record.update(benchmark.sample_fields(sample))
-        record.update(fields)
-        record["failed_round"] = failed_round(record)
-        records[row.index] = record
-    return records
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InputError("%s and %s would both be written to %s"
+                             % (_role_name(seen[real]), _role_name(role), path))
+        if real in inputs:
+            raise InputError("%s would overwrite the input file %s" % (_role_name(role), path))
+        seen[real] = role
+    return plan
 
 
-MIN_ROWS_PER_WORKER = 500       # below this a worker costs more than it saves
-_FORKED = None                   # (benchmark, samples, context) for the workers
-
-
-def _can_fork():
-    import multiprocessing
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def _evaluate_slice(bounds):
-    """Worker: evaluate samples[start:end] of the forked state -> (records, tally)."""
-    benchmark, samples, context = _FORKED
-    start, end = bounds
-    context.tally = {}
-    records = evaluate_samples(benchmark, samples[start:end], context, Progress(0, False))
-    return records, context.tally
-
-
-def evaluate_in_workers(benchmark, samples, context, progress, workers):
-    """evaluate_samples split over processes, in contiguous slices (None if no
-    process pool can be made here).
-
-    ``workers - 1`` forked processes inherit the loaded network and samples and
-    evaluate the later slices while this process evaluates the first one; the
-    records are joined in slice order, so every report is byte-identical to a
-    single-process run.
-    """
-    import multiprocessing
-    global _FORKED
-    size = -(-len(samples) // workers)
-    bounds = [(start, min(start + size, len(samples)))
-              for start in range(0, len(samples), size)]
-    _FORKED = (benchmark, samples, context)
-    try:
-        pool = multiprocessing.get_context("fork").Pool(len(bounds) - 1)
-    except OSError:                   # no semaphores/shared memory here: one process
-        _FORKED = None
-        return None
-    try:
-        with pool:
-            pending = pool.map_async(_evaluate_slice, bounds[1:], chunksize=1)
-            start, end = bounds[0]
-            records = evaluate_samples(benchmark, samples[start:end], context, progress)
-            for part, tally in pending.get():
-                records.extend(part)
-                for key, amount in tally.items():
-                    context.count(key, amount)
-                progress.step(len(part))
-    finally:
-        _FORKED = None
-    return records
-
-
-def build_report(benchmark, records, context, inputs, notes):
-    counts = {"samples": len(records),
-              "evaluated": sum(1 for r in records if r["status"] == "evaluated"),
-              "errors": sum(1 for r in records if r["status"] == "error"),
-              "no_response": sum(1 for r in records if r["status"] == "no_response")}
-    report = {"schema_version": SCHEMA_VERSION, "benchmark": benchmark.name,
-              "protocol": context.protocol.name, "inputs": inputs, "counts": counts,
-              "rounds": funnel_rounds(records)}
-    if notes:
-        report["input_notes"] = notes
-    benchmark.aggregate(records, report, context)
-    report["metrics"] = metrics_block(report["rounds"], report.get("diversity"))
-    return report
-
-
-def render_text(benchmark, report, records, quiet):
-    out = TextReport()
-    render_header(out, report, benchmark.title)
-    benchmark.render(out, report)
-    if not quiet:
-        render_failures(out, records)
-    render_summary(out, report)
-    return out.render()
-
-
-def _write(path, text):
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
+def _role_name(role):
+    return {"json": "--json", "details": "--details", "html": "--html",
+            "out_json": "--out's report.json", "out_details": "--out's details.jsonl",
+            "out_text": "--out's report.txt", "out_html": "--out's report.html"}[role]
 
 
 def run(benchmark, argv=None):
@@ -1833,16 +2726,15 @@ def run(benchmark, argv=None):
     parser = build_parser(benchmark)
     args = parser.parse_args(argv)
     # Nothing the evaluators build holds a reference cycle: reference counting
-    # frees it all, and the cyclic collector would only re-scan the growing
-    # station index and record list (a tenth of the run time at scale).
+    # frees it all, and the cyclic collector would only re-scan the station index.
     gc.disable()
     try:
         return _run(benchmark, args)
     except InputError as exc:
-        sys.stderr.write("error: %s\n" % exc)
+        sys.stderr.write("error: %s\n" % printable(exc))
         return EXIT_USAGE
     except ServiceError as exc:
-        sys.stderr.write("error: %s\n" % exc)
+        sys.stderr.write("error: %s\n" % printable(exc))
         return EXIT_SERVICE
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
@@ -1852,59 +2744,172 @@ def run(benchmark, argv=None):
 
 
 def _run(benchmark, args):
-    protocol = PROTOCOLS[args.protocol]
-    station_path = args.station_info or default_data_file(STATION_FILE_NAMES)
-    prediction_column = None if args.predictions else args.input_field
-    samples = read_samples(args.input, prediction_column, benchmark.needs_req_type,
-                           args.sample_count)
-    notes = {}
-    paths = [args.input, station_path]
-    if args.predictions:
-        join = join_predictions(samples, read_predictions(args.predictions))
-        notes["predictions_join"] = join
-        paths.append(args.predictions)
-    network = StationNetwork.load(station_path)
-    context = Context(args, protocol, network)
-    benchmark.prepare(context)
-    line_path = context.line_info_path
-    if line_path:
-        paths.append(line_path)
-    inputs = {"input": args.input, "input_field": args.input_field,
-              "predictions": args.predictions, "station_info": station_path,
-              "line_info": line_path,
-              "sha256": {path: (network.sha256 if path == station_path else file_sha256(path))
-                         for path in paths}}
-    progress = Progress(len(samples), sys.stderr.isatty() and not args.quiet)
+    options = options_from_args(benchmark, args)
+    plan = _output_plan(args)
+    files = []                         # OutputFiles, committed only when all went well
+
+    def output(path, binary=False):
+        handle = OutputFile(path, binary)
+        files.append(handle)
+        return handle
+
     try:
-        workers = min(args.workers or os.cpu_count() or 1,
-                      len(samples) // MIN_ROWS_PER_WORKER)
-        records = None
-        if workers > 1 and _can_fork() and benchmark.can_run_in_workers(context):
-            records = evaluate_in_workers(benchmark, samples, context, progress, workers)
-        if records is None:
-            records = evaluate_samples(benchmark, samples, context, progress)
+        details_path = plan.get("out_details") or (
+            plan["details"] if plan["details"] not in (None, "-") else None)
+        details = None
+        if details_path:
+            details = output(details_path, binary=True)
+        elif plan["details"] == "-" or plan["html"]:
+            details = _Spool(binary=True)
+        text_wanted = not any(plan[role] == "-" for role in ("json", "details")) \
+            or plan.get("out_text")
+        failures = None
+        if text_wanted and not options.quiet:
+            failures = _Spool()
+
+        report, sinks, network = evaluate_stream(
+            benchmark, options, lambda aggregate: RowSinks(aggregate, details, failures))
+
+        json_text = report_json(report)
+        for role in ("json", "out_json"):
+            if plan.get(role) and plan[role] != "-":
+                output(plan[role]).write(json_text)
+        if details is not None and plan["details"] not in (None, "-") \
+                and plan["details"] != details_path:
+            _copy_spool(details, output(plan["details"], binary=True))
+        text_parts = None
+        if text_wanted:
+            head = render_text_head(benchmark, report)
+            tail = render_text_tail(report)
+            text_parts = (head, failures, sinks.failing, report["counts"]["samples"], tail)
+            if plan.get("out_text"):
+                _write_text_report(output(plan["out_text"]), text_parts)
+        for role in ("html", "out_html"):
+            if plan.get(role):
+                _write_html(output(plan[role]), report, details, network, args.html_rows)
+        for handle in files:
+            handle.commit()
+        files = []
+        if plan["json"] == "-":
+            _stdout_write(json_text)
+        elif plan["details"] == "-":
+            _stdout_copy(details)
+        else:
+            _write_text_report(_StdoutWriter(), text_parts)
+        _stdout_flush()
     finally:
-        progress.finish()
-    notes.update(sorted(context.tally.items()))
-    report = build_report(benchmark, records, context, inputs, notes)
-    if args.details:
-        _write(args.details, "".join(details_line(r) for r in records))
-    if args.json and args.json != "-":
-        _write(args.json, report_json(report))
-    if args.json == "-":
-        sys.stdout.write(report_json(report))
-    else:
-        sys.stdout.write(render_text(benchmark, report, records, args.quiet))
-    sys.stdout.flush()
+        for handle in files:
+            handle.discard()
     return EXIT_OK
+
+
+class _Spool(object):
+    """A temporary file for an output assembled after the rounds (failure lines,
+    details for stdout or the HTML page)."""
+
+    def __init__(self, binary=False):
+        self.handle = tempfile.TemporaryFile(mode="w+b" if binary else "w+",
+                                             **({} if binary else {"encoding": "utf-8",
+                                                                   "newline": "\n"}))
+        self.path = None
+
+    def write(self, data):
+        self.handle.write(data)
+
+    def chunks(self):
+        self.handle.flush()
+        self.handle.seek(0)
+        return iter(lambda: self.handle.read(1 << 20), self.handle.read(0))
+
+
+def _copy_spool(source, target):
+    if isinstance(source, OutputFile):
+        source.handle.flush()
+        with open(source.temp, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                target.write(block)
+    else:
+        for block in source.chunks():
+            target.write(block)
+
+
+def _write_text_report(target, parts):
+    head, failures, failing, samples, tail = parts
+    target.write(head)
+    if failures is not None:
+        target.write(failures_title(failing, samples))
+        for block in failures.chunks():
+            target.write(block)
+    target.write(tail)
+
+
+def _write_html(target, report, details, network, html_rows):
+    try:
+        import html_report
+    except ImportError:
+        raise InputError("the HTML report needs html_report.py beside common.py")
+    if isinstance(details, OutputFile):
+        details.handle.flush()
+        path = details.temp
+    else:
+        details.handle.flush()
+        path = "/dev/fd/%d" % details.handle.fileno() if details.path is None else details.path
+        if not os.path.exists(path):
+            raise InputError("the HTML report needs --details or --out on this system")
+    target.write(html_report.evaluator_page(report, path, network, html_rows))
+
+
+class _StdoutWriter(object):
+    def write(self, text):
+        _stdout_write(text)
+
+
+def _stdout_write(text):
+    try:
+        sys.stdout.write(text)
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
+
+
+def _stdout_copy(spool):
+    try:
+        sys.stdout.flush()
+        out = sys.stdout.buffer
+        for block in spool.chunks():
+            out.write(block)
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
+
+
+def _stdout_flush():
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 
 
 def script_main(benchmark):
     """Entry point of a scenario script: run and exit with its status."""
+    # Text the output encoding cannot hold (PYTHONIOENCODING=ascii, a lone
+    # surrogate) is printed as escapes instead of failing.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
     try:
         status = run(benchmark)
     except BrokenPipeError:
         # `evaluate.py | head` closed stdout: nothing more to say.
-        sys.stderr.close()
         status = EXIT_OK
+    try:
+        sys.stdout.flush()
+    except OSError:
+        status = status or EXIT_USAGE
+    # The interpreter's own final flush must not print a traceback (full disk,
+    # closed pipe): stdout is done with.
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
     sys.exit(status)

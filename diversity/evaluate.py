@@ -63,6 +63,8 @@ class Diversity(common.Benchmark):
     name = "diversity"
     title = "TransitLM benchmark 3: route diversity"
     default_input = "benchmark3_diversity_example.csv"
+    aggregate_keys = ("routes", "best_match", "rd", "route_count", "rd_label",
+                      "label_route_count", "all_routes_reachable", "label_first_score")
 
     def in_funnel_default(self, protocol):
         # reference: Part A takes only rows with a first route on both sides.
@@ -73,8 +75,13 @@ class Diversity(common.Benchmark):
         preds = present_routes(row.prediction, "prediction", protocol)
         labels = present_routes(row.label, "label", protocol)
         if not preds:
-            raise common.RowError("prediction has no route (first, second or third)")
-        fields = {"routes": {}, "other_failures": []}
+            raise common.RowError("prediction has no route (first, second or third)",
+                                  "no_route")
+        fields = {"routes": {}, "other_failures": [],
+                  "prediction_routes": {key: common.route_json(route)
+                                        for key, route in preds.items()},
+                  "label_routes": {key: common.route_json(route)
+                                   for key, route in labels.items()}}
         reachable_keys = []
         for key, route in preds.items():
             verdict = common.check_reachability(route.stations, network, protocol)
@@ -102,7 +109,8 @@ class Diversity(common.Benchmark):
             missing = "prediction" if first is None else "label"
             return {"in_funnel": protocol.funnel_over_all_rows, "reachable": False,
                     "reachable_reason": "%s has no first route" % missing,
-                    "best_match": None}
+                    "best_match": None,
+                    "_codes": {"reachability": ("no_first_route",)}}
         fields = common.judge_route(first, label_first, row.origin, row.destination,
                                     network, protocol)
         fields["in_funnel"] = True
@@ -118,8 +126,26 @@ class Diversity(common.Benchmark):
                 fields["best_match"] = key
         return fields
 
-    def aggregate(self, records, report, context):
-        report["diversity"] = diversity_parts(records, context.protocol)
+    def scenario_codes(self, record, protocol):
+        """What fails beyond Part A's funnel: a row Part A leaves out, other
+        routes that are not connected, no diversity to measure."""
+        if record["status"] != "evaluated":
+            return []
+        codes = []
+        if not record["in_funnel"]:
+            codes.append("diversity.no_first_route")
+        for key in KEYS[1:]:
+            route = record["routes"].get(key)
+            if route is not None and not route["reachable"]:
+                codes.append("diversity.%s_unreachable" % key)
+        if record["route_count"] < 2:
+            codes.append("diversity.fewer_than_two_routes")
+        elif not record["rd"] > 0:
+            codes.append("diversity.identical_routes")
+        return codes
+
+    def totals(self, protocol):
+        return DiversityTotals(protocol)
 
     def render(self, out, report):
         common.render_funnel(out, report["rounds"], {
@@ -127,52 +153,92 @@ class Diversity(common.Benchmark):
             "grounding": "Part A  Round 2  Station grounding and distance plausibility",
             "overlap": "Part A  Round 3  Overlap (best match)",
             "accuracy": "Part A  Round 4  Estimation accuracy (best match)"})
-        render_diversity(out, report["diversity"], report["protocol"])
+        render_diversity(out, report["diversity"], common.PROTOCOLS[report["protocol"]])
+
+
+class DiversityTotals(object):
+    """Parts A (best-match hits), B, C and D, folded record by record."""
+
+    def __init__(self, protocol):
+        self.protocol = protocol
+        self.hits = {key: 0 for key in KEYS}
+        self.reach = {key: [0, 0] for key in KEYS}        # present, reachable
+        self.all_reachable = 0
+        self.distribution = {}
+        self.rd = [0, 0]                                  # sum, rows
+        self.rd_label = [0, 0]
+        self.route_scores = {key: [0, 0] for key in KEYS}
+        self.first_score = [0, 0]
+        self.label_first_score = [0, 0]
+
+    def add(self, record):
+        evaluated = record["status"] == "evaluated"
+        if self.protocol.rd_over_all_rows:
+            self.rd[0] += record.get("rd", 0.0) if evaluated else 0.0
+            self.rd[1] += 1
+        if not evaluated:
+            return
+        # A hit is an exact match (stations and access modes), by the route that made it.
+        if record.get("in_funnel") and record.get("exact_match") and record.get("best_match"):
+            self.hits[record["best_match"]] += 1
+        routes = record["routes"]
+        for key, route in routes.items():
+            self.reach[key][0] += 1
+            self.reach[key][1] += bool(route["reachable"])
+            self.route_scores[key][0] += common._number(route["score"])
+            self.route_scores[key][1] += 1
+        self.all_reachable += bool(record["all_routes_reachable"])
+        count = str(record["route_count"])
+        self.distribution[count] = self.distribution.get(count, 0) + 1
+        if self.protocol.rd_over_all_rows:
+            _fold(self.rd_label, record["rd_label"])
+        else:
+            if record["route_count"] >= 2:
+                _fold(self.rd, record["rd"])
+            if record["label_route_count"] >= 2:
+                _fold(self.rd_label, record["rd_label"])
+        label_first = record["label_first_score"]
+        if (label_first or 0) > 0:
+            _fold(self.label_first_score, label_first)
+            if "first" in routes:
+                _fold(self.first_score, routes["first"]["score"])
+
+    def sections(self):
+        parts = {
+            "route_reachability": {key: {"present": present, "reachable": reachable}
+                                   for key, (present, reachable) in self.reach.items()},
+            "all_routes_reachable": self.all_reachable,
+            "route_count_distribution": dict(sorted(self.distribution.items())),
+            "rd_mean": _mean(self.rd),
+            "rd_label_mean": _mean(self.rd_label),
+            "route_expert_score_mean": {key: _mean(total)
+                                        for key, total in self.route_scores.items()},
+            "first_expert_score_mean": _mean(self.first_score),
+            "label_first_expert_score_mean": _mean(self.label_first_score),
+        }
+        if self.protocol.best_match:
+            parts["best_match_hits"] = self.hits
+        return {"diversity": parts}
+
+
+def _fold(total, value):
+    total[0] += common._number(value)
+    total[1] += 1
+
+
+def _mean(total):
+    return total[0] / total[1] if total[1] else None
 
 
 def diversity_parts(records, protocol):
-    """Parts A (best-match hits), B, C and D from the records."""
-    evaluated = [r for r in records if r["status"] == "evaluated"]
-    hits = {key: 0 for key in KEYS}
-    for record in evaluated:
-        # A hit is an exact match (stations and access modes), by the route that made it.
-        if record.get("in_funnel") and record.get("exact_match") and record.get("best_match"):
-            hits[record["best_match"]] += 1
-    reach = {}
-    for key in KEYS:
-        routes = [r["routes"][key] for r in evaluated if key in r["routes"]]
-        reach[key] = {"present": len(routes),
-                      "reachable": sum(1 for route in routes if route["reachable"])}
-    distribution = {}
-    for record in evaluated:
-        count = str(record["route_count"])
-        distribution[count] = distribution.get(count, 0) + 1
-    if protocol.rd_over_all_rows:
-        rd_rows = [r.get("rd", 0.0) if r["status"] == "evaluated" else 0.0 for r in records]
-        rd_label_rows = [r["rd_label"] for r in evaluated]
-    else:
-        rd_rows = [r["rd"] for r in evaluated if r["route_count"] >= 2]
-        rd_label_rows = [r["rd_label"] for r in evaluated if r["label_route_count"] >= 2]
-    label_scored = [r for r in evaluated if (r["label_first_score"] or 0) > 0]
-    scored = [r for r in label_scored if "first" in r["routes"]]
-    parts = {
-        "route_reachability": reach,
-        "all_routes_reachable": sum(1 for r in evaluated if r["all_routes_reachable"]),
-        "route_count_distribution": dict(sorted(distribution.items())),
-        "rd_mean": common.mean(rd_rows),
-        "rd_label_mean": common.mean(rd_label_rows),
-        "route_expert_score_mean": {
-            key: common.mean(r["routes"][key]["score"] for r in evaluated if key in r["routes"])
-            for key in KEYS},
-        "first_expert_score_mean": common.mean(r["routes"]["first"]["score"] for r in scored),
-        "label_first_expert_score_mean": common.mean(r["label_first_score"] for r in label_scored),
-    }
-    if protocol.best_match:
-        parts["best_match_hits"] = hits
-    return parts
+    """Parts A-D from records (the fold of DiversityTotals)."""
+    totals = DiversityTotals(protocol)
+    for record in records:
+        totals.add(record)
+    return totals.sections()["diversity"]
 
 
-def render_diversity(out, parts, protocol_name):
+def render_diversity(out, parts, protocol):
     if "best_match_hits" in parts:
         out.title("Part A  Best-match hits (exact matches, by the route that matched)")
         for key in KEYS:
@@ -187,7 +253,7 @@ def render_diversity(out, parts, protocol_name):
     out.title("Part C  Route diversity")
     for count, rows in parts["route_count_distribution"].items():
         out.count("rows with %s route(s)" % count, rows)
-    scope = "all rows" if protocol_name == "paper" else "rows with >= 2"
+    scope = "all rows" if protocol.rd_over_all_rows else "rows with >= 2"
     out.value("RD mean, prediction (%s)" % scope, common.fmt_num(parts["rd_mean"], 4))
     out.value("RD mean, label (%s)" % scope, common.fmt_num(parts["rd_label_mean"], 4))
     out.title("Part D  Expert score per route")

@@ -19,8 +19,6 @@ import common  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
 API_ENV = "TRANSIT_LM_API"
-IN_PROCESS_BATCH = 256           # rows judged together when no service is used
-SERVICE_UNAVAILABLE = "service unavailable"
 
 
 def predicted_names(prediction):
@@ -38,12 +36,36 @@ def stripped_names(lines):
     return [route_eval.strip_line_suffix(name) for name in lines]
 
 
+class LocalRouteEval(object):
+    """The route-eval check in this process, with the service client's interface
+    (so one batch path serves both)."""
+
+    def __init__(self, lines, network):
+        self.lines = lines
+        self.network = network
+
+    def evaluate(self, cases, on_batch_failure="raise"):
+        return route_eval.evaluate_cases(cases, self.lines, self.network)
+
+
 class GeneralLLM(common.Benchmark):
     name = "general_llm"
     title = "TransitLM general-purpose LLM evaluation"
     default_input = "general_llm_example.csv"
-    uses_line_info = True
     empty_prediction_is_no_response = True
+    station_names = True
+
+    def __init__(self):
+        self.judge = None              # LocalRouteEval or a RouteEvalClient
+        self.line_info_path = None
+
+    def option_defaults(self):
+        return {"line_info": None, "api_url": os.environ.get(API_ENV) or None,
+                "batch_size": 50, "timeout": 30.0, "retries": 3,
+                "allow_service_errors": False}
+
+    def figure_options(self):
+        return ("allow_service_errors",)
 
     def add_arguments(self, parser):
         parser.add_argument("--line_info", metavar="CSV",
@@ -56,10 +78,12 @@ class GeneralLLM(common.Benchmark):
         parser.add_argument("--batch_size", type=int, default=50, metavar="N",
                             help="cases per request to the service (default 50)")
         parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                            help="timeout of one request to the service (default 30)")
+                            help="time limit of one whole request to the service, answer "
+                                 "included (default 30)")
         parser.add_argument("--retries", type=int, default=3, metavar="N",
                             help="retries of a failed request (connection error, timeout, "
-                                 "5xx), with backoff 0.5 s, 1 s, 2 s, ... (default 3)")
+                                 "5xx, invalid answer), with backoff 0.5 s, 1 s, 2 s, ... "
+                                 "(default 3)")
         parser.add_argument("--allow_service_errors", action="store_true",
                             help="if the service stays unreachable, count its cases as "
                                  "unreachable (and report how many) instead of stopping "
@@ -70,24 +94,41 @@ class GeneralLLM(common.Benchmark):
         return protocol.funnel_over_all_rows
 
     def prepare(self, context):
-        args = context.args
-        if args.batch_size < 1:
+        options = context.options
+        if options.batch_size < 1:
             raise common.InputError("--batch_size must be at least 1")
-        if args.retries < 0:
+        if options.retries < 0:
             raise common.InputError("--retries must be 0 or more")
-        if args.api_url:
+        if not (options.timeout > 0 and options.timeout != float("inf")):
+            raise common.InputError("--timeout must be a number of seconds above 0, not %r"
+                                    % (options.timeout,))
+        if options.api_url:
             from general_llm.service_client import RouteEvalClient
-            context.client = RouteEvalClient(args.api_url, batch_size=args.batch_size,
-                                             timeout=args.timeout, retries=args.retries)
-            context.line_info_path = None
-            context.lines = None
+            try:
+                self.judge = RouteEvalClient(options.api_url, batch_size=options.batch_size,
+                                             timeout=options.timeout, retries=options.retries)
+            except ValueError as exc:
+                raise common.InputError(str(exc))
         else:
-            context.client = None
-            context.line_info_path = args.line_info or common.default_data_file(
+            self.line_info_path = options.line_info or common.default_data_file(
                 common.LINE_FILE_NAMES)
-            context.lines = route_eval.LineTable.load(context.line_info_path)
+            self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
+                                        context.network)
 
-    # -- per row -------------------------------------------------------------
+    def inputs(self, context):
+        inputs = {"line_info": self.line_info_path, "api_url": context.options.api_url}
+        if self.line_info_path:
+            inputs["line_info_sha256"] = common.file_sha256(self.line_info_path)
+        return inputs
+
+    def warnings(self, context):
+        failures = context.tally.get("service_errors")
+        if not failures:
+            return []
+        return ["%d case(s) counted unreachable because the route-eval service failed "
+                "(--allow_service_errors)" % failures]
+
+    # -- per batch -------------------------------------------------------------
     def build_case(self, row, protocol):
         """A decoded row -> (case for the route-eval check, pred Route, label Route,
         normalised predicted names, normalised label names)."""
@@ -107,14 +148,9 @@ class GeneralLLM(common.Benchmark):
                          "end_transfer_mode": pred.end_mode}}
         return case, pred, label, names, label_names
 
-    def evaluate_rows(self, rows, context, progress):
-        """Pull rows a batch at a time from the stream, judge the batch's cases
-        together (one request to a service), and yield each row's fields."""
-        size = context.args.batch_size if context.client else IN_PROCESS_BATCH
-        for batch in batches(rows, size):
-            yield from self.evaluate_batch(batch, context, progress)
-
-    def evaluate_batch(self, rows, context, progress):
+    def evaluate_batch(self, rows, context):
+        """Judge a batch's cases together (one request to a service, where one is
+        used) -> record fields or RowError per row, in order."""
         built, cases = [], []
         for row in rows:
             try:
@@ -124,55 +160,58 @@ class GeneralLLM(common.Benchmark):
             else:
                 cases.append(item[0])
             built.append(item)
-        results = iter(self.judge_cases(cases, context, progress))
+        results = iter(self.judge_cases(cases, context) if cases else ())
+        out = []
         for row, item in zip(rows, built):
             if isinstance(item, common.RowError):
-                progress.step()
-                yield row, item
+                out.append(item)
                 continue
             try:
-                yield row, self.record_fields(row, item, next(results), context)
+                out.append(self.record_fields(row, item, next(results), context))
             except common.RowError as exc:
-                yield row, exc
+                out.append(exc)
+        return out
 
-    def judge_cases(self, cases, context, progress):
+    def judge_cases(self, cases, context):
         """Results of the route-eval check for every case, in order."""
-        if context.client is None:
-            results = []
-            for case in cases:
-                results.extend(route_eval.evaluate_cases([case], context.lines,
-                                                         context.network))
-                progress.step()
-            return results
         from general_llm.service_client import ServiceUnavailable
-        policy = "mark" if context.args.allow_service_errors else "raise"
+        policy = "mark" if context.options.allow_service_errors else "raise"
         try:
-            results = context.client.evaluate(cases, progress=progress.step,
-                                              on_batch_failure=policy)
+            return self.judge.evaluate(cases, on_batch_failure=policy)
         except ServiceUnavailable as exc:
             raise common.ServiceError(
                 "%s\n(no figures were computed; --allow_service_errors counts the cases of "
                 "failed requests as unreachable instead)" % exc)
-        return results
 
     def record_fields(self, row, item, result, context):
         protocol = context.protocol
         case, pred, label, names, label_names = item
-        error = result.get("error")
-        if error and not error.startswith(SERVICE_UNAVAILABLE):
-            raise common.RowError("route-eval: " + error)
-        if error:
+        service_failure = bool(result.get("service_failure"))
+        if service_failure:
             context.count("service_errors")
-        fields = {"reachable": bool(result.get("reachable")),
+        elif result.get("error"):
+            raise common.RowError("route-eval: %s" % result["error"], "route_eval")
+        reachable = bool(result.get("reachable")) and not service_failure
+        grounded = bool(result.get("station_grounding"))
+        if service_failure:
+            reach_codes = ("service_unavailable",)
+        else:
+            reach_codes = (result.get("reachable_code") or "route_eval",)
+        fields = {"reachable": reachable,
                   "reachable_reason": result.get("reachable_reason", ""),
-                  "station_grounding": bool(result.get("station_grounding")),
+                  "station_grounding": grounded,
                   "station_grounding_reason": result.get("station_grounding_reason", ""),
                   "match_details": result.get("match_details", []),
-                  "boarding_alighting_names": names}
-        fields["reachable"] = fields["reachable"] and not error
+                  "boarding_alighting_names": names,
+                  "prediction_routes": {"first": common.route_json(pred, names)},
+                  "label_routes": {"first": common.route_json(label, label_names)},
+                  "_codes": {"reachability": reach_codes,
+                             "grounding": tuple(result.get("station_grounding_codes")
+                                                or ("route_eval",))}}
         plausibility = self.plausibility(row, pred, fields, context)
         fields["distance_plausibility"] = plausibility.ok
         fields["distance_plausibility_reason"] = plausibility.reason
+        fields["_codes"]["plausibility"] = plausibility.codes
         fields.update(common.compare_routes(pred, label, protocol, names=stripped_names,
                                             station_sets=(names, label_names)))
         return fields
@@ -201,32 +240,7 @@ class GeneralLLM(common.Benchmark):
 
     def can_run_in_workers(self, context):
         # A service is asked batch by batch from one process: its own limits apply.
-        return context.client is None
-
-    def aggregate(self, records, report, context):
-        # Which route-eval answered matters for reproducing the figures.
-        report["inputs"]["api_url"] = context.args.api_url
-
-    def render(self, out, report):
-        if report["inputs"].get("api_url"):
-            out.text("  route-eval service %s" % report["inputs"]["api_url"])
-        service_errors = report.get("input_notes", {}).get("service_errors")
-        if service_errors:
-            out.text("  WARNING: %d case(s) counted unreachable because the route-eval "
-                     "service failed (--allow_service_errors)" % service_errors)
-        common.render_funnel(out, report["rounds"])
-
-
-def batches(items, size):
-    """Consecutive lists of at most ``size`` items from an iterator."""
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        return context.options.api_url is None
 
 
 def stop_coords(network, stop):

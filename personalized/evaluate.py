@@ -12,7 +12,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
-from single_route.evaluate import judge_single_route  # noqa: E402
 
 FEWER_TRANSFERS, NO_SUBWAY, SUBWAY_FIRST, SHORTER_TIME = 2, 5, 7, 8
 PREFERENCE_NAMES = {FEWER_TRANSFERS: "fewer_transfers", NO_SUBWAY: "no_subway",
@@ -69,11 +68,19 @@ def preference_compliance(req_type, route, label, protocol):
     return common.Verdict(True, "no known preference")
 
 
+def preference_name(req_type, protocol):
+    """The name of a known preference type under a protocol (its failure code too)."""
+    if protocol.bus_first:
+        return PAPER_NAMES.get(req_type, PREFERENCE_NAMES[req_type])
+    return PREFERENCE_NAMES[req_type]
+
+
 class Personalized(common.Benchmark):
     name = "personalized"
     title = "TransitLM benchmark 2: personalized preferences"
     default_input = "benchmark2_personalized_example.csv"
     needs_req_type = True
+    aggregate_keys = ("req_type", "compliant", "label_compliant")
 
     def sample_fields(self, sample):
         return {"req_type": parse_req_type(sample.req_type)}
@@ -81,8 +88,10 @@ class Personalized(common.Benchmark):
     def evaluate(self, row, context):
         req_type = parse_req_type(row.sample.req_type)
         if req_type is None:
-            raise common.RowError("req_type %r is not a whole number" % row.sample.req_type)
-        fields, pred, label = judge_single_route(row, context)
+            raise common.RowError("req_type %r is not a whole number" % row.sample.req_type,
+                                  "invalid_req_type")
+        fields, pred, label = common.judge_single_route(row, context.protocol,
+                                                        context.network)
         verdict = preference_compliance(req_type, pred, label, context.protocol)
         fields["compliant"] = verdict.ok
         fields["compliant_reason"] = verdict.reason
@@ -93,35 +102,67 @@ class Personalized(common.Benchmark):
                 req_type, PREFERENCE_NAMES[req_type], verdict.reason)]
         return fields
 
-    def aggregate(self, records, report, context):
-        report["rounds"]["preference"] = preference_round(records, context.protocol)
+    def scenario_codes(self, record, protocol):
+        # Only a known type can fail (an unknown one reads as compliant).
+        if record["status"] == "evaluated" and not record["compliant"]:
+            return ["preference." + preference_name(record["req_type"], protocol)]
+        return []
+
+    def totals(self, protocol):
+        return PreferenceTotals(protocol)
 
     def render(self, out, report):
         common.render_funnel(out, report["rounds"])
         render_preference(out, report["rounds"]["preference"])
 
 
+class PreferenceTotals(object):
+    """Round 5, folded record by record.  reference: over evaluated rows, unknown
+    types count as compliant; paper: over rows with a known req_type, error
+    rows not compliant."""
+
+    def __init__(self, protocol):
+        self.protocol = protocol
+        self.input = self.compliant = self.label_compliant = 0
+        self.by_type = {req_type: [0, 0, 0] for req_type in PREFERENCE_NAMES}
+
+    def add(self, record):
+        req_type = record.get("req_type")
+        if self.protocol.preference_over_known:
+            if req_type not in PREFERENCE_NAMES:
+                return
+        elif record["status"] != "evaluated":
+            return
+        compliant = bool(record.get("compliant"))
+        label_compliant = bool(record.get("label_compliant"))
+        self.input += 1
+        self.compliant += compliant
+        self.label_compliant += label_compliant
+        typed = self.by_type.get(req_type)
+        if typed is not None:
+            typed[0] += 1
+            typed[1] += compliant
+            typed[2] += label_compliant
+
+    def sections(self):
+        by_type = {}
+        for req_type in sorted(PREFERENCE_NAMES):
+            samples, compliant, label_compliant = self.by_type[req_type]
+            if samples:
+                by_type[str(req_type)] = {"name": preference_name(req_type, self.protocol),
+                                          "samples": samples, "compliant": compliant,
+                                          "label_compliant": label_compliant}
+        return {"rounds": {"preference": {"input": self.input, "compliant": self.compliant,
+                                          "label_compliant": self.label_compliant,
+                                          "by_req_type": by_type}}}
+
+
 def preference_round(records, protocol):
-    """Round 5.  reference: over evaluated rows, unknown types count as compliant;
-    paper: over rows with a known req_type, error rows not compliant."""
-    if protocol.preference_over_known:
-        rows = [r for r in records if r.get("req_type") in PREFERENCE_NAMES]
-    else:
-        rows = [r for r in records if r["status"] == "evaluated"]
-    by_type = {}
-    for req_type in sorted(PREFERENCE_NAMES):
-        typed = [r for r in rows if r.get("req_type") == req_type]
-        if typed:
-            by_type[str(req_type)] = {
-                "name": (PAPER_NAMES.get(req_type, PREFERENCE_NAMES[req_type])
-                         if protocol.bus_first else PREFERENCE_NAMES[req_type]),
-                "samples": len(typed),
-                "compliant": sum(1 for r in typed if r.get("compliant")),
-                "label_compliant": sum(1 for r in typed if r.get("label_compliant"))}
-    return {"input": len(rows),
-            "compliant": sum(1 for r in rows if r.get("compliant")),
-            "label_compliant": sum(1 for r in rows if r.get("label_compliant")),
-            "by_req_type": by_type}
+    """Round 5 from records (the fold of PreferenceTotals)."""
+    totals = PreferenceTotals(protocol)
+    for record in records:
+        totals.add(record)
+    return totals.sections()["rounds"]["preference"]
 
 
 def render_preference(out, preference):

@@ -13,23 +13,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
 
 
-def judge_single_route(row, context):
-    """Checks of one single-route row -> (record fields, predicted Route, label Route)."""
-    protocol = context.protocol
-    label = common.Route(row.label, protocol, "label")
-    pred = common.Route(row.prediction, protocol, "prediction")
-    fields = common.judge_route(pred, label, row.origin, row.destination,
-                                context.network, protocol)
-    return fields, pred, label
-
-
 class SingleRoute(common.Benchmark):
     name = "single_route"
     title = "TransitLM benchmark 1: single route"
     default_input = "benchmark1_single_route_example.csv"
 
     def evaluate(self, row, context):
-        return judge_single_route(row, context)[0]
+        return common.judge_single_route(row, context.protocol, context.network)[0]
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The command line as a user meets it: exit statuses, one-line errors without
 tracebacks, --json/--details/--quiet/--sample_count, determinism, any cwd."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -99,10 +100,13 @@ class Cli(unittest.TestCase):
         status, out1, _ = run("single_route", *args)
         self.assertEqual(status, 0)
         report = json.loads(out1)
-        self.assertEqual(report["schema_version"], 1)
+        self.assertEqual(report["schema_version"], 2)
         self.assertEqual(report["rounds"]["reachability"], {"input": 6, "passed": 3})
         self.assertEqual(report["inputs"]["station_info"], self.stations)
-        self.assertIn(self.input, report["inputs"]["sha256"])
+        with open(self.input, "rb") as handle:
+            self.assertEqual(report["inputs"]["sha256"]["input"],
+                             hashlib.sha256(handle.read()).hexdigest())
+        self.assertEqual(sorted(report["inputs"]["sha256"]), ["input", "station_info"])
         _, out2, _ = run("single_route", *args)
         self.assertEqual(out1, out2)
 

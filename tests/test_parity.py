@@ -28,7 +28,7 @@ def run_report(benchmark, folder, sample_name, protocol):
         argv = ["--input", os.path.join(folder, sample_name),
                 "--station_info", os.path.join(folder, "station_info.csv"),
                 "--protocol", protocol, "--json", out_path, "--quiet"]
-        if benchmark.uses_line_info:
+        if "line_info" in benchmark.option_defaults():
             argv += ["--line_info", os.path.join(folder, "line_info.csv")]
         with contextlib.redirect_stdout(io.StringIO()):
             status = common.run(benchmark, argv)

@@ -156,7 +156,7 @@ class JoinProblems(unittest.TestCase):
         self.assertEqual(report["rounds"]["reachability"], {"input": 4, "passed": 2})
         self.assertIn("2 prediction(s) with an id not in the test file, e.g. ghost, ghost2",
                       stdout)
-        self.assertIn("1 duplicate prediction id(s)", stdout)
+        self.assertIn("1 duplicate prediction(s) left over", stdout)
         self.assertIn("no response", stdout)
 
     def test_fenced_outputs_are_extracted_unless_strict(self):
