@@ -64,6 +64,7 @@ MESSAGE_LIMIT = 300            # characters of a server's answer quoted in an er
 BENCHMARKS = ("single_route", "personalized", "diversity", "general_llm")
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
+PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
 PROGRESS_INTERVAL_S = 0.5
 
 
@@ -897,6 +898,8 @@ class ProgressLine(object):
 
     def tick(self):
         now = self.clock()
+        if now - self.start < PROGRESS_DELAY_S:
+            return
         if self.last is not None and now - self.last < PROGRESS_INTERVAL_S:
             return
         self.last = now

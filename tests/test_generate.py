@@ -269,10 +269,14 @@ class Helpers(unittest.TestCase):
         stream, now = io.StringIO(), [0.0]
         stats = generate.Stats()
         line = generate.ProgressLine(10, stats, stream, clock=lambda: now[0])
-        now[0] = 1.0
+        line.tick()
+        now[0] = 1.9          # the first 2 s: nothing
+        line.tick()
+        self.assertEqual(stream.getvalue(), "")
+        now[0] = 2.0
         stats.add(answered=2)
         line.tick()
-        now[0] = 1.2          # within the interval: no new line
+        now[0] = 2.2          # within the interval: no new line
         line.tick()
         self.assertEqual(stream.getvalue().count("\r"), 1)
         self.assertIn("2/10 rows", stream.getvalue())
