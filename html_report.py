@@ -899,8 +899,8 @@ def failures_section(scan):
                 '</section>')
     top = max(count for _, count in codes)
     bars = [{"label": code, "count": count, "scale_max": top, "code": code,
-             "text": "%d rows \u00b7 %.1f%% of %d" % (count, 100.0 * count / scan.rows,
-                                                     scan.rows),
+             "text": "%d row%s \u00b7 %.1f%% of %d" % (count, "" if count == 1 else "s",
+                                                       100.0 * count / scan.rows, scan.rows),
              "css": "stage-" + _css_word(code_stage(code)), "href": "#code=" + code}
             for code, count in codes]
     table = _table(["code", "stage", "rows"], [[code, code_stage(code), count]
@@ -932,12 +932,12 @@ def _table(headers, rows, css="data"):
         css, head, body)
 
 
-def _breakdown_table(groups, first_header, with_compliance):
+def _breakdown_table(groups, first_header, with_compliance, order=None):
     headers = [first_header] + [label for _, label in BREAKDOWN_COLUMNS]
     if with_compliance:
         headers.append("compliant")
     rows = []
-    for name in sorted(groups, key=lambda key: (-groups[key].get("samples", 0), key)):
+    for name in sorted(groups, key=order or (lambda key: (-groups[key].get("samples", 0), key))):
         counts = groups[name]
         bases = {"samples": None, "evaluated": "samples", "entered": "samples",
                  "reachable": "entered", "grounding": "reachable",
@@ -972,7 +972,8 @@ def breakdowns_section(report, scan):
                                               item.get("samples", 0))]
                                for key, item in sorted(by_type.items(), key=_req_key)]))
         if scan.by_req_type:
-            out.append(_breakdown_table(scan.by_req_type, "req_type", True))
+            out.append(_breakdown_table(scan.by_req_type, "req_type", True,
+                                        order=lambda key: _req_key((key, None))))
     out.append("</section>")
     return "".join(out)
 
