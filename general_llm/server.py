@@ -60,6 +60,8 @@ MAX_READ_TIMEOUT = 3600.0
 MAX_BUSY_BATCHES = 2
 # Connections served at once (one thread each); more are answered 503.
 MAX_CONNECTIONS = 512
+# GIL switch interval of the server program (Python's default: 5 ms); see main().
+SWITCH_INTERVAL_S = 0.0005
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 DEFAULT_HOST = "127.0.0.1"
@@ -513,6 +515,11 @@ def main(argv=None):
                          % (args.host, args.port, getattr(exc, "strerror", None) or exc))
         return EXIT_USAGE
     _stop_on_signals(server)
+    # Handlers are short CPU bursts between socket calls.  A thread back from
+    # a socket call (the accept loop, a /healthz request) waits for the GIL up
+    # to the switch interval each time; at Python's 5 ms, hundreds of busy
+    # connections made /healthz take seconds (tests/test_server_load.py).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     _log_to_stderr("loaded %d stations from %s and %d lines from %s"
                    % (len(stations), args.station_info, len(lines), args.line_info))
     _log_to_stderr("listening on %s" % server.url)
