@@ -173,11 +173,25 @@ def read_details(path):
     return records
 
 
+STATUSES = ("evaluated", "error", "no_response")
+
+
 def check_record(benchmark, record, needs=()):
-    """The name of the first key a details record lacks, or None."""
+    """What is wrong with a details record, in words (the first key it lacks
+    or a status/in_funnel of the wrong kind), or None."""
     for key in ROW_KEYS + tuple(needs):
         if key not in record:
-            return key
+            return "no %r key" % key
+    if record["status"] not in STATUSES:
+        return "status %s is not one of %s" % (json.dumps(record["status"]), ", ".join(STATUSES))
+    if not isinstance(record["in_funnel"], bool):
+        return "in_funnel is %s, expected true or false" % common.type_name(record["in_funnel"])
+    missing = missing_verdict(benchmark, record)
+    return "no %r key" % missing if missing else None
+
+
+def missing_verdict(benchmark, record):
+    """The first verdict key a record lacks, or None."""
     if benchmark == "personalized" and "req_type" not in record:
         return "req_type"
     if record["in_funnel"] and record.get("reachable"):
@@ -217,9 +231,9 @@ def load_run(name, path, needs=()):
     records = read_details(details_path)
     benchmark = report["benchmark"]
     for number, record in enumerate(records, 1):
-        missing = check_record(benchmark, record, needs)
-        if missing:
-            raise CompareError("%s line %d: no %r key" % (details_path, number, missing))
+        problem = check_record(benchmark, record, needs)
+        if problem:
+            raise CompareError("%s line %d: %s" % (details_path, number, problem))
     samples = (report.get("counts") or {}).get("samples")
     if samples is not None and samples != len(records):
         raise CompareError("%s has %d lines but %s counts %s samples: the files do not "

@@ -717,7 +717,11 @@ class CompareInputErrorTest(TempDirTest):
         for bad, message in (("{not json\n", "line 3: not JSON"),
                              ("[1, 2]\n", "line 3: expected a JSON object"),
                              ("\n", "line 3: empty line"),
-                             ('{"row": 3}\n', "line 3: no 'index_id' key")):
+                             ('{"row": 3}\n', "line 3: no 'index_id' key"),
+                             ('{"index_id": "q", "status": 5, "in_funnel": true}\n',
+                              "line 3: status 5 is not one of"),
+                             ('{"index_id": "q", "status": "error", "in_funnel": 1}\n',
+                              "line 3: in_funnel is")):
             with open(path, "w", encoding="utf-8") as handle:
                 handle.writelines(lines[:2] + [bad] + lines[3:])
             self.assert_usage_error([self.a], path, message)
