@@ -682,6 +682,7 @@ class Stats(object):
         self.completion_tokens = 0
         self.total_tokens = 0
         self.in_flight = 0
+        self.http_answers = 0     # answers with an HTTP status, any status
 
     @property
     def done(self):
@@ -733,6 +734,7 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
         if answer.status is None:
             problem = answer.failure
         else:
+            stats.add(http_answers=1)
             kind = classify_status(answer.status)
             if kind == "ok":
                 try:
@@ -753,6 +755,12 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
                     return error_line(index_id, settings.model, problem, answer, attempt)
                 retry_after = parse_retry_after(_header(answer.headers, "Retry-After"))
         if attempt > settings.retries:
+            if answer.status is None and stats.http_answers == 0:
+                # Nothing has answered at all: a wrong URL or a server that is
+                # down, not one row's bad luck; every row would fail the same way.
+                raise FatalAnswer("cannot reach %s: %s (%d attempt%s, no answer yet in "
+                                  "this run)" % (settings.url, problem, attempt,
+                                                 "" if attempt == 1 else "s"))
             text = "%s (gave up after %d attempts)" % (problem, attempt)
             return error_line(index_id, settings.model, text, answer, attempt)
         stats.add(retries=1)
@@ -832,7 +840,13 @@ class Run(object):
                         % (type(exc).__name__, redact(one_line(exc), self.settings.key))}
             if line is None:
                 return
-            if not self.writer.write(line):
+            try:
+                if not self.writer.write(line):
+                    return
+            except OSError as exc:      # disk full, file system gone: nothing to go on with
+                if self.fatal is None:
+                    self.fatal = "cannot write the output file: %s" % (exc.strerror or exc)
+                self.stop.set()
                 return
             if "error" in line:
                 self.stats.add(failed=1)
@@ -1168,6 +1182,9 @@ def run(argv, environ, stdout, stderr, transport=None, sleep=None):
             raise UsageError("folder of --out does not exist: %s" % folder)
         if os.path.isdir(args.out):
             raise UsageError("--out %s is a folder" % args.out)
+        if os.path.exists(args.out) and not os.path.isfile(args.out):
+            raise UsageError("--out %s is not a regular file (it is read back to resume)"
+                             % args.out)
 
     scan = scan_input(args.input, args.sample_count)
     state = read_output_state(args.out) if args.out else OutputState()
@@ -1264,7 +1281,12 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
                      "same command again to continue\n" % (name, run_.stats.done, todo))
         return SIGNAL_EXIT.get(run_.signal, 1)
     # Signals arriving while compacting only set the flag: the rename completes.
-    dropped = compact_output(args.out) if read_output_state(args.out).needs_compaction else 0
+    try:
+        dropped = compact_output(args.out) if read_output_state(args.out).needs_compaction else 0
+    except OSError as exc:
+        raise UsageError("cannot rewrite output file %s with one line per id: %s (its "
+                         "lines are all there; the evaluators use an id's result line)"
+                         % (args.out, exc.strerror or exc))
     for line in summary_lines(args.out, args.model, total, skipped, kept_errors,
                               run_.stats, wall, dropped):
         stdout.write(line + "\n")

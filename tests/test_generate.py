@@ -8,6 +8,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -286,6 +287,16 @@ class Helpers(unittest.TestCase):
     def test_run_dir_for(self):
         self.assertEqual(generate.run_dir_for("out/p.jsonl"), "out/p.run")
         self.assertEqual(generate.run_dir_for("p.txt"), "p.txt.run")
+
+    def test_transport_failures(self):
+        transport = generate.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
+        with self.assertRaises(generate.FatalAnswer):
+            transport._failure(socket.gaierror(-2, "Name or service not known"), 10.0)
+        self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0).failure,
+                         "no answer within 2.5 s")
+        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0)
+        self.assertEqual((answer.status, answer.failure, answer.latency),
+                         (None, "[Errno 111] Connection refused", 1.0))
 
     def test_rate_limiter(self):
         now = [100.0]
@@ -699,6 +710,35 @@ class ServerRuns(unittest.TestCase):
         self.assertEqual(body["chat_template_kwargs"], {"enable_thinking": False})
         self.assertIs(body["stream"], False)
 
+    def test_unreachable_server_stops_the_run(self):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()                       # nothing listens there now
+        status, _, stderr = run_generate(
+            ["--input", B1, "--api_url", "http://127.0.0.1:%d/v1" % port, "--model", "m",
+             "--out", self.out, "--retries", "2", "--concurrency", "2"], sleep=lambda s: None)
+        self.assertEqual(status, 2)
+        self.assertIn("cannot reach http://127.0.0.1:%d/v1/chat/completions:" % port, stderr)
+        self.assertIn("(3 attempts, no answer yet in this run)", stderr)
+        self.assertEqual(read_lines(self.out), [])
+
+    def test_dropped_connections_after_answers_are_row_errors(self):
+        """Once the server has answered, a row that keeps failing is that row's error."""
+        dropped = self.prompt(5)
+
+        def script(user, nth):
+            return ("drop",) if user == dropped else ("ok", self.answers[user])
+        server = self.serve(script)
+        status, _, stderr = run_generate(self.argv(server, "--retries", "1", "--concurrency",
+                                                   "1"), sleep=lambda s: None)
+        self.assertEqual(status, 0, stderr)
+        errors = [line for line in read_lines(self.out) if "error" in line]
+        self.assertEqual(len(errors), 1)
+        self.assertEqual(errors[0]["error"], "connection closed without an answer "
+                                             "(gave up after 2 attempts)")
+        self.assertIsNone(errors[0]["http_status"])
+
     def test_dry_run_sends_nothing(self):
         server = self.serve(lambda user, nth: ("ok", self.answers[user]))
         status, stdout, _ = run_generate(self.argv(server, "--dry_run"))
@@ -722,6 +762,7 @@ class ServerRuns(unittest.TestCase):
             self.argv(server, input=os.path.join(self.dir, "absent.csv")),
             ["--input", B1, "--api_url", "ftp://x", "--model", "m", "--out", self.out],
             ["--input", B1, "--api_url", server.url, "--model", "m", "--out", self.dir],
+            ["--input", B1, "--api_url", server.url, "--model", "m", "--out", os.devnull],
             ["--input", B1, "--api_url", server.url, "--model", "m", "--out",
              os.path.join(self.dir, "no", "such", "p.jsonl")],
         ]
@@ -731,6 +772,21 @@ class ServerRuns(unittest.TestCase):
             self.assertEqual(stderr.count("\n"), 1, (argv, stderr))
             self.assertTrue(stderr.startswith("generate.py: "), stderr)
         self.assertEqual(server.requests, [])
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full (a full disk)")
+    def test_write_failure_stops_the_run(self):
+        class Instant(object):
+            def post(self, url, data, headers):
+                return generate.Answer(200, {}, json.dumps(
+                    {"choices": [{"message": {"content": "x"}}]}).encode())
+        settings = generate.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
+        writer = generate.LineWriter("/dev/full")
+        run = generate.Run(settings, Instant(), writer, concurrency=2, rate_limit=None)
+        run.start()
+        fed = run.feed(iter([("a", "", "p"), ("b", "", "p"), ("c", "", "p")]))
+        self.assertFalse(run.join() and fed)
+        self.assertTrue(run.fatal.startswith("cannot write the output file: "), run.fatal)
+        writer.close()
 
     def test_bounded_work_queue(self):
         """A huge input is read only as fast as rows are asked for."""
