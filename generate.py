@@ -22,8 +22,9 @@ Standard library only.  The API key comes from the environment
 
 Exit status: 0 when the run completes (rows that failed for good are listed as
 ``error`` lines and in the summary), 2 for a usage or input-file problem or a
-fatal answer (401, 403, 404), 130/143 when stopped by SIGINT/SIGTERM, or the
-evaluator's status when ``--evaluate`` fails.
+fatal answer (401, 403, 404, an unknown host, a server that never answered),
+130/143 when stopped by SIGINT/SIGTERM, or the evaluator's status when
+``--evaluate`` fails.
 """
 
 import argparse
@@ -1158,6 +1159,37 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
     return command
 
 
+def check_out_path(out, input_path):
+    """--out must be a regular file (or not exist yet) in an existing folder."""
+    if os.path.exists(out) and os.path.exists(input_path) and os.path.samefile(out, input_path):
+        raise UsageError("--out is the input file")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise UsageError("folder of --out does not exist: %s" % folder)
+    if os.path.isdir(out):
+        raise UsageError("--out %s is a folder" % out)
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise UsageError("--out %s is not a regular file (it is read back to resume)" % out)
+
+
+def input_notes(scan, has_system_override):
+    """Things about the input worth a line on stderr (list of text)."""
+    notes = []
+    if scan.duplicates:
+        distinct = list(dict.fromkeys(scan.duplicates))
+        notes.append("input repeats %d id%s in %d more row%s (each id asked once), e.g. %s"
+                     % (len(distinct), "" if len(distinct) == 1 else "s",
+                        len(scan.duplicates), "" if len(scan.duplicates) == 1 else "s",
+                        ", ".join(distinct[:3])))
+    if scan.empty_ids:
+        notes.append("%d input row%s without an id skipped (they cannot be joined)"
+                     % (scan.empty_ids, "" if scan.empty_ids == 1 else "s"))
+    if not has_system_override and not scan.has_system_prompt:
+        notes.append("input has no system_prompt column: requests carry only the user "
+                     "message (--system_prompt_file sets one)")
+    return notes
+
+
 def run(argv, environ, stdout, stderr, transport=None, sleep=None):
     """The command: -> exit status.  ``transport``/``sleep`` are for tests."""
     args = build_parser().parse_args(argv)
@@ -1173,33 +1205,12 @@ def run(argv, environ, stdout, stderr, transport=None, sleep=None):
     extra_body = parse_extra_body(args.extra_body)
     system_override = (read_system_prompt(args.system_prompt_file)
                        if args.system_prompt_file else None)
-    if args.out and os.path.exists(args.out) and os.path.exists(args.input) \
-            and os.path.samefile(args.out, args.input):
-        raise UsageError("--out is the input file")
     if args.out:
-        folder = os.path.dirname(os.path.abspath(args.out))
-        if not os.path.isdir(folder):
-            raise UsageError("folder of --out does not exist: %s" % folder)
-        if os.path.isdir(args.out):
-            raise UsageError("--out %s is a folder" % args.out)
-        if os.path.exists(args.out) and not os.path.isfile(args.out):
-            raise UsageError("--out %s is not a regular file (it is read back to resume)"
-                             % args.out)
+        check_out_path(args.out, args.input)
 
     scan = scan_input(args.input, args.sample_count)
     state = read_output_state(args.out) if args.out else OutputState()
-    notes = []
-    if scan.duplicates:
-        notes.append("input has %d duplicate id%s (asked once each), e.g. %s"
-                     % (len(scan.duplicates), "" if len(scan.duplicates) == 1 else "s",
-                        ", ".join(scan.duplicates[:3])))
-    if scan.empty_ids:
-        notes.append("%d input row%s without an id skipped (they cannot be joined)"
-                     % (scan.empty_ids, "" if scan.empty_ids == 1 else "s"))
-    if system_override is None and not scan.has_system_prompt:
-        notes.append("input has no system_prompt column: requests carry only the user "
-                     "message (--system_prompt_file sets one)")
-    for note in notes:
+    for note in input_notes(scan, system_override is not None):
         stderr.write("generate.py: note: %s\n" % note)
 
     input_ids = set(scan.ids)

@@ -375,6 +375,17 @@ class InputFiles(unittest.TestCase):
         with self.assertRaises(generate.UsageError):
             generate.scan_input(os.path.join(self.dir, "absent.csv"))
 
+    def test_input_notes(self):
+        scan = generate.InputScan()
+        self.assertEqual(generate.input_notes(scan, True), [])
+        self.assertEqual(len(generate.input_notes(scan, False)), 1)
+        scan.has_system_prompt = True
+        scan.duplicates = ["a", "b", "a", "c"]
+        scan.empty_ids = 1
+        self.assertEqual(generate.input_notes(scan, False), [
+            "input repeats 3 ids in 4 more rows (each id asked once), e.g. a, b, c",
+            "1 input row without an id skipped (they cannot be joined)"])
+
     def test_infer_benchmark(self):
         def scan(label=None, req_types=()):
             result = generate.InputScan()
@@ -682,7 +693,7 @@ class ServerRuns(unittest.TestCase):
         server = self.serve(lambda user, nth: ("ok", self.answers[user]))
         status, _, stderr = run_generate(self.argv(server, input=path))
         self.assertEqual(status, 0, stderr)
-        self.assertIn("1 duplicate id (asked once each), e.g. a", stderr)
+        self.assertIn("input repeats 1 id in 1 more row (each id asked once), e.g. a", stderr)
         self.assertEqual(sorted(line["indexid"] for line in read_lines(self.out)), ["a", "b"])
         self.assertEqual(server.users(), [self.prompt(1), self.prompt(2)]
                          if server.users()[0] == self.prompt(1)
