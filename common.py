@@ -654,7 +654,7 @@ class SampleRow(object):
         self.prediction = prediction      # raw text, or an already-decoded object
         self.req_type = req_type          # raw req_type cell or None
         self.has_prediction = has_prediction
-        self.problem = problem            # why the row itself is malformed, or None
+        self.problem = problem            # (code, message) when the row itself is malformed
         self.generator_error = None       # a predictions file's "error" for this id
 
     def __getstate__(self):               # pickled to worker processes
@@ -706,8 +706,10 @@ def _open_hashed_text(path, what):
         raw.close()
         raise InputError("cannot read %s %s: it is a folder" % (what, path))
     hashed = _HashingReader(raw)
+    # Bytes that are not UTF-8 are kept as surrogate escapes: a row holding
+    # them becomes an error row instead of stopping the run.
     text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 16), encoding="utf-8-sig",
-                            newline="")
+                            errors="surrogateescape", newline="")
     return text, hashed
 
 
@@ -739,6 +741,8 @@ class SampleReader(object):
             if header is None:
                 raise InputError("input file %s is empty" % path)
             header = [cell.strip() for cell in header]
+            if not _encodable("".join(header)):
+                raise InputError("input file %s line 1 is not UTF-8 text" % path)
             id_column = next((col for col in ID_COLUMNS if col in header), None)
             required = ["sft_prompt", "sft_label"]
             if prediction_column:
@@ -795,11 +799,15 @@ class SampleReader(object):
                 continue   # a blank line is not a row
             count += 1
             problem = None
-            if len(cells) != width:
-                problem = "the row has %d cell(s) where the header has %d" % (len(cells), width)
+            if not _encodable("".join(cells)):
+                problem = ("invalid_encoding", "the row holds bytes that are not UTF-8 text")
+            elif len(cells) != width:
+                message = "the row has %d cell(s) where the header has %d" % (len(cells), width)
                 if reader.line_num > start:
-                    problem += (" (it runs over lines %d-%d: a stray quote may have joined "
+                    message += (" (it runs over lines %d-%d: a stray quote may have joined "
                                 "rows)" % (start, reader.line_num))
+                problem = ("malformed_row", message)
+            if len(cells) < width:
                 cells = cells + [""] * (width - len(cells))
             yield SampleRow(count, cells[i_id], cells[i_prompt], cells[i_label],
                             cells[i_pred] if i_pred is not None else None,
@@ -2217,7 +2225,8 @@ class RowJudge(object):
     def decode(self, sample):
         """A sample -> DecodedRow, or the finished record of a row not evaluated."""
         if sample.problem:
-            return self._not_evaluated(sample, sample.problem, code="malformed_row")
+            code, message = sample.problem
+            return self._not_evaluated(sample, message, code=code)
         try:
             prompt = read_prompt(sample.prompt)
         except RowError as exc:
@@ -2753,6 +2762,13 @@ def _run(benchmark, args):
         files.append(handle)
         return handle
 
+    spools = []
+
+    def spool(binary=False):
+        handle = _Spool(binary)
+        spools.append(handle)
+        return handle
+
     try:
         details_path = plan.get("out_details") or (
             plan["details"] if plan["details"] not in (None, "-") else None)
@@ -2760,12 +2776,12 @@ def _run(benchmark, args):
         if details_path:
             details = output(details_path, binary=True)
         elif plan["details"] == "-" or plan["html"]:
-            details = _Spool(binary=True)
+            details = spool(binary=True)
         text_wanted = not any(plan[role] == "-" for role in ("json", "details")) \
             or plan.get("out_text")
         failures = None
         if text_wanted and not options.quiet:
-            failures = _Spool()
+            failures = spool()
 
         report, sinks, network = evaluate_stream(
             benchmark, options, lambda aggregate: RowSinks(aggregate, details, failures))
@@ -2800,6 +2816,8 @@ def _run(benchmark, args):
     finally:
         for handle in files:
             handle.discard()
+        for handle in spools:
+            handle.handle.close()
     return EXIT_OK
 
 
@@ -2808,10 +2826,10 @@ class _Spool(object):
     details for stdout or the HTML page)."""
 
     def __init__(self, binary=False):
-        self.handle = tempfile.TemporaryFile(mode="w+b" if binary else "w+",
-                                             **({} if binary else {"encoding": "utf-8",
-                                                                   "newline": "\n"}))
-        self.path = None
+        self.handle = tempfile.NamedTemporaryFile(
+            mode="w+b" if binary else "w+", prefix="transitlm-",
+            **({} if binary else {"encoding": "utf-8", "newline": "\n"}))
+        self.path = self.handle.name
 
     def write(self, data):
         self.handle.write(data)
@@ -2853,9 +2871,7 @@ def _write_html(target, report, details, network, html_rows):
         path = details.temp
     else:
         details.handle.flush()
-        path = "/dev/fd/%d" % details.handle.fileno() if details.path is None else details.path
-        if not os.path.exists(path):
-            raise InputError("the HTML report needs --details or --out on this system")
+        path = details.path
     target.write(html_report.evaluator_page(report, path, network, html_rows))
 
 
