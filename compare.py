@@ -743,7 +743,7 @@ def rows_line(result):
 
 
 def significance_legend(result, mark):
-    return "%s p < %g (two-sided paired bootstrap)" % (mark, alpha_of(result["confidence"]))
+    return "%s marks p < %g, two-sided paired bootstrap" % (mark, alpha_of(result["confidence"]))
 
 
 def format_text(result):

@@ -583,6 +583,17 @@ class CompareCommandTest(TempDirTest):
         self.assertTrue(all(r["missing_rows"] == "20" and r["paired_rows"] == "100"
                             for r in rows))
 
+    def test_a_runs_interval_is_over_its_own_rows_with_the_shared_draws(self):
+        alone, _ = self.compare_json([self.a])
+        together, _ = self.compare_json([self.a, self.b])
+        short = write_run(self.path("short"), self.degraded[:100])
+        with_missing, _ = self.compare_json([self.a, short])
+        self.assertEqual(alone["runs"][0]["metrics"], together["runs"][0]["metrics"])
+        self.assertEqual(alone["runs"][0]["metrics"], with_missing["runs"][0]["metrics"])
+        # b's interval in the pair equals b's interval alone: the same drawn rows
+        b_alone, _ = self.compare_json([self.b])
+        self.assertEqual(b_alone["runs"][0]["metrics"], together["runs"][1]["metrics"])
+
     def test_details_file_with_its_report_beside_it(self):
         os.rename(os.path.join(self.a, "details.jsonl"), os.path.join(self.a, "run7.jsonl"))
         os.rename(os.path.join(self.a, "report.json"), os.path.join(self.a, "run7.json"))
