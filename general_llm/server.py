@@ -43,7 +43,8 @@ if _REPO not in sys.path:
 
 from common import (  # noqa: E402
     EXIT_OK, EXIT_USAGE, MAX_JSON_DEPTH, InputError, StationNetwork)
-from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
+from general_llm.route_eval import (  # noqa: E402
+    LineTable, evaluate_cases, json_shape_problem)
 
 BATCH_PATH = "/api/eval/route/batch"
 HEALTH_PATH = "/healthz"
@@ -393,41 +394,21 @@ def _encode_json(payload):
     return json.dumps(payload, ensure_ascii=True).encode("ascii")
 
 
-# The tokens of the shape scan: a structural character, or a whole JSON
-# string (skipped, so brackets and commas inside it do not count).  The
-# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` would take
-# seconds and a gigabyte on one 10 MB string.
-_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
-
-
 def body_shape_problem(text, max_items=MAX_CASES, max_depth=MAX_JSON_DEPTH):
-    """Scan JSON text, without decoding it, for what would make decoding costly.
+    """(status, message) when a body would be costly to decode, else None.
 
-    Returns (status, message) when some array holds more than ``max_items``
-    items (413: "cases" is one, and no list inside a case is that long) or
-    the nesting is deeper than ``max_depth`` (400: the json module recurses
-    per level), else None.  Brackets and commas inside strings do not count.
-    The scan stops at the first excess, so a 10 MB body of five million
-    tiny cases is refused after a thousand steps, before any decoding.
+    413 when some array holds more than ``max_items`` items ("cases" is one,
+    and no list inside a case is that long), 400 when the nesting is deeper
+    than ``max_depth``; see ``route_eval.json_shape_problem``.
     """
-    if text.count(",") < max_items and text.count("[") + text.count("{") <= max_depth:
-        return None                      # no array can be too long, nor nesting too deep
-    commas = []                          # per open container: commas so far (None: object)
-    for token in _SHAPE_TOKEN_RE.finditer(text):
-        char = text[token.start()]
-        if char == ",":
-            if commas and commas[-1] is not None:
-                commas[-1] += 1
-                if commas[-1] >= max_items:
-                    return 413, ("body holds a list of more than %d items; at most %d cases "
-                                 "per request: send smaller batches" % (max_items, max_items))
-        elif char == "[" or char == "{":
-            commas.append(0 if char == "[" else None)
-            if len(commas) > max_depth:
-                return 400, "body is nested more than %d levels deep" % max_depth
-        elif char != '"' and commas:
-            commas.pop()
-    return None
+    problem = json_shape_problem(text, max_items, max_depth)
+    if problem is None:
+        return None
+    kind, message = problem
+    if kind == "too_long":
+        return 413, ("body holds a list of more than %d items; at most %d cases per request: "
+                     "send smaller batches" % (max_items, max_items))
+    return 400, "body is %s" % message
 
 
 def _parse_int(digits):

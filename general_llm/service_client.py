@@ -3,20 +3,28 @@
     client = RouteEvalClient("http://127.0.0.1:8765")
     results = client.evaluate(cases)            # one result per case, in order
 
-Cases are posted in batches to ``POST /api/eval/route/batch``.  Connection
-errors, timeouts and 5xx answers are retried with exponential backoff; a 4xx
-answer or a malformed response is not (retrying would get the same answer).
-A batch that still fails raises ``ServiceUnavailable``.  The client never
-turns a failure into an "unreachable" verdict on its own: with
-``on_batch_failure="mark"`` the failed batch's cases get explicit error
-results (``"error": "service unavailable: ..."``) and are counted in
-``marked_cases``, so the caller decides what they mean.
+Cases are posted in batches to ``POST /api/eval/route/batch``.  ``timeout``
+bounds a whole request (connect, send, and the full answer): every socket
+call waits only for what is left of it, so a service that trickles its
+answer cannot hold the client longer.  Connection errors, timeouts, 5xx
+answers and invalid answers (not JSON, wrong shape, a field of the wrong
+type) are retried with exponential backoff; a 4xx answer is not (retrying
+would get the same answer).  A batch that still fails raises
+``ServiceUnavailable``.  The client never turns a failure into an
+"unreachable" verdict on its own: with ``on_batch_failure="mark"`` the failed
+batch's cases get explicit error results carrying ``"service_failure": true``
+and are counted in ``marked_cases``, so the caller decides what they mean.
+A result with an ``error`` text of the service's own (a case it could not
+judge) is returned as is.
 
 Standard library only; Python 3.8+.
 """
 
+import functools
 import http.client
+import io
 import json
+import math
 import os
 import socket
 import sys
@@ -29,12 +37,20 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from general_llm.route_eval import error_result  # noqa: E402
+from common import MAX_JSON_DEPTH, type_name  # noqa: E402
+from general_llm.route_eval import error_result, json_shape_problem  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 USER_AGENT = "TransitLM-evaluator/1.0"
 FAILURE_POLICIES = ("raise", "mark")
 UNAVAILABLE_PREFIX = "service unavailable: "
+# An answer is about 1 KB per case; anything near this is not an answer.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 64 * 1024
+
+# The fields of a match_details leg; each is text or null when present.
+LEG_FIELDS = ("line_query", "line_name", "boarding_query", "boarding_name",
+              "boarding_stop_id", "alighting_query", "alighting_name", "alighting_stop_id")
 
 
 class ServiceUnavailable(Exception):
@@ -42,11 +58,11 @@ class ServiceUnavailable(Exception):
 
 
 class _Retryable(Exception):
-    """One attempt failed in a way a later attempt may not (network, 5xx)."""
+    """One attempt failed in a way a later attempt may not (network, 5xx, invalid answer)."""
 
 
 class _Final(Exception):
-    """One attempt failed in a way retrying cannot fix (4xx, malformed response)."""
+    """One attempt failed in a way retrying cannot fix (4xx)."""
 
 
 def batch_url(api_url):
@@ -62,29 +78,43 @@ def batch_url(api_url):
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class RouteEvalClient(object):
     """Posts cases to the route-eval service in batches.
 
+    ``timeout`` (seconds, finite, > 0) bounds each request as a whole.
     ``retries`` is the number of extra attempts after the first one; the
     waits between attempts are ``backoff``, 2 x ``backoff``, 4 x ... seconds,
     spent through ``sleep`` (tests inject a no-op).  After ``evaluate``,
     ``marked_cases`` is how many cases got a "service unavailable" error
-    result and ``failures`` the message of each failed batch.
+    result and ``failures`` the message of each failed batch.  Bad settings
+    raise ``ValueError``.
     """
 
     def __init__(self, api_url, batch_size=50, timeout=30.0, retries=3, backoff=0.5,
                  sleep=time.sleep, opener=None):
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError("batch_size must be a positive integer, got %r" % (batch_size,))
-        if not isinstance(retries, int) or retries < 0:
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise ValueError("retries must be a non-negative integer, got %r" % (retries,))
+        if not _is_number(timeout) or not math.isfinite(timeout) or timeout <= 0:
+            raise ValueError("timeout must be a finite number of seconds above 0, got %r"
+                             % (timeout,))
+        if not _is_number(backoff) or not math.isfinite(backoff) or backoff < 0:
+            raise ValueError("backoff must be a finite number of seconds, 0 or more, got %r"
+                             % (backoff,))
         self.url = batch_url(api_url)
         self.batch_size = batch_size
-        self.timeout = timeout
+        self.timeout = float(timeout)
         self.retries = retries
         self.backoff = backoff
         self._sleep = sleep
-        self._opener = opener or urllib.request.build_opener()
+        # The default opener bounds every socket call by the request's deadline;
+        # another opener gets the deadline checked between reads of the answer only.
+        self._opener = opener or urllib.request.build_opener(*_DEADLINE_HANDLERS)
         self.marked_cases = 0
         self.failures = []
 
@@ -95,7 +125,8 @@ class RouteEvalClient(object):
         ``progress(n)`` is called after each batch with the number of cases
         it held (answered or marked), so a counter's ``step`` fits.  A batch that
         fails for good raises ``ServiceUnavailable`` (``on_batch_failure=
-        "raise"``) or, with ``"mark"``, yields error results for its cases.
+        "raise"``) or, with ``"mark"``, yields error results for its cases,
+        each with ``"service_failure": True``.
         """
         if on_batch_failure not in FAILURE_POLICIES:
             raise ValueError("on_batch_failure must be one of %s, got %r"
@@ -117,14 +148,16 @@ class RouteEvalClient(object):
                     raise
                 self.failures.append(str(exc))
                 self.marked_cases += len(batch)
-                results.extend(error_result(UNAVAILABLE_PREFIX + str(exc)) for _ in batch)
+                results.extend(service_failure_result(str(exc)) for _ in batch)
             if progress is not None:
                 progress(len(batch))
         return results
 
     def post_batch(self, batch, where="batch"):
         """Results of one batch, retrying transient failures; else ServiceUnavailable."""
-        body = json.dumps({"cases": batch}, ensure_ascii=False).encode("utf-8")
+        # ASCII escapes: a lone surrogate in a case is sent as "\\ud800" (the
+        # service refuses that case) instead of failing to encode here.
+        body = json.dumps({"cases": batch}, ensure_ascii=True).encode("ascii")
         attempts = self.retries + 1
         last = None
         for attempt in range(attempts):
@@ -144,14 +177,17 @@ class RouteEvalClient(object):
 
     # -- one attempt ------------------------------------------------------------
     def _attempt(self, body, expected):
+        deadline = time.monotonic() + self.timeout
         request = urllib.request.Request(self.url, data=body, method="POST", headers={
             "Content-Type": "application/json; charset=utf-8",
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
         })
+        request.deadline = deadline          # read by the deadline handlers
+        timed_out = _Retryable("timed out after %g s" % self.timeout)
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read()
+                raw = _read_answer(response, deadline)
         except urllib.error.HTTPError as exc:
             message = "HTTP %d %s" % (exc.code, _error_detail(exc))
             if 500 <= exc.code < 600:
@@ -160,30 +196,208 @@ class RouteEvalClient(object):
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, socket.timeout):
-                raise _Retryable("timed out after %g s" % self.timeout)
+                raise timed_out
             raise _Retryable("cannot connect (%s)" % _describe(reason))
         except socket.timeout:
-            raise _Retryable("timed out after %g s" % self.timeout)
-        except (http.client.HTTPException, OSError) as exc:
+            raise timed_out
+        except (http.client.HTTPException, OSError, ValueError) as exc:
+            # ValueError: http.client on a garbled status line or chunk size.
             raise _Retryable("connection failed (%s)" % _describe(exc))
         return _parse_results(raw, expected)
 
 
+def service_failure_result(message):
+    """The result given to each case of a batch that failed for good ("mark")."""
+    result = error_result(UNAVAILABLE_PREFIX + message)
+    result["service_failure"] = True
+    return result
+
+
+def _read_answer(response, deadline):
+    """The answer's body, read in chunks until the deadline or MAX_ANSWER_BYTES."""
+    chunks, size = [], 0
+    while True:
+        if time.monotonic() >= deadline:
+            raise socket.timeout("deadline passed while reading the answer")
+        chunk = response.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise _Retryable("answer is larger than %d bytes" % MAX_ANSWER_BYTES)
+        chunks.append(chunk)
+
+
+# ---------------------------------------------------------------------------
+# Every socket call of a request bounded by its deadline
+# ---------------------------------------------------------------------------
+
+class _DeadlineSocket(object):
+    """A connected socket whose sends and receives all end by ``deadline``.
+
+    http.client sends with ``sendall`` and reads the answer through
+    ``makefile("rb")``; both set the socket's timeout to what is left.
+    Anything else is the socket's own.
+    """
+
+    def __init__(self, sock, deadline):
+        self._sock = sock
+        self._deadline = deadline
+
+    def arm(self):
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("deadline passed")
+        self._sock.settimeout(left)
+
+    def sendall(self, data, *flags):
+        self.arm()
+        return self._sock.sendall(data, *flags)
+
+    def makefile(self, mode="r", buffering=None, **kwargs):
+        if "b" not in mode or "w" in mode:
+            return self._sock.makefile(mode, buffering, **kwargs)
+        return io.BufferedReader(_DeadlineReader(self._sock.makefile("rb", buffering=0),
+                                                 self))
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The raw reading side of a ``_DeadlineSocket``."""
+
+    def __init__(self, raw, owner):
+        io.RawIOBase.__init__(self)
+        self._raw = raw
+        self._owner = owner
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        self._owner.arm()
+        return self._raw.readinto(buffer)
+
+    def close(self):
+        self._raw.close()               # releases the socket (closed when unused)
+        io.RawIOBase.close(self)
+
+
+class _DeadlineHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args, **kwargs):
+        self._deadline = kwargs.pop("deadline", None)
+        http.client.HTTPConnection.__init__(self, *args, **kwargs)
+
+    def connect(self):
+        http.client.HTTPConnection.connect(self)
+        if self._deadline is not None:
+            self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(functools.partial(
+            _DeadlineHTTPConnection, deadline=getattr(req, "deadline", None)), req)
+
+
+_DEADLINE_HANDLERS = [_DeadlineHTTPHandler]
+
+if hasattr(http.client, "HTTPSConnection"):         # Python built with ssl
+    class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+        def __init__(self, *args, **kwargs):
+            self._deadline = kwargs.pop("deadline", None)
+            http.client.HTTPSConnection.__init__(self, *args, **kwargs)
+
+        def connect(self):
+            http.client.HTTPSConnection.connect(self)   # TCP and TLS handshake
+            if self._deadline is not None:
+                self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+    class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(functools.partial(
+                _DeadlineHTTPSConnection, deadline=getattr(req, "deadline", None)),
+                req, context=self._context)
+
+    _DEADLINE_HANDLERS.append(_DeadlineHTTPSHandler)
+
+
+# ---------------------------------------------------------------------------
+# The answer, field by field
+# ---------------------------------------------------------------------------
+
 def _parse_results(raw, expected):
-    """The ``results`` list of a 200 answer, checked against the batch size."""
+    """The ``results`` list of a 200 answer, every field checked; else _Retryable."""
     try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _Final("response is not JSON (%s)" % exc)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Retryable("invalid answer: not UTF-8 (%s)" % exc)
+    shape = json_shape_problem(text, None, MAX_JSON_DEPTH)
+    if shape:
+        raise _Retryable("invalid answer: JSON %s" % shape[1])
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _Retryable("invalid answer: not JSON (%s)" % exc)
     results = payload.get("results") if isinstance(payload, dict) else None
     if not isinstance(results, list):
-        raise _Final("response has no \"results\" list")
+        raise _Retryable("invalid answer: no \"results\" list")
     if len(results) != expected:
-        raise _Final("response has %d result(s) for a batch of %d case(s)"
-                     % (len(results), expected))
-    if not all(isinstance(result, dict) for result in results):
-        raise _Final("response results are not all JSON objects")
+        raise _Retryable("invalid answer: %d result(s) for a batch of %d case(s)"
+                         % (len(results), expected))
+    for number, result in enumerate(results, start=1):
+        problem = result_problem(result)
+        if problem:
+            raise _Retryable("invalid answer: result %d %s" % (number, problem))
     return results
+
+
+def result_problem(result):
+    """What is wrong with one result of an answer, or None.
+
+    An object; ``error`` text or null; without an error text, ``reachable``
+    and ``station_grounding`` must be there.  Where present: those two are
+    true/false (the text "false" is not), the reasons text, ``match_details``
+    a list of objects whose leg fields are text or null, ``reachable_code``
+    text or null, ``station_grounding_codes`` a list of text.  Other keys
+    are ignored.
+    """
+    if not isinstance(result, dict):
+        return "is %s, expected an object" % type_name(result)
+    error = result.get("error")
+    if error is not None and not isinstance(error, str):
+        return "\"error\" is %s, expected text" % type_name(error)
+    for key in ("reachable", "station_grounding"):
+        if key not in result:
+            if error is None:
+                return "has no \"%s\"" % key
+        elif not isinstance(result[key], bool):
+            return "\"%s\" is %s, expected true or false" % (key, type_name(result[key]))
+    for key in ("reachable_reason", "station_grounding_reason"):
+        if key in result and not isinstance(result[key], str):
+            return "\"%s\" is %s, expected text" % (key, type_name(result[key]))
+    code = result.get("reachable_code")
+    if code is not None and not isinstance(code, str):
+        return "\"reachable_code\" is %s, expected text or null" % type_name(code)
+    if "station_grounding_codes" in result:
+        codes = result["station_grounding_codes"]
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            return "\"station_grounding_codes\" is not a list of text"
+    if "match_details" in result:
+        details = result["match_details"]
+        if not isinstance(details, list):
+            return "\"match_details\" is %s, expected a list" % type_name(details)
+        for leg_number, leg in enumerate(details, start=1):
+            if not isinstance(leg, dict):
+                return "match_details leg %d is %s, expected an object" % (
+                    leg_number, type_name(leg))
+            for field in LEG_FIELDS:
+                value = leg.get(field)
+                if value is not None and not isinstance(value, str):
+                    return "match_details leg %d \"%s\" is %s, expected text or null" % (
+                        leg_number, field, type_name(value))
+    return None
 
 
 def _error_detail(exc):

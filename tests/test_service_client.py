@@ -65,14 +65,21 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     Actions: "ok" (real results), "500", "400", "drop" (close without an
     answer), "reset" (TCP reset), "short" (one result too few), "garbage"
-    (200 with a non-JSON body), "slow" (answer after the client gave up).
+    (200 with a non-JSON body), "slow" (answer after the client gave up),
+    bytes (200 with exactly that body), a function (called with the real
+    results; 200 with what it returns, as JSON).
     """
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        cases = json.loads(body.decode("utf-8"))["cases"]
+        self.server.bodies.append(body)
+        cases = json.loads(body.decode("ascii"))["cases"]
         action = self.server.next_action(self.path, len(cases))
-        if action == "ok":
+        if isinstance(action, bytes):
+            self.answer(200, action)
+        elif callable(action):
+            self.answer(200, action(evaluate_cases(cases, *self.server.network)))
+        elif action == "ok":
             self.answer(200, {"results": evaluate_cases(cases, *self.server.network)})
         elif action == "500":
             self.answer(500, {"error": "database on fire"})
@@ -96,7 +103,10 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self.answer(200, {"results": evaluate_cases(cases, *self.server.network)})
 
     def answer(self, status, payload):
-        body = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
+        if isinstance(payload, bytes):
+            body = payload
+        else:
+            body = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -117,6 +127,7 @@ class ScriptedServer(ThreadingHTTPServer):
         self.script = list(script)
         self.default = default
         self.seen = []                     # (path, batch size) per request
+        self.bodies = []                   # request bodies as received
         self.lock = threading.Lock()
 
     def next_action(self, path, size):
@@ -176,9 +187,24 @@ class UrlTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             RouteEvalClient("http://h", batch_size=0)
         with self.assertRaises(ValueError):
+            RouteEvalClient("http://h", batch_size=True)
+        with self.assertRaises(ValueError):
             RouteEvalClient("http://h", retries=-1)
         with self.assertRaises(ValueError):
             RouteEvalClient("http://h").evaluate([], on_batch_failure="ignore")
+
+    def test_bad_timeouts(self):
+        for bad in (0, 0.0, -1, float("nan"), float("inf"), "10", None, True):
+            with self.subTest(timeout=bad):
+                with self.assertRaises(ValueError) as ctx:
+                    RouteEvalClient("http://h", timeout=bad)
+                self.assertIn("timeout", str(ctx.exception))
+        for bad in (-0.5, float("nan"), "1"):
+            with self.subTest(backoff=bad):
+                with self.assertRaises(ValueError):
+                    RouteEvalClient("http://h", backoff=bad)
+        self.assertEqual(RouteEvalClient("http://h", timeout=1).timeout, 1.0)
+        self.assertEqual(RouteEvalClient("http://h", timeout=0.001, backoff=0).backoff, 0)
 
 
 class ServiceDownTest(ClientTestCase):
@@ -204,6 +230,8 @@ class ServiceDownTest(ClientTestCase):
         self.assertEqual(len(client.failures), 2)
         for result in results:
             self.assertTrue(result["error"].startswith("service unavailable: "), result)
+            self.assertIs(result["service_failure"], True)
+            self.assertEqual(result["reachable_code"], "case_error")
             self.assertFalse(result["reachable"])
             self.assertEqual(result["reachable_reason"], result["error"])
             self.assertFalse(result["station_grounding"])
@@ -256,20 +284,31 @@ class RetryTest(ClientTestCase):
         self.assertEqual(len(server.seen), 1)
         self.assertEqual(sleeps, [])
 
-    def test_wrong_number_of_results(self):
-        server, url = self.serve(["short"])
-        client, _ = self.client(url)
+    def test_wrong_number_of_results_is_retried(self):
+        server, url = self.serve(default="short")
+        client, sleeps = self.client(url, retries=2)
         with self.assertRaises(ServiceUnavailable) as ctx:
             client.evaluate(numbered_cases(3))
-        self.assertIn("2 result(s) for a batch of 3 case(s)", str(ctx.exception))
-        self.assertEqual(len(server.seen), 1)
+        self.assertIn("invalid answer: 2 result(s) for a batch of 3 case(s)",
+                      str(ctx.exception))
+        self.assertIn("after 3 tries", str(ctx.exception))
+        self.assertEqual(len(server.seen), 3)
+        self.assertEqual(len(sleeps), 2)
+
+    def test_invalid_answer_then_a_good_one(self):
+        server, url = self.serve(["short", "garbage"])
+        client, _ = self.client(url, retries=2)
+        cases = numbered_cases(3)
+        self.assertEqual(client.evaluate(cases), self.expected(cases))
+        self.assertEqual(len(server.seen), 3)
 
     def test_non_json_answer(self):
-        server, url = self.serve(["garbage"])
-        client, _ = self.client(url)
+        server, url = self.serve(default="garbage")
+        client, _ = self.client(url, retries=1)
         with self.assertRaises(ServiceUnavailable) as ctx:
             client.evaluate(numbered_cases(1))
         self.assertIn("not JSON", str(ctx.exception))
+        self.assertEqual(len(server.seen), 2)
 
     def test_timeout_is_retried(self):
         server, url = self.serve(default="slow")
@@ -279,6 +318,194 @@ class RetryTest(ClientTestCase):
             client.evaluate(numbered_cases(1))
         self.assertIn("timed out", str(ctx.exception))
         self.assertEqual(len(sleeps), 1)
+
+
+def changed(**fields):
+    """An action: the real results with ``fields`` set on the first one
+    (a value of DROP removes the key)."""
+    def edit(results):
+        for key, value in fields.items():
+            if value is DROP:
+                del results[0][key]
+            else:
+                results[0][key] = value
+        return {"results": results}
+    return edit
+
+
+DROP = object()
+
+
+class AnswerValidationTest(ClientTestCase):
+    """Every field of an answer is checked; an invalid answer is a service error."""
+
+    INVALID = [
+        ("reachable is the text \"false\"", changed(reachable="false"),
+         "result 1 \"reachable\" is text, expected true or false"),
+        ("reachable is 1", changed(reachable=1), "\"reachable\" is a number"),
+        ("reachable missing", changed(reachable=DROP), "result 1 has no \"reachable\""),
+        ("grounding null", changed(station_grounding=None),
+         "\"station_grounding\" is null, expected true or false"),
+        ("reason is a list", changed(reachable_reason=["x"]),
+         "\"reachable_reason\" is a list, expected text"),
+        ("details not a list", changed(match_details={"a": 1}),
+         "\"match_details\" is a JSON object, expected a list"),
+        ("leg not an object", changed(match_details=["leg"]),
+         "match_details leg 1 is text, expected an object"),
+        ("leg stop id a list", changed(match_details=[{"boarding_stop_id": ["bus-1"]}]),
+         "match_details leg 1 \"boarding_stop_id\" is a list"),
+        ("error a number", changed(error=5), "\"error\" is a number, expected text"),
+        ("code a number", changed(reachable_code=3), "\"reachable_code\" is a number"),
+        ("codes text", changed(station_grounding_codes="origin_too_far"),
+         "\"station_grounding_codes\" is not a list of text"),
+        ("result not an object", lambda results: {"results": ["ok"] + results[1:]},
+         "result 1 is text, expected an object"),
+        ("results not a list", lambda results: {"results": {"0": results[0]}},
+         "no \"results\" list"),
+        ("answer a list", lambda results: results, "no \"results\" list"),
+        ("deep answer", b'{"results": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+         "JSON nested more than 100 levels deep"),
+        ("not UTF-8", b'{"results": ["\xff"]}', "not UTF-8"),
+    ]
+
+    def test_each_invalid_answer_is_retried_then_unavailable(self):
+        for name, action, words in self.INVALID:
+            with self.subTest(name):
+                server, url = self.serve(default=action)
+                client, _ = self.client(url, retries=1)
+                with self.assertRaises(ServiceUnavailable) as ctx:
+                    client.evaluate(numbered_cases(2))
+                self.assertIn("invalid answer", str(ctx.exception))
+                self.assertIn(words, str(ctx.exception))
+                self.assertEqual(len(server.seen), 2)         # retried like a 5xx
+
+    def test_invalid_answer_under_mark_marks_the_batch(self):
+        server, url = self.serve(default=changed(reachable="true"))
+        client, _ = self.client(url, retries=0)
+        results = client.evaluate(numbered_cases(2), on_batch_failure="mark")
+        self.assertEqual(client.marked_cases, 2)
+        self.assertTrue(all(r["service_failure"] is True for r in results))
+        self.assertTrue(all(r["reachable"] is False for r in results))
+
+    def test_result_with_its_own_error_is_returned_as_is(self):
+        own = {"error": "case is text, expected a JSON object"}
+        server, url = self.serve([lambda results: {"results": [own] + results[1:]}])
+        client, _ = self.client(url)
+        cases = numbered_cases(3)
+        results = client.evaluate(cases)
+        self.assertEqual(results[0], own)
+        self.assertNotIn("service_failure", results[0])
+        self.assertEqual(results[1:], self.expected(cases)[1:])
+        self.assertEqual(len(server.seen), 1)
+
+    def test_optional_fields_may_be_absent_and_extra_keys_are_ignored(self):
+        def minimal(results):
+            return {"results": [{"reachable": r["reachable"],
+                                 "station_grounding": r["station_grounding"], "extra": [1]}
+                                for r in results], "note": "x"}
+        server, url = self.serve([minimal])
+        client, _ = self.client(url)
+        results = client.evaluate(numbered_cases(2))
+        self.assertEqual([set(r) for r in results],
+                         [{"reachable", "station_grounding", "extra"}] * 2)
+
+    def test_null_error_and_null_leg_fields_are_valid(self):
+        server, url = self.serve([changed(error=None, match_details=[
+            {"line_query": "x", "line_name": None}])])
+        client, _ = self.client(url)
+        self.assertIsNone(client.evaluate(numbered_cases(1))[0]["error"])
+
+    def test_result_problem_hand_checked(self):
+        from general_llm.service_client import result_problem
+        self.assertIsNone(result_problem({"reachable": False, "station_grounding": False}))
+        self.assertIsNone(result_problem({"error": "x"}))
+        self.assertEqual(result_problem({}), "has no \"reachable\"")
+        self.assertEqual(result_problem(None), "is null, expected an object")
+        self.assertEqual(result_problem({"error": "x", "reachable": "no"}),
+                         "\"reachable\" is text, expected true or false")
+
+
+class Trickler(object):
+    """A loopback server that answers one request per connection very slowly.
+
+    It reads the request, then sends ``answer`` (status line, headers and
+    body) ``step`` bytes at a time with ``pause`` seconds between: a valid
+    answer that takes about len(answer) / step * pause seconds in all.
+    """
+
+    def __init__(self, answer, step=1, pause=0.05):
+        self.answer, self.step, self.pause = answer, step, pause
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            with conn:
+                conn.settimeout(5)
+                try:
+                    received = b""
+                    while b"\r\n\r\n" not in received:
+                        received += conn.recv(65536)
+                    for start in range(0, len(self.answer), self.step):
+                        if self.stop.is_set():
+                            break
+                        conn.sendall(self.answer[start:start + self.step])
+                        time.sleep(self.pause)
+                except OSError:
+                    pass                       # the client gave up: expected
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+def http_answer(payload):
+    body = json.dumps(payload).encode("ascii")
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n" % len(body)) + body
+
+
+class WholeRequestTimeoutTest(ClientTestCase):
+    """``timeout`` bounds the whole request, not each socket read."""
+
+    def trickler(self, answer):
+        server = Trickler(answer)
+        self.addCleanup(server.close)
+        return server
+
+    def test_trickled_body_times_out(self):
+        cases = numbered_cases(1)
+        # About 300 bytes at 20 bytes/s: 15 s in all, each byte well within 0.5 s.
+        server = self.trickler(http_answer({"results": self.expected(cases)}))
+        client, sleeps = self.client(server.url, timeout=0.5, retries=1)
+        with self.assertRaises(ServiceUnavailable) as ctx:
+            client.evaluate(cases)
+        self.assertIn("timed out after 0.5 s", str(ctx.exception))
+        self.assertIn("after 2 tries", str(ctx.exception))
+
+    def test_trickled_status_line_times_out(self):
+        server = self.trickler(b"HTTP/1.1 200 OK" + b" " * 400 + b"\r\n\r\n")
+        client, _ = self.client(server.url, timeout=0.5, retries=0)
+        with self.assertRaises(ServiceUnavailable) as ctx:
+            client.evaluate(numbered_cases(1))
+        self.assertIn("timed out after 0.5 s", str(ctx.exception))
+
+    def test_a_quick_trickle_within_the_timeout_is_read(self):
+        cases = numbered_cases(1)
+        answer = http_answer({"results": self.expected(cases)})
+        server = Trickler(answer, step=64, pause=0.01)
+        self.addCleanup(server.close)
+        client, _ = self.client(server.url, timeout=10)
+        self.assertEqual(client.evaluate(cases), self.expected(cases))
 
 
 class BatchingTest(ClientTestCase):
@@ -315,6 +542,13 @@ class RealServerTest(ClientTestCase):
             client, _ = self.client(server.url, batch_size=4)
             cases = numbered_cases(10) + ["not a case"]
             self.assertEqual(client.evaluate(cases), self.expected(cases))
+            # A lone surrogate fails its own case only, on both sides of the wire.
+            odd = numbered_cases(3)
+            odd[1]["pred"]["station_name"] = ["罗湖", "\ud800"]
+            results = client.evaluate(odd)
+            self.assertEqual(results, self.expected(odd))
+            self.assertIn("lone surrogate", results[1]["error"])
+            self.assertNotIn("error", results[0])
         finally:
             server.shutdown()
             server.server_close()
