@@ -1519,14 +1519,14 @@ def funnel_failure_codes(record, check_codes):
         return []
     if not record.get("reachable"):
         return ["reachability." + code
-                for code in (check_codes.get("reachability") or ("unreachable",))]
+                for code in (check_codes.get("reachability") or ("unspecified",))]
     codes = []
     if not record["station_grounding"]:
         codes.extend("grounding." + code
-                     for code in (check_codes.get("grounding") or ("failed",)))
+                     for code in (check_codes.get("grounding") or ("unspecified",)))
     if not record["distance_plausibility"]:
         codes.extend("plausibility." + code
-                     for code in (check_codes.get("plausibility") or ("failed",)))
+                     for code in (check_codes.get("plausibility") or ("unspecified",)))
     if not record["exact_match"]:
         overlap = []
         if record["station_iou"] != 1:
@@ -1535,7 +1535,7 @@ def funnel_failure_codes(record, check_codes):
             overlap.append("overlap.line_mismatch")
         if not record["transfer_mode_match"]:
             overlap.append("overlap.access_mode_mismatch")
-        codes.extend(overlap or ["overlap.not_exact"])
+        codes.extend(overlap or ["overlap.unspecified"])
     else:
         codes.extend(code for key, code in _ACCURACY_CODES if not record[key])
     return codes

@@ -2,19 +2,24 @@
 """Speed and memory of the four evaluators at full scale.
 
 Builds (once) a ~150,000-station network and 10,000-row sample files with
-data/make_demo.py's scale options into bench/scale/, then runs each evaluator
-in a fresh process and prints rows/s, wall time (best of --repeat runs) and
-peak memory (the maximum resident set size of the evaluator or of one of its
-worker processes, from os.wait4).  Figures go in the README.
+data/make_demo.py's scale options into bench/scale/; for more rows
+(--samples 100000, 1000000) the row files are grown by repeating those rows
+with new ids, so the network is not regenerated.  Then runs each evaluator in
+a fresh process with the JSON report, the details and the text report on, and
+prints rows/s, wall time (best of --repeat runs) and peak memory (the maximum
+resident set size of the evaluator or of one of its worker processes, from
+os.wait4).  Figures go in the README.
 
-    python3 bench/benchmark.py [--stations N] [--samples N] [--repeat K]
+    python3 bench/benchmark.py [--stations N] [--samples N ...] [--repeat K] [--only NAME]
 """
 
 import argparse
+import csv
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,6 +53,38 @@ def build_scale_data(folder, stations, samples):
     print("  built in %.1f s" % (time.time() - started), flush=True)
     with open(marker, "w", encoding="utf-8") as handle:
         json.dump(wanted, handle)
+
+
+BASE_SAMPLES = 10000             # rows make_demo.py generates; more are repeats
+
+
+def grown_file(folder, sample_file, samples):
+    """The sample file with ``samples`` rows: the base rows repeated with new ids."""
+    source = os.path.join(folder, sample_file)
+    if samples <= BASE_SAMPLES:
+        return source
+    target = os.path.join(folder, "x%d-%s" % (samples, sample_file))
+    if os.path.isfile(target):
+        return target
+    csv.field_size_limit(1 << 30)
+    with open(source, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    header, body = rows[0], rows[1:]
+    i_id = header.index("index_id") if "index_id" in header else header.index("indexid")
+    with open(target + ".tmp", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        written = 0
+        copy = 0
+        while written < samples:
+            for row in body[:samples - written]:
+                row = list(row)
+                row[i_id] = "%s-%d" % (row[i_id], copy)
+                writer.writerow(row)
+            written += min(len(body), samples - written)
+            copy += 1
+    os.replace(target + ".tmp", target)
+    return target
 
 
 def measure(command):
@@ -86,28 +123,38 @@ def count_rows(path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stations", type=int, default=150000)
-    parser.add_argument("--samples", type=int, default=10000)
+    parser.add_argument("--samples", type=int, nargs="+", default=[10000],
+                        help="row counts to measure (beyond %d: the rows repeated with "
+                             "new ids)" % BASE_SAMPLES)
+    parser.add_argument("--only", action="append",
+                        help="measure only this evaluator label (repeatable)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per evaluator; the best wall time is reported")
     parser.add_argument("--data", default=SCALE_DIR, help="scale data folder")
     args = parser.parse_args(argv)
-    build_scale_data(args.data, args.stations, args.samples)
+    build_scale_data(args.data, args.stations, min(BASE_SAMPLES, min(args.samples)))
     stations = os.path.join(args.data, "station_info.csv")
     print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
     print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
                                         "peak (MB)"))
+    out = tempfile.mkdtemp(prefix="transitlm-bench-")
     for label, name, sample_file, extra in EVALUATORS:
-        sample_path = os.path.join(args.data, sample_file)
-        command = [sys.executable, os.path.join(REPO, name, "evaluate.py"),
-                   "--input", sample_path, "--station_info", stations, "--quiet"] + extra
-        if name == "general_llm":
-            command += ["--line_info", os.path.join(args.data, "line_info.csv")]
-        rows = count_rows(sample_path)
-        runs = [measure(command) for _ in range(args.repeat)]
-        wall = min(run[0] for run in runs)
-        peak = max(run[1] for run in runs)
-        print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall, peak),
-              flush=True)
+        if args.only and label.strip() not in args.only and name not in args.only:
+            continue
+        for samples in args.samples:
+            sample_path = grown_file(args.data, sample_file, samples)
+            command = [sys.executable, os.path.join(REPO, name, "evaluate.py"),
+                       "--input", sample_path, "--station_info", stations,
+                       "--json", os.path.join(out, "report.json"),
+                       "--details", os.path.join(out, "details.jsonl")] + extra
+            if name == "general_llm":
+                command += ["--line_info", os.path.join(args.data, "line_info.csv")]
+            rows = count_rows(sample_path)
+            runs = [measure(command) for _ in range(args.repeat)]
+            wall = min(run[0] for run in runs)
+            peak = max(run[1] for run in runs)
+            print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall, peak),
+                  flush=True)
     print("calibration: 5M-step Python loop %.2f s (after)" % calibration_seconds())
     print("peak = the largest resident set of the evaluator or one of its worker "
           "processes (they share the parent's pages).")
