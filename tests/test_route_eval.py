@@ -20,8 +20,8 @@ if REPO not in sys.path:
 from common import InputError, StationNetwork, parse_lnglat  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     NOT_CHECKED, NOT_CHECKED_UNREACHABLE, LineTable, bigram_jaccard, city_code_of,
-    evaluate_case, evaluate_cases, match_station, normalise_transfer_names,
-    strip_line_suffix)
+    evaluate_case, evaluate_cases, json_shape_problem, match_station,
+    normalise_transfer_names, strip_line_suffix)
 
 SHARED = os.path.join(REPO, "..", "shared")
 PARITY = os.path.join(SHARED, "parity")
@@ -351,6 +351,38 @@ class LineTableLoadTest(unittest.TestCase):
     def test_empty_station_list_cell(self):
         lines = LineTable.load(self.write([("0755", "1路", "")]))
         self.assertEqual(lines.lines[0].stations, [])
+
+
+class JsonShapeTest(unittest.TestCase):
+    """json_shape_problem: the scan of untrusted JSON text before decoding."""
+
+    def test_plain_texts_pass(self):
+        for text in ("", "null", "[]", '{"a": [1, 2, {"b": "[[["}]}', "[" * 100 + "]" * 100,
+                     "not json at all"):
+            self.assertIsNone(json_shape_problem(text), text)
+
+    def test_depth(self):
+        self.assertEqual(json_shape_problem("[" * 101 + "]" * 101),
+                         ("too_deep", "nested more than 100 levels deep"))
+        self.assertEqual(json_shape_problem('{"a": [{"b": [1]}]}', max_depth=3)[0],
+                         "too_deep")
+        self.assertIsNone(json_shape_problem('{"a": [{"b": 1}]}', max_depth=3))
+        # Unbalanced closers (invalid JSON) are left to the decoder.
+        self.assertIsNone(json_shape_problem("]]]" + "[" * 50, max_depth=100))
+
+    def test_items_only_when_asked(self):
+        many = "[%s]" % ",".join(["0"] * 5000)
+        self.assertIsNone(json_shape_problem(many))
+        self.assertEqual(json_shape_problem(many, max_items=1000),
+                         ("too_long", "a list holds more than 1000 items"))
+        self.assertIsNone(json_shape_problem('{"a": 1, "b": 2, "c": 3}', max_items=2))
+
+    def test_strings_are_skipped_whole(self):
+        # A long string, escaped quotes, and brackets inside strings.
+        text = '["%s", "a\\"[[[", "\\\\", "{"]' % ("x" * 1000000)
+        self.assertEqual(len(json.loads(text)), 4)
+        self.assertIsNone(json_shape_problem(text, max_items=4, max_depth=1))
+        self.assertEqual(json_shape_problem(text, max_items=3)[0], "too_long")
 
 
 # ---------------------------------------------------------------------------
