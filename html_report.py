@@ -21,9 +21,9 @@ import re
 import zlib
 
 import common
+from general_llm.route_eval import BUS_STOP_PREFIX
 
-STAGES = ("error", "no_response", "reachability", "grounding", "plausibility", "overlap",
-          "accuracy", "preference", "diversity")
+STAGES = common.STAGES
 
 BENCHMARK_TITLES = {
     "single_route": "TransitLM benchmark 1: single route",
@@ -321,7 +321,7 @@ class Stops(object):
         try:
             value = getattr(self.network, method)(stop)
             if value is None and self.prefix_fallback:
-                value = getattr(self.network, method)(common.BUS_STOP_PREFIX + stop)
+                value = getattr(self.network, method)(BUS_STOP_PREFIX + stop)
         except common.InputError:
             return None
         return value
@@ -341,7 +341,7 @@ class Stops(object):
             return None
         if there in hops:
             return True
-        return self.prefix_fallback and (common.BUS_STOP_PREFIX + there) in hops
+        return self.prefix_fallback and (BUS_STOP_PREFIX + there) in hops
 
 
 def valid_point(point):

@@ -249,7 +249,7 @@ def stop_coords(network, stop):
         return None
     point = network.coords(stop)
     if point is None:
-        point = network.coords(common.BUS_STOP_PREFIX + stop)
+        point = network.coords(route_eval.BUS_STOP_PREFIX + stop)
     return point
 
 

@@ -31,8 +31,13 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from common import (  # noqa: E402  (the path set-up above must come first)
-    BUS_STOP_PREFIX, CITY_CODES, MAX_JSON_DEPTH, SERVICE_TAXI_MARKERS, TRANSFER, WALK,
-    InputError, access_threshold_km, haversine_km, json_too_deep, type_name)
+    MAX_JSON_DEPTH, TRANSFER, WALK, InputError, access_threshold_km, haversine_km,
+    json_too_deep, type_name)
+
+# Data of the general-LLM setting (the published route-eval service's rules).
+CITY_CODES = {"北京": "010", "上海": "021", "深圳": "0755", "成都": "028"}
+SERVICE_TAXI_MARKERS = ("打车", "网约车")   # the route-eval service does not know 滴滴
+BUS_STOP_PREFIX = "bus-"         # stop ids of the dataset; the service retries with it
 
 LINE_COLUMNS = ("citycode", "line_name", "station_list")
 MIN_STATION_SIMILARITY = 0.4     # lowest bigram Jaccard that still matches a station

@@ -5,6 +5,7 @@ Every expected figure is computed by hand (see the comments)."""
 import unittest
 
 from tests.helpers import common, east, route, toy_network
+from general_llm import route_eval
 
 REF, PAPER = common.REFERENCE, common.PAPER
 
@@ -81,7 +82,7 @@ class Geometry(unittest.TestCase):
             with self.subTest(mode=mode):
                 self.assertEqual(common.access_threshold_km(mode), limit)
         # the route-eval service does not treat 滴滴 as a taxi
-        self.assertEqual(common.access_threshold_km("滴滴", common.SERVICE_TAXI_MARKERS), 3)
+        self.assertEqual(common.access_threshold_km("滴滴", route_eval.SERVICE_TAXI_MARKERS), 3)
 
     def test_iou(self):
         self.assertEqual(common.iou([], ["a"]), 0.0)
