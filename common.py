@@ -134,12 +134,20 @@ class InputError(Exception):
 class RowError(Exception):
     """A row that cannot be evaluated; it becomes an error row with this reason.
 
-    ``code`` is the reason part of its failure code ``error.<code>``.
+    ``code`` is the reason part of its failure code ``error.<code>``.  One kept
+    beyond its ``except`` block is kept ``detached()``: a raised exception's
+    traceback (and its context's) refers to the frames that hold it, and with
+    the cyclic collector paused such a cycle (holding a whole batch of rows)
+    would never be freed.
     """
 
     def __init__(self, message, code="invalid_prediction"):
         Exception.__init__(self, message)
         self.code = code
+
+    def detached(self):
+        """The same error without traceback or context (safe to keep)."""
+        return RowError(str(self), self.code)
 
 
 class ServiceError(Exception):
@@ -1082,7 +1090,9 @@ def decode_json(text, what, lenient=False, code="invalid_json"):
     try:
         return loads_stripped(text.strip(JSON_WHITESPACE)), False
     except ValueError as exc:
-        error = exc
+        # Keep the message, not the exception: its traceback's frames would
+        # hold it in a reference cycle (see RowError).
+        error = getattr(exc, "msg", None) or str(exc)
     if lenient:
         start = text.find("{")
         while start != -1:
@@ -1095,8 +1105,7 @@ def decode_json(text, what, lenient=False, code="invalid_json"):
             start = text.find("{", start + 1)
     if not text.strip():
         raise RowError("%s is empty" % what, code)
-    raise RowError("%s is not valid JSON (%s)" % (what, error.msg if hasattr(error, "msg") else error),
-                   code)
+    raise RowError("%s is not valid JSON (%s)" % (what, error), code)
 
 
 def read_prompt(text):
@@ -2073,7 +2082,7 @@ class Benchmark(object):
             try:
                 out.append(self.evaluate(row, context))
             except RowError as exc:
-                out.append(exc)
+                out.append(exc.detached())      # see RowError
         return out
 
     def scenario_codes(self, record, protocol):

@@ -156,7 +156,7 @@ class GeneralLLM(common.Benchmark):
             try:
                 item = self.build_case(row, context.protocol)
             except common.RowError as exc:
-                item = exc
+                item = exc.detached()           # see common.RowError
             else:
                 cases.append(item[0])
             built.append(item)
@@ -169,7 +169,7 @@ class GeneralLLM(common.Benchmark):
             try:
                 out.append(self.record_fields(row, item, next(results), context))
             except common.RowError as exc:
-                out.append(exc)
+                out.append(exc.detached())
         return out
 
     def judge_cases(self, cases, context):

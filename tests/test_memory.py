@@ -1,0 +1,80 @@
+"""Constant memory: a finished row leaves nothing behind.
+
+The evaluators pause the cyclic garbage collector (nothing they build needs
+it), so a row that left a reference cycle behind -- an exception kept with its
+traceback, whose frames hold the batch of rows -- would never be freed and
+memory would grow with the rows.  Here the garbage a run leaves must not grow
+with the number of rows, for every kind of row (passed, failed, error).
+"""
+
+import contextlib
+import gc
+import io
+import json
+import os
+import tempfile
+import unittest
+
+from tests.helpers import common, prompt, route, write_samples, write_station_file
+
+
+def mixed_rows(count):
+    kinds = [route(), route(station_sequence=["A", "C"]), "{not json", route(total_time=[1]),
+             route(station_sequence=["A", "B", "X"]), "", route(total_distance="9公里")]
+    rows = []
+    for number in range(count):
+        prediction = kinds[number % len(kinds)]
+        rows.append({"index_id": "r%d" % number, "sft_prompt": prompt(),
+                     "sft_label": route() if number % 11 else "[broken",
+                     "generate_results": prediction})
+    return rows
+
+
+class NoCyclesPerRow(unittest.TestCase):
+    def garbage_after(self, count, benchmark):
+        with tempfile.TemporaryDirectory() as tmp:
+            stations = os.path.join(tmp, "st.csv")
+            write_station_file(stations)
+            path = os.path.join(tmp, "in.csv")
+            rows = mixed_rows(count)
+            if benchmark == "diversity":
+                for row in rows:
+                    value = row["generate_results"]
+                    row["generate_results"] = ({"first": value, "second": value}
+                                               if isinstance(value, dict) else value)
+                    if isinstance(row["sft_label"], dict):
+                        row["sft_label"] = {"first": row["sft_label"]}
+            write_samples(path, rows)
+            gc.collect()
+            was_enabled = gc.isenabled()
+            try:
+                # Cyclic garbage is kept (not freed) from here on, whenever found.
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    status = common.run(common.load_benchmark(benchmark),
+                                        ["--input", path, "--station_info", stations,
+                                         "--details", os.path.join(tmp, "d.jsonl")])
+                self.assertEqual(status, 0)
+                gc.collect()
+                found = len(gc.garbage)
+            finally:
+                gc.set_debug(0)
+                del gc.garbage[:]
+                if was_enabled:
+                    gc.enable()
+            with open(os.path.join(tmp, "d.jsonl"), encoding="utf-8") as handle:
+                statuses = {json.loads(line)["status"] for line in handle}
+            self.assertEqual(statuses, {"evaluated", "error", "no_response"}
+                             if benchmark == "general_llm" else {"evaluated", "error"})
+            return found
+
+    def test_garbage_does_not_grow_with_rows(self):
+        for benchmark in ("single_route", "diversity", "general_llm"):
+            with self.subTest(benchmark=benchmark):
+                small = self.garbage_after(30, benchmark)
+                large = self.garbage_after(600, benchmark)
+                self.assertLessEqual(large, small + 10, (small, large))
+
+
+if __name__ == "__main__":
+    unittest.main()
