@@ -662,12 +662,16 @@ class SampleRow(object):
         self.problem = problem            # (code, message) when the row itself is malformed
         self.generator_error = None       # a predictions file's "error" for this id
 
-    def __getstate__(self):               # pickled to worker processes
-        return tuple(getattr(self, key) for key in self.__slots__)
+    def state(self):
+        """The row as a plain tuple (what is sent to a worker process: cheap to pickle)."""
+        return (self.row, self.index_id, self.prompt, self.label, self.prediction,
+                self.req_type, self.has_prediction, self.problem, self.generator_error)
 
-    def __setstate__(self, state):
-        for key, value in zip(self.__slots__, state):
-            setattr(self, key, value)
+    @classmethod
+    def from_state(cls, state):
+        sample = cls(*state[:8])
+        sample.generator_error = state[8]
+        return sample
 
 
 def file_sha256(path):
@@ -1317,14 +1321,25 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
                             % (station_word, stop, straight, side, limit, mode or WALK),
                             (side + "_too_far",))
     else:
-        grounding = Verdict(True, "%s station within %g km" % (station_word, limit))
+        grounding = _passed("%s station within %g km" % (station_word, limit))
     return grounding, check_access_distance(side, straight, access_km, protocol)
+
+
+_PASSED = {}
+
+
+def _passed(reason):
+    """A passing Verdict, shared: verdicts are never changed, and most checks pass."""
+    verdict = _PASSED.get(reason)
+    if verdict is None:
+        verdict = _PASSED[reason] = Verdict(True, reason)
+    return verdict
 
 
 def check_access_distance(side, straight, access_km, protocol):
     """Distance plausibility: d - slack <= predicted access distance <= 3d + slack."""
     if not access_km > 0:
-        return Verdict(True, "no %s access distance given" % side)
+        return _passed("no %s access distance given" % side)
     low = straight - protocol.dp_slack_km
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
@@ -1333,7 +1348,7 @@ def check_access_distance(side, straight, access_km, protocol):
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
                        "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
-    return Verdict(True, "%s access distance plausible" % side)
+    return _passed("%s access distance plausible" % side)
 
 
 def combine(verdicts, ok_reason):
@@ -1342,7 +1357,7 @@ def combine(verdicts, ok_reason):
     if failed:
         return Verdict(False, "; ".join(v.reason for v in failed),
                        [code for v in failed for code in v.codes])
-    return Verdict(True, ok_reason)
+    return _passed(ok_reason)
 
 
 def check_grounding(route, origin, destination, network, protocol):
@@ -2363,18 +2378,19 @@ def _can_fork():
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _evaluate_chunk(samples):
-    """Worker: evaluate a chunk of samples -> (details, failures, count, slim, tally)."""
+def _evaluate_chunk(states):
+    """Worker: evaluate a chunk of samples (as SampleRow states) -> (details bytes,
+    failure lines, their count, slim records, tally)."""
     judge, sinks = _FORKED
     judge.context.tally = {}
-    records = list(judge.records(samples))
+    records = list(judge.records(map(SampleRow.from_state, states)))
     return sinks.render_chunk(records) + (judge.context.tally,)
 
 
 def _chunks(items, size):
     chunk = []
     for item in items:
-        chunk.append(item)
+        chunk.append(item.state())
         if len(chunk) == size:
             yield chunk
             chunk = []
@@ -2383,11 +2399,12 @@ def _chunks(items, size):
 
 
 def evaluate_in_workers(judge, samples, sinks, progress, workers):
-    """Stream chunks of rows through ``workers - 1`` forked processes and this one.
+    """Stream chunks of rows through ``workers`` forked processes.
 
-    Chunks are taken in input order, at most two per process in flight (memory
-    stays bounded), and every chunk's outputs are added in input order, so
-    every output is byte-identical to a single-process run.  Returns False
+    This process reads the rows, hands them out a chunk at a time (at most two
+    per worker in flight, so memory stays bounded) and adds every chunk's
+    outputs in input order, so every output is byte-identical to a
+    single-process run.  The workers inherit the loaded network.  Returns False
     (nothing consumed) when no process pool can be made here.
     """
     import collections
@@ -2395,32 +2412,23 @@ def evaluate_in_workers(judge, samples, sinks, progress, workers):
     global _FORKED
     _FORKED = (judge, sinks)
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers - 1)
+        pool = multiprocessing.get_context("fork").Pool(workers)
     except OSError:                   # no semaphores/shared memory here: one process
         _FORKED = None
         return False
     pending = collections.deque()
 
     def add_first():
-        local, item = pending.popleft()
-        if local:
-            for record in judge.records(item):
-                sinks.add(record)
-                progress.step()
-        else:
-            details, failures, failing, slim, tally = item.get()
-            sinks.add_chunk(details, failures, failing, slim)
-            for key, amount in tally.items():
-                judge.context.count(key, amount)
-            progress.step(len(slim))
+        details, failures, failing, slim, tally = pending.popleft().get()
+        sinks.add_chunk(details, failures, failing, slim)
+        for key, amount in tally.items():
+            judge.context.count(key, amount)
+        progress.step(len(slim))
 
     try:
         with pool:
-            for number, chunk in enumerate(_chunks(samples, CHUNK_ROWS)):
-                if number % workers == 0:
-                    pending.append((True, chunk))
-                else:
-                    pending.append((False, pool.apply_async(_evaluate_chunk, (chunk,))))
+            for chunk in _chunks(samples, CHUNK_ROWS):
+                pending.append(pool.apply_async(_evaluate_chunk, (chunk,)))
                 if len(pending) >= 2 * workers:
                     add_first()
             while pending:
