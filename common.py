@@ -2630,7 +2630,7 @@ def build_parser(benchmark):
     parser.add_argument("--strict_json", action="store_true",
                         help="refuse predictions with text around the JSON (error rows), "
                              "as the published evaluator does")
-    parser.add_argument("--sample_count", type=_positive_int, metavar="N",
+    parser.add_argument("--sample_count", type=_non_negative_int, metavar="N",
                         help="evaluate only the first N rows")
     parser.add_argument("--station_info", metavar="CSV",
                         help="station file (default: $%s/station_info.csv or "
@@ -2651,12 +2651,12 @@ def build_parser(benchmark):
     parser.add_argument("--html", metavar="PATH",
                         help="write a self-contained HTML report (funnel, failure reasons, "
                              "row explorer with route maps)")
-    parser.add_argument("--html_rows", type=_positive_int, default=500, metavar="N",
+    parser.add_argument("--html_rows", type=_non_negative_int, default=500, metavar="N",
                         help="rows listed (with a map each) in the HTML report: failures "
                              "first, then a sample of passed rows (default 500)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-row failure lines and no progress line")
-    parser.add_argument("--workers", type=_positive_int, default=0, metavar="N",
+    parser.add_argument("--workers", type=_non_negative_int, default=0, metavar="N",
                         help="evaluate in up to N processes (where fork is available, at "
                              "least %d rows per worker); every output is identical to a "
                              "single-process run. 0 = one per CPU core (default); "
@@ -2665,7 +2665,7 @@ def build_parser(benchmark):
     return parser
 
 
-def _positive_int(text):
+def _non_negative_int(text):
     try:
         value = int(text)
     except ValueError:

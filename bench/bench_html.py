@@ -23,9 +23,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
+sys.path.insert(0, HERE)
 
 import common  # noqa: E402
 import html_report  # noqa: E402
+from benchmark import build_scale_data  # noqa: E402  (the same make_demo.py build)
 
 BENCHMARKS = [("single_route", "benchmark1_single_route_example.csv"),
               ("personalized", "benchmark2_personalized_example.csv"),
@@ -34,22 +36,6 @@ BENCHMARKS = [("single_route", "benchmark1_single_route_example.csv"),
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--window-size=1280,2000"]
-
-
-def build_data(folder, stations, samples):
-    marker = os.path.join(folder, "scale.json")
-    wanted = {"stations": stations, "samples": samples}
-    if os.path.isfile(marker):
-        with open(marker, encoding="utf-8") as handle:
-            if json.load(handle) == wanted:
-                return
-    print("building %d-row files on a %d-station network in %s ..." % (samples, stations,
-                                                                        folder),
-          file=sys.stderr)
-    subprocess.run([sys.executable, os.path.join(REPO, "data", "make_demo.py"), "--stations",
-                    str(stations), "--samples", str(samples), "--out", folder], check=True)
-    with open(marker, "w", encoding="utf-8") as handle:
-        json.dump(wanted, handle)
 
 
 def render_seconds(chromium, path, work):
@@ -74,7 +60,7 @@ def main():
                         help="folder of the scale data (built once)")
     args = parser.parse_args()
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    build_data(args.data, args.stations, args.samples)
+    build_scale_data(args.data, args.stations, args.samples)
     network = common.StationNetwork.load(os.path.join(args.data, "station_info.csv"))
     work = tempfile.mkdtemp(prefix="bench_html_")
     try:
