@@ -1321,25 +1321,14 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
                             % (station_word, stop, straight, side, limit, mode or WALK),
                             (side + "_too_far",))
     else:
-        grounding = _passed("%s station within %g km" % (station_word, limit))
+        grounding = Verdict(True, "%s station within %g km" % (station_word, limit))
     return grounding, check_access_distance(side, straight, access_km, protocol)
-
-
-_PASSED = {}
-
-
-def _passed(reason):
-    """A passing Verdict, shared: verdicts are never changed, and most checks pass."""
-    verdict = _PASSED.get(reason)
-    if verdict is None:
-        verdict = _PASSED[reason] = Verdict(True, reason)
-    return verdict
 
 
 def check_access_distance(side, straight, access_km, protocol):
     """Distance plausibility: d - slack <= predicted access distance <= 3d + slack."""
     if not access_km > 0:
-        return _passed("no %s access distance given" % side)
+        return Verdict(True, "no %s access distance given" % side)
     low = straight - protocol.dp_slack_km
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
@@ -1348,7 +1337,7 @@ def check_access_distance(side, straight, access_km, protocol):
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
                        "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
-    return _passed("%s access distance plausible" % side)
+    return Verdict(True, "%s access distance plausible" % side)
 
 
 def combine(verdicts, ok_reason):
@@ -1357,7 +1346,7 @@ def combine(verdicts, ok_reason):
     if failed:
         return Verdict(False, "; ".join(v.reason for v in failed),
                        [code for v in failed for code in v.codes])
-    return _passed(ok_reason)
+    return Verdict(True, ok_reason)
 
 
 def check_grounding(route, origin, destination, network, protocol):

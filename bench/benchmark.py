@@ -5,12 +5,13 @@ Builds (once) a ~150,000-station network and 10,000-row sample files with
 data/make_demo.py's scale options into bench/scale/; for more rows
 (--samples 100000, 1000000) the row files are grown by repeating those rows
 with new ids, so the network is not regenerated.  Then runs each evaluator in
-a fresh process with the JSON report, the details and the text report on, and
-prints rows/s, wall time (best of --repeat runs) and peak memory (the maximum
-resident set size of the evaluator or of one of its worker processes, from
-os.wait4).  Figures go in the README.
+a fresh process with the JSON report, the details and the text report on
+(--outputs quiet: --quiet only), and prints rows/s, wall time (best of
+--repeat runs) and peak memory (the maximum resident set size of the evaluator
+or of one of its worker processes, from os.wait4).  Figures go in the README.
 
-    python3 bench/benchmark.py [--stations N] [--samples N ...] [--repeat K] [--only NAME]
+    python3 bench/benchmark.py [--stations N] [--samples N ...] [--repeat K]
+                               [--outputs full|quiet] [--only NAME]
 """
 
 import argparse
@@ -126,6 +127,11 @@ def main(argv=None):
     parser.add_argument("--samples", type=int, nargs="+", default=[10000],
                         help="row counts to measure (beyond %d: the rows repeated with "
                              "new ids)" % BASE_SAMPLES)
+    parser.add_argument("--outputs", choices=("full", "quiet"), default="full",
+                        help="full: the JSON report, the details and the text report with "
+                             "its failure lines (what the memory target is about; default); "
+                             "quiet: --quiet and nothing else (the published evaluator's "
+                             "work, for speed comparisons)")
     parser.add_argument("--only", action="append",
                         help="measure only this evaluator label (repeatable)")
     parser.add_argument("--repeat", type=int, default=3,
@@ -144,9 +150,12 @@ def main(argv=None):
         for samples in args.samples:
             sample_path = grown_file(args.data, sample_file, samples)
             command = [sys.executable, os.path.join(REPO, name, "evaluate.py"),
-                       "--input", sample_path, "--station_info", stations,
-                       "--json", os.path.join(out, "report.json"),
-                       "--details", os.path.join(out, "details.jsonl")] + extra
+                       "--input", sample_path, "--station_info", stations] + extra
+            if args.outputs == "full":
+                command += ["--json", os.path.join(out, "report.json"),
+                            "--details", os.path.join(out, "details.jsonl")]
+            else:
+                command += ["--quiet"]
             if name == "general_llm":
                 command += ["--line_info", os.path.join(args.data, "line_info.csv")]
             rows = count_rows(sample_path)
