@@ -2519,9 +2519,10 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
             done = False
             if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
                     and benchmark.can_run_in_workers(context)):
-                samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * 2)
-                if samples.enough:
-                    workers = min(workers, max(2, samples.known // MIN_ROWS_PER_WORKER))
+                # Read ahead enough rows to know how many workers the file can feed.
+                samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
+                workers = samples.known // MIN_ROWS_PER_WORKER
+                if workers > 1:
                     done = evaluate_in_workers(RowJudge(benchmark, context), samples, sinks,
                                                progress, workers)
             if not done:
@@ -2555,8 +2556,8 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
 
 
 class _MinimumRows(object):
-    """An iterator that first reads ahead up to ``limit`` items, to tell whether
-    a stream is large enough for worker processes (``enough``)."""
+    """An iterator that first reads ahead up to ``limit`` items (``known`` of
+    them were there), to tell how many worker processes a stream can feed."""
 
     def __init__(self, items, limit):
         self._items = iter(items)
@@ -2566,7 +2567,6 @@ class _MinimumRows(object):
             if len(self._head) >= limit:
                 break
         self.known = len(self._head)
-        self.enough = self.known >= limit
 
     def __iter__(self):
         head, self._head = self._head, []
@@ -2646,10 +2646,10 @@ def build_parser(benchmark):
     parser.add_argument("--quiet", action="store_true",
                         help="no per-row failure lines and no progress line")
     parser.add_argument("--workers", type=_non_negative_int, default=0, metavar="N",
-                        help="evaluate in up to N processes (where fork is available, at "
-                             "least %d rows per worker); every output is identical to a "
-                             "single-process run. 0 = one per CPU core (default); "
-                             "1 = a single process" % MIN_ROWS_PER_WORKER)
+                        help="evaluate in up to N forked worker processes (where fork is "
+                             "available, at least %d rows per worker); every output is "
+                             "identical to a single-process run. 0 = one per CPU core "
+                             "(default); 1 = a single process" % MIN_ROWS_PER_WORKER)
     benchmark.add_arguments(parser)
     return parser
 

@@ -590,19 +590,9 @@ class ComparisonPageTest(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# Real run folders (once the evaluators write them with --out)
+# Real run folders (the evaluators with --out)
 # ---------------------------------------------------------------------------
 
-def _out_flag_exists():
-    # The lead adds --out to common.py's parser; until then this test skips.
-    try:
-        text = open(os.path.join(REPO, "common.py"), encoding="utf-8").read()
-    except OSError:
-        return False
-    return '"--out"' in text
-
-
-@unittest.skipUnless(_out_flag_exists(), "the evaluators do not write run folders yet")
 class RunFolderTest(TempDir):
     def test_pages_of_real_runs(self):
         net = common.StationNetwork.load(os.path.join(REPO, "data", "station_info.csv"))
