@@ -2067,6 +2067,10 @@ class Benchmark(object):
         """Scenario input files and services -> dict for the report's ``inputs``."""
         return {}
 
+    def input_hashes(self, context):
+        """SHA-256 of the scenario's input files by role (``inputs.sha256``)."""
+        return {}
+
     def sample_fields(self, sample):
         """Fields every record of this sample carries, error rows included."""
         return {}
@@ -2537,11 +2541,8 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
               "input_field": options.input_field, "predictions": options.predictions,
               "station_info": station_path, "line_info": None,
               "options": options.recorded(), "sha256": sha}
-    scenario_inputs = benchmark.inputs(context)
-    if scenario_inputs.get("line_info"):
-        sha["line_info"] = scenario_inputs.pop("line_info_sha256")
-    scenario_inputs.pop("line_info_sha256", None)
-    inputs.update(scenario_inputs)
+    inputs.update(benchmark.inputs(context))
+    sha.update(benchmark.input_hashes(context))
     notes = {}
     warnings.extend(source.warnings)
     warnings.extend(network.warnings)

@@ -116,10 +116,12 @@ class GeneralLLM(common.Benchmark):
                                         context.network)
 
     def inputs(self, context):
-        inputs = {"line_info": self.line_info_path, "api_url": context.options.api_url}
-        if self.line_info_path:
-            inputs["line_info_sha256"] = common.file_sha256(self.line_info_path)
-        return inputs
+        return {"line_info": self.line_info_path, "api_url": context.options.api_url}
+
+    def input_hashes(self, context):
+        if not self.line_info_path:
+            return {}
+        return {"line_info": common.file_sha256(self.line_info_path)}
 
     def warnings(self, context):
         failures = context.tally.get("service_errors")
