@@ -1470,11 +1470,36 @@ def judge_single_route(row, protocol, network):
 def route_json(route, stations=None):
     """A route as judged, for the details (enough to draw it without the input).
 
-    ``stations`` overrides the station list (the general LLM's matched names).
+    ``leg_sizes``: how many of ``stations`` each leg between 【换乘】 markers
+    holds, so a drawing can colour each leg by its line.  ``stations``
+    overrides the station list (the general LLM's matched names; no legs).
     """
-    return {"stations": route.stations if stations is None else stations,
+    if stations is not None:
+        return {"stations": stations, "lines": route.lines,
+                "start_mode": route.start_mode, "end_mode": route.end_mode}
+    return {"stations": route.stations, "leg_sizes": leg_sizes(route.sequence),
             "lines": route.lines, "start_mode": route.start_mode,
             "end_mode": route.end_mode}
+
+
+def leg_sizes(sequence):
+    """Stations per leg of a station_sequence split at 【换乘】: ["A", "B", "【换乘】",
+    "B", "C"] -> [2, 2]; legs without a station are left out."""
+    if TRANSFER not in sequence:        # the common single-line case, in C
+        count = len(route_stations(sequence))
+        return [count] if count else []
+    sizes, count = [], 0
+    for entry in sequence:
+        entry = entry.strip()
+        if entry == TRANSFER:
+            if count:
+                sizes.append(count)
+            count = 0
+        elif entry:
+            count += 1
+    if count:
+        sizes.append(count)
+    return sizes
 
 
 # ---------------------------------------------------------------------------

@@ -395,9 +395,16 @@ def scale_bar_km(px_per_km, max_px):
     return best
 
 
-def split_legs(stations):
-    """Stop ids -> legs: split at 【换乘】 markers, else at a repeated stop
-    (a transfer at one shared stop)."""
+def split_legs(stations, sizes=None):
+    """Stop ids -> legs: by the details' ``leg_sizes`` when they fit, else split
+    at 【换乘】 markers, else at a repeated stop (a transfer at one shared stop)."""
+    if (isinstance(sizes, list) and sizes and all(isinstance(n, int) and n > 0 for n in sizes)
+            and sum(sizes) == len(stations)):
+        legs, start = [], 0
+        for size in sizes:
+            legs.append(stations[start:start + size])
+            start += size
+        return legs
     if any(stop == common.TRANSFER for stop in stations):
         legs, current = [], []
         for stop in stations:
@@ -454,9 +461,10 @@ class MapBuilder(object):
         self.points.append(point)
         return point
 
-    def add_route(self, stations, lines, colour_for_leg, which, label_style=False, width=3):
+    def add_route(self, stations, lines, colour_for_leg, which, label_style=False, width=3,
+                  leg_sizes=None):
         """Queue a route of stop ids: legs coloured, broken hops dashed red."""
-        legs = split_legs([s for s in stations if isinstance(s, str)])
+        legs = split_legs([s for s in stations if isinstance(s, str)], leg_sizes)
         transit_lines = [name for name in lines if name.strip() and name != common.TRANSFER]
         by_line = len(legs) == len(transit_lines) and not label_style
         located = []
@@ -660,7 +668,8 @@ def row_map(record, benchmark, stops):
                                                               "no lines")))
         else:
             located, by_line, transit = builder.add_route(
-                stations, lines, lambda i: LINE_COLOURS[i % len(LINE_COLOURS)], "prediction")
+                stations, lines, lambda i: LINE_COLOURS[i % len(LINE_COLOURS)], "prediction",
+                leg_sizes=route.get("leg_sizes"))
             if by_line:
                 for index, name in enumerate(transit):
                     legend.append((LINE_COLOURS[index % len(LINE_COLOURS)], "solid", name))

@@ -98,6 +98,15 @@ class Geometry(unittest.TestCase):
 
 
 class RouteReading(unittest.TestCase):
+    def test_leg_sizes(self):
+        self.assertEqual(common.leg_sizes(["A", "B", "【换乘】", "B", "C", "D"]), [2, 3])
+        self.assertEqual(common.leg_sizes(["A", " ", "B"]), [2])
+        self.assertEqual(common.leg_sizes([]), [])
+        self.assertEqual(common.leg_sizes(["【换乘】", "A", "【换乘】", " 【换乘】 "]), [1])
+        judged = common.route_json(common.Route(route(
+            station_sequence=["A", "B", "【换乘】", "C", "D"]), REF))
+        self.assertEqual((judged["stations"], judged["leg_sizes"]), (["A", "B", "C", "D"], [2, 2]))
+
     def test_stations_skip_transfer_and_blank_entries(self):
         r = common.Route(route(station_sequence=["A", " ", "【换乘】", None, "B", " 【换乘】 "]), REF)
         self.assertEqual(r.stations, ["A", "B"])
@@ -375,6 +384,16 @@ class ProgressLine(unittest.TestCase):
         self.now = [100.0]
         self.stream = io.StringIO()
         return common.Progress(1000, enabled, self.stream, clock=lambda: self.now[0])
+
+    def test_eta_from_the_share_of_the_input_read(self):
+        import io
+        now = [100.0]
+        stream = io.StringIO()
+        progress = common.Progress(None, True, stream, clock=lambda: now[0],
+                                   fraction=lambda: 0.25)
+        now[0] = 104.0
+        progress.step(400)                      # a quarter read in 4 s -> 12 s left
+        self.assertEqual(stream.getvalue(), "\r  400 rows  25%  100 rows/s  ETA 12 s ")
 
     def test_silent_for_short_runs_and_when_disabled(self):
         progress = self.make(True)

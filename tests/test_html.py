@@ -328,6 +328,10 @@ class GeometryTest(unittest.TestCase):
         self.assertEqual(split(["a", "b"]), [["a", "b"]])
         self.assertEqual(split([]), [])
         self.assertEqual(split([common.TRANSFER]), [])
+        # the details' leg sizes win when they fit the stations, else ignored
+        self.assertEqual(split(["a", "b", "c", "d"], [1, 3]), [["a"], ["b", "c", "d"]])
+        self.assertEqual(split(["a", "b", "b", "c"], [1, 2]), [["a", "b"], ["b", "c"]])
+        self.assertEqual(split(["a", "b"], [0, 2]), [["a", "b"]])
 
     def test_valid_point(self):
         self.assertTrue(html_report.valid_point([116.0, 39.0]))

@@ -3,7 +3,6 @@ benchmark to a PNG that is not blank, and the page's script runs without a
 JavaScript error.  Skips where Chromium is not installed
 (Debian: apt-get install chromium)."""
 
-import json
 import os
 import re
 import shutil
@@ -14,8 +13,6 @@ import tempfile
 import unittest
 import zlib
 
-import common
-import html_report
 from tests import test_html
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -96,25 +93,12 @@ def unfilter(kind, line, previous, bpp):
 
 
 def page_of(benchmark, folder):
-    """A page to render: from a real run folder when the evaluators write one,
-    else from the hand-made fixture of test_html."""
-    if test_html._out_flag_exists():
-        out = os.path.join(folder, "run_" + benchmark)
-        subprocess.run([sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
-                        "--quiet", "--out", out], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
-            report = json.load(handle)
-        network = common.StationNetwork.load(os.path.join(REPO, "data", "station_info.csv"))
-        details = os.path.join(out, "details.jsonl")
-    else:
-        records = test_html.fixture_records(benchmark)
-        report = test_html.fixture_report(benchmark, records)
-        details = test_html.write_details(folder, records)
-        network = test_html.network()
-    path = os.path.join(folder, benchmark + ".html")
-    html_report.write_evaluator_page(path, report, details, network)
-    return path
+    """The report.html an evaluator writes into its run folder (bundled example)."""
+    out = os.path.join(folder, "run_" + benchmark)
+    subprocess.run([sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
+                    "--quiet", "--out", out], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return os.path.join(out, "report.html")
 
 
 @unittest.skipUnless(CHROMIUM, "Chromium is not installed (Debian: apt-get install chromium)")

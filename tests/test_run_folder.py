@@ -188,7 +188,7 @@ class RunFolder(unittest.TestCase):
                         "failure_codes"):
                 self.assertIn(key, row)
             self.assertEqual(sorted(row["prediction_routes"]["first"]),
-                             ["end_mode", "lines", "start_mode", "stations"])
+                             ["end_mode", "leg_sizes", "lines", "start_mode", "stations"])
 
     def test_signature_names_non_default_options(self):
         with tempfile.TemporaryDirectory() as tmp:
