@@ -47,6 +47,12 @@ import urllib.error
 import urllib.request
 
 REPO_DIR = os.path.dirname(os.path.abspath(__file__))
+if REPO_DIR not in sys.path:
+    sys.path.insert(0, REPO_DIR)
+
+from http_deadline import AnswerTooLarge, deadline_opener, read_body  # noqa: E402
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024       # a chat answer larger than this is a failure
 ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -601,20 +607,28 @@ class Answer(object):
 
 
 class UrllibTransport(object):
-    """POSTs JSON with urllib (proxies from the environment, https, redirects)."""
+    """POSTs JSON with urllib (proxies from the environment, https, redirects).
+
+    ``timeout`` bounds the whole request -- connect, send and the full answer
+    (http_deadline) -- so a server trickling its answer cannot hold a row.
+    """
 
     def __init__(self, timeout, clock=time.monotonic):
         self.timeout = timeout
         self.clock = clock
+        self.opener = deadline_opener()
 
     def post(self, url, data, headers):
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         start = self.clock()
+        request.deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
+            with self.opener.open(request, timeout=self.timeout) as response:
+                body = read_body(response, request.deadline, MAX_ANSWER_BYTES)
                 return Answer(response.status, dict(response.headers.items()), body,
                               latency=self.clock() - start)
+        except AnswerTooLarge as exc:
+            return Answer(failure=str(exc), latency=self.clock() - start)
         except urllib.error.HTTPError as exc:
             try:
                 body = exc.read()

@@ -20,9 +20,7 @@ judge) is returned as is.
 Standard library only; Python 3.8+.
 """
 
-import functools
 import http.client
-import io
 import json
 import math
 import os
@@ -39,6 +37,7 @@ if _REPO not in sys.path:
 
 from common import MAX_JSON_DEPTH, type_name  # noqa: E402
 from general_llm.route_eval import error_result, json_shape_problem  # noqa: E402
+from http_deadline import AnswerTooLarge, deadline_opener, read_body  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 USER_AGENT = "TransitLM-evaluator/1.0"
@@ -46,7 +45,6 @@ FAILURE_POLICIES = ("raise", "mark")
 UNAVAILABLE_PREFIX = "service unavailable: "
 # An answer is about 1 KB per case; anything near this is not an answer.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-_READ_CHUNK = 64 * 1024
 
 # The fields of a match_details leg; each is text or null when present.
 LEG_FIELDS = ("line_query", "line_name", "boarding_query", "boarding_name",
@@ -114,7 +112,7 @@ class RouteEvalClient(object):
         self._sleep = sleep
         # The default opener bounds every socket call by the request's deadline;
         # another opener gets the deadline checked between reads of the answer only.
-        self._opener = opener or urllib.request.build_opener(*_DEADLINE_HANDLERS)
+        self._opener = opener or deadline_opener()
         self.marked_cases = 0
         self.failures = []
 
@@ -187,7 +185,7 @@ class RouteEvalClient(object):
         timed_out = _Retryable("timed out after %g s" % self.timeout)
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                raw = _read_answer(response, deadline)
+                raw = read_body(response, deadline, MAX_ANSWER_BYTES)
         except urllib.error.HTTPError as exc:
             message = "HTTP %d %s" % (exc.code, _error_detail(exc))
             if 500 <= exc.code < 600:
@@ -200,6 +198,8 @@ class RouteEvalClient(object):
             raise _Retryable("cannot connect (%s)" % _describe(reason))
         except socket.timeout:
             raise timed_out
+        except AnswerTooLarge as exc:
+            raise _Retryable(str(exc))
         except (http.client.HTTPException, OSError, ValueError) as exc:
             # ValueError: http.client on a garbled status line or chunk size.
             raise _Retryable("connection failed (%s)" % _describe(exc))
@@ -211,116 +211,6 @@ def service_failure_result(message):
     result = error_result(UNAVAILABLE_PREFIX + message)
     result["service_failure"] = True
     return result
-
-
-def _read_answer(response, deadline):
-    """The answer's body, read in chunks until the deadline or MAX_ANSWER_BYTES."""
-    chunks, size = [], 0
-    while True:
-        if time.monotonic() >= deadline:
-            raise socket.timeout("deadline passed while reading the answer")
-        chunk = response.read(_READ_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise _Retryable("answer is larger than %d bytes" % MAX_ANSWER_BYTES)
-        chunks.append(chunk)
-
-
-# ---------------------------------------------------------------------------
-# Every socket call of a request bounded by its deadline
-# ---------------------------------------------------------------------------
-
-class _DeadlineSocket(object):
-    """A connected socket whose sends and receives all end by ``deadline``.
-
-    http.client sends with ``sendall`` and reads the answer through
-    ``makefile("rb")``; both set the socket's timeout to what is left.
-    Anything else is the socket's own.
-    """
-
-    def __init__(self, sock, deadline):
-        self._sock = sock
-        self._deadline = deadline
-
-    def arm(self):
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise socket.timeout("deadline passed")
-        self._sock.settimeout(left)
-
-    def sendall(self, data, *flags):
-        self.arm()
-        return self._sock.sendall(data, *flags)
-
-    def makefile(self, mode="r", buffering=None, **kwargs):
-        if "b" not in mode or "w" in mode:
-            return self._sock.makefile(mode, buffering, **kwargs)
-        return io.BufferedReader(_DeadlineReader(self._sock.makefile("rb", buffering=0),
-                                                 self))
-
-    def __getattr__(self, name):
-        return getattr(self._sock, name)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The raw reading side of a ``_DeadlineSocket``."""
-
-    def __init__(self, raw, owner):
-        io.RawIOBase.__init__(self)
-        self._raw = raw
-        self._owner = owner
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        self._owner.arm()
-        return self._raw.readinto(buffer)
-
-    def close(self):
-        self._raw.close()               # releases the socket (closed when unused)
-        io.RawIOBase.close(self)
-
-
-class _DeadlineHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args, **kwargs):
-        self._deadline = kwargs.pop("deadline", None)
-        http.client.HTTPConnection.__init__(self, *args, **kwargs)
-
-    def connect(self):
-        http.client.HTTPConnection.connect(self)
-        if self._deadline is not None:
-            self.sock = _DeadlineSocket(self.sock, self._deadline)
-
-
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req):
-        return self.do_open(functools.partial(
-            _DeadlineHTTPConnection, deadline=getattr(req, "deadline", None)), req)
-
-
-_DEADLINE_HANDLERS = [_DeadlineHTTPHandler]
-
-if hasattr(http.client, "HTTPSConnection"):         # Python built with ssl
-    class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
-        def __init__(self, *args, **kwargs):
-            self._deadline = kwargs.pop("deadline", None)
-            http.client.HTTPSConnection.__init__(self, *args, **kwargs)
-
-        def connect(self):
-            http.client.HTTPSConnection.connect(self)   # TCP and TLS handshake
-            if self._deadline is not None:
-                self.sock = _DeadlineSocket(self.sock, self._deadline)
-
-    class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
-        def https_open(self, req):
-            return self.do_open(functools.partial(
-                _DeadlineHTTPSConnection, deadline=getattr(req, "deadline", None)),
-                req, context=self._context)
-
-    _DEADLINE_HANDLERS.append(_DeadlineHTTPSHandler)
 
 
 # ---------------------------------------------------------------------------

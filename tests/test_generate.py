@@ -53,7 +53,8 @@ class StandIn(object):
 
     ``script(user_text, nth)`` -> an action for the nth (1-based) request with
     that user message: ("ok", text), ("status", code, message, headers),
-    ("slow", seconds, text) or ("drop",).  Requests are recorded.
+    ("slow", seconds, text), ("trickle", seconds per byte, text) or ("drop",).
+    Requests are recorded.
     """
 
     def __init__(self, script, key=None, model="stand-in-model"):
@@ -118,7 +119,25 @@ class StandIn(object):
                                "message": {"role": "assistant", "content": text}}],
                   "usage": {"prompt_tokens": 10, "completion_tokens": 5,
                             "total_tokens": 15}}
+        if action[0] == "trickle":
+            return self.trickle(handler, answer, action[1])
         self.send(handler, 200, answer)
+
+    @staticmethod
+    def trickle(handler, obj, seconds_per_byte):
+        """A 200 whose body arrives a byte at a time (each within any socket timeout)."""
+        data = json.dumps(obj).encode("utf-8")
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            for index in range(len(data)):
+                handler.wfile.write(data[index:index + 1])
+                handler.wfile.flush()
+                time.sleep(seconds_per_byte)
+        except OSError:
+            pass      # the client gave up
 
     @staticmethod
     def send(handler, code, obj, headers=None):
@@ -583,6 +602,27 @@ class ServerRuns(unittest.TestCase):
         self.assertIn("  retried requests                8\n", stdout)
         for _, auth, _ in server.requests:
             self.assertEqual(auth, "Bearer " + SECRET)
+
+    def test_timeout_bounds_an_answer_that_trickles_in(self):
+        trickled = self.prompt(1)
+
+        def script(user, nth):
+            if user == trickled and nth == 1:
+                return ("trickle", 0.05, self.answers[user])   # several seconds in all
+            return ("ok", self.answers[user])
+
+        server = self.serve(script)
+        started = time.monotonic()
+        status, _, stderr = run_generate(
+            self.argv(server, "--timeout", "1", "--retries", "2", "--sample_count", "2"))
+        elapsed = time.monotonic() - started
+        self.assertEqual(status, 0, stderr)
+        by_id = {line["indexid"]: line for line in read_lines(self.out)}
+        first = by_id[self.rows[0]["index_id"]]
+        self.assertEqual(first["generate_results"], self.answers[trickled])
+        self.assertEqual(first["attempts"], 2)          # the trickle was cut off, retried
+        # The trickled answer alone would take over 10 s; the timeout cut it at 1 s.
+        self.assertLess(elapsed, 8.0)
 
     def test_key_never_written(self):
         def script(user, nth):
