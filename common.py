@@ -1835,10 +1835,6 @@ def details_bytes(record):
         return json.dumps(_finite(record), ensure_ascii=True, sort_keys=True).encode() + b"\n"
 
 
-def details_line(record):
-    return details_bytes(record).decode("utf-8")
-
-
 # Control characters (C0, DEL, C1) in model text would reach the terminal raw
 # (ANSI escape sequences): everything printed goes through printable().
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -2312,7 +2308,6 @@ class RowJudge(object):
         Rows go through in batches of BATCH_ROWS (the general LLM judges a
         batch with one request), so memory holds one batch, never the run.
         """
-        benchmark = self.benchmark
         batch = []
         for sample in samples:
             batch.append(self.decode(sample))

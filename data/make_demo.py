@@ -1322,7 +1322,6 @@ def resolved_line(case, ld_id):
 
 
 def sg_fuzzy(case, want_match):
-    net = case.net
     names = board_alight(leg_names(case))
     ld = resolved_line(case, case.route.legs[0][0])
     query = fuzzy_variant(case, names[0], ld, want_match)

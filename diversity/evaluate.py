@@ -230,14 +230,6 @@ def _mean(total):
     return total[0] / total[1] if total[1] else None
 
 
-def diversity_parts(records, protocol):
-    """Parts A-D from records (the fold of DiversityTotals)."""
-    totals = DiversityTotals(protocol)
-    for record in records:
-        totals.add(record)
-    return totals.sections()["diversity"]
-
-
 def render_diversity(out, parts, protocol):
     if "best_match_hits" in parts:
         out.title("Part A  Best-match hits (exact matches, by the route that matched)")

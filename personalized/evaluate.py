@@ -157,14 +157,6 @@ class PreferenceTotals(object):
                                           "by_req_type": by_type}}}
 
 
-def preference_round(records, protocol):
-    """Round 5 from records (the fold of PreferenceTotals)."""
-    totals = PreferenceTotals(protocol)
-    for record in records:
-        totals.add(record)
-    return totals.sections()["rounds"]["preference"]
-
-
 def render_preference(out, preference):
     out.title("Round 5  Preference compliance")
     out.count("input", preference["input"])
