@@ -642,6 +642,7 @@ class _ParsedLines(object):
 # ---------------------------------------------------------------------------
 
 ID_COLUMNS = ("index_id", "indexid")
+CHUNK_BYTES = 1 << 19          # bytes of the sample file a worker reads per task
 
 
 class SampleRow(object):
@@ -705,8 +706,8 @@ class _HashingReader(io.RawIOBase):
         io.RawIOBase.close(self)
 
 
-def _open_hashed_text(path, what):
-    """(text handle, hashing reader) for a UTF-8 CSV/JSONL input, BOM skipped."""
+def _open_hashed(path, what):
+    """(buffered binary handle, hashing reader) for an input file."""
     try:
         raw = open(path, "rb", buffering=0)
     except OSError as exc:
@@ -715,11 +716,43 @@ def _open_hashed_text(path, what):
         raw.close()
         raise InputError("cannot read %s %s: it is a folder" % (what, path))
     hashed = _HashingReader(raw)
+    return io.BufferedReader(hashed, 1 << 16), hashed
+
+
+def _text_handle(binary):
     # Bytes that are not UTF-8 are kept as surrogate escapes: a row holding
     # them becomes an error row instead of stopping the run.
-    text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 16), encoding="utf-8-sig",
-                            errors="surrogateescape", newline="")
-    return text, hashed
+    return io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape",
+                            newline="")
+
+
+def _open_hashed_text(path, what):
+    """(text handle, hashing reader) for a UTF-8 CSV/JSONL input, BOM skipped."""
+    binary, hashed = _open_hashed(path, what)
+    return _text_handle(binary), hashed
+
+
+class _Replay(io.RawIOBase):
+    """Bytes already read, then the rest of a binary handle: what the csv module
+    reads when a file is taken up row by row after part of it was read in bytes."""
+
+    def __init__(self, head, rest):
+        io.RawIOBase.__init__(self)
+        self.head = memoryview(head)
+        self.rest = rest
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if len(self.head):
+            count = min(len(buffer), len(self.head))
+            buffer[:count] = self.head[:count]
+            self.head = self.head[count:]
+            return count
+        data = self.rest.read1(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def _drain(handle):
@@ -727,6 +760,40 @@ def _drain(handle):
     buffer = handle.buffer
     while buffer.read(1 << 20):
         pass
+
+
+def csv_lines(data):
+    """How many lines the csv module counts in bytes that end with a line break
+    (\n, \r\n or a lone \r each end one)."""
+    lines = data.count(b"\n")
+    if b"\r" in data:                 # rare: only then count the lone \r
+        lines += data.count(b"\r") - data.count(b"\r\n")
+    return lines
+
+
+def record_end(data, start=0):
+    """Offset just past the last line break in ``data[start:]`` that an even
+    number of quotes precede (counted from ``start``), or -1.
+
+    On CSV written by a CSV writer such a line break ends a record; anything
+    else (a quote inside an unquoted cell) is caught by the reader of the
+    chunk (see parse_chunk), so this is only ever a guess that is checked.
+    """
+    position = data.rfind(b"\n", start)
+    if position < 0:
+        return -1
+    parity = data.count(b'"', start, position + 1) & 1
+    while parity:
+        previous = data.rfind(b"\n", start, position)
+        if previous < 0:
+            return -1
+        parity ^= data.count(b'"', previous + 1, position + 1) & 1
+        position = previous
+    return position + 1
+
+
+class SplitRecord(Exception):
+    """A chunk of bytes did not end at the end of a CSV record."""
 
 
 class SampleReader(object):
@@ -737,16 +804,31 @@ class SampleReader(object):
     ``indexid``; other columns are ignored.  A row whose cell count differs
     from the header's (a stray quote that swallowed a line break, a cut row)
     is kept as a row with a ``problem``: it becomes an error row.
+
+    ``chunked``: the rows after the header may be handed out as chunks of
+    bytes (chunks()) that worker processes parse themselves (parse_chunk), so
+    this process only reads and hashes; anything unusual (a header over
+    several lines, a record split between two chunks) goes back to reading
+    row by row from where the last good chunk ended (rows_from()).
     """
 
-    def __init__(self, path, prediction_column, need_req_type=False, sample_count=None):
+    def __init__(self, path, prediction_column, need_req_type=False, sample_count=None,
+                 chunked=False):
         self.path = path
         self.sample_count = sample_count
         self.warnings = []
-        self.handle, self.hashed = _open_hashed_text(path, "input file")
-        self.reader = csv.reader(self.handle)
+        self.binary, self.hashed = _open_hashed(path, "input file")
+        self.chunked = False
+        self.handle = None
+        self._unread = b""              # bytes read but not yet parsed (chunked reading)
+        header = None
         try:
-            header = self._next()
+            if chunked and sample_count is None:
+                header = self._header_bytes()
+            if header is None:
+                self._read_rows_from(self._unread, 1)
+                self._unread = b""
+                header = self._next()
             if header is None:
                 raise InputError("input file %s is empty" % path)
             header = [cell.strip() for cell in header]
@@ -765,7 +847,7 @@ class SampleReader(object):
                 raise InputError("input file %s lacks column(s) %s (has: %s)"
                                  % (path, ", ".join(missing), ", ".join(header)))
         except InputError:
-            self.handle.close()
+            self.close()
             raise
         repeated = sorted({col for col in header if col and header.count(col) > 1})
         if repeated:
@@ -777,51 +859,99 @@ class SampleReader(object):
                         header.index(prediction_column) if prediction_column else None,
                         header.index("req_type") if need_req_type else None)
 
+    def _header_bytes(self):
+        """The header's cells when it is one plain line (chunked reading), else None.
+        The bytes read after it wait in ``_unread``."""
+        data = self._unread = self.binary.read(CHUNK_BYTES)
+        start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+        end = data.find(b"\n", start) + 1
+        if end <= 0 or b'"' in data[start:end] or b"\r" in data[start:end - 2]:
+            return None                # quoted or unusual: read it with the csv module
+        try:
+            records = list(csv.reader(io.StringIO(
+                data[start:end].decode("utf-8", "surrogateescape"), newline="")))
+        except csv.Error:
+            return None
+        if len(records) != 1:
+            return None
+        self.chunked = True
+        self._unread = data[end:]
+        self._next_line = 2
+        return records[0]
+
+    def _read_rows_from(self, head, first_line):
+        """Read row by row with the csv module from here (``head``: bytes already read)."""
+        self.handle = _text_handle(io.BufferedReader(_Replay(head, self.binary), 1 << 16)) \
+            if head else _text_handle(self.binary)
+        self.reader = csv.reader(self.handle)
+        self._line_base = first_line - 1
+
     def _next(self):
         try:
             return next(self.reader, None)
         except UnicodeDecodeError:
             raise InputError("input file %s line %d is not UTF-8 text"
-                             % (self.path, self.reader.line_num + 1))
+                             % (self.path, self._line_base + self.reader.line_num + 1))
         except csv.Error as exc:
             raise InputError("input file %s line %d is not valid CSV: %s"
-                             % (self.path, self.reader.line_num, exc))
+                             % (self.path, self._line_base + self.reader.line_num, exc))
+
+    def close(self):
+        if self.handle is not None:
+            self.handle.close()
+        self.binary.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.handle.close()
+        self.close()
 
     def __iter__(self):
-        i_id, i_prompt, i_label, i_pred, i_req = self.columns
-        width = self.width
-        count = 0
-        limit = self.sample_count
-        reader = self.reader
-        while limit is None or count < limit:
-            start = reader.line_num + 1
-            cells = self._next()
-            if cells is None:
+        if self.chunked:               # not handed out in chunks after all
+            return self.rows_from(self._unread, self._next_line, 1)
+        return self._rows(1)
+
+    def _rows(self, first_row):
+        return sample_rows(self._next, lambda: self._line_base + self.reader.line_num,
+                           self.columns, self.width, first_row, self.sample_count)
+
+    # -- chunked reading ----------------------------------------------------
+    def chunks(self):
+        """(bytes, first line number, final?) chunks of about CHUNK_BYTES, each
+        ending at the end of a record by the quote count (see record_end)."""
+        data, eof = self._unread, False
+        while True:
+            while not eof and len(data) < CHUNK_BYTES:
+                more = self.binary.read(CHUNK_BYTES)
+                eof = not more
+                data += more
+            if not data:
                 break
-            if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue   # a blank line is not a row
-            count += 1
-            problem = None
-            if not _encodable("".join(cells)):
-                problem = ("invalid_encoding", "the row holds bytes that are not UTF-8 text")
-            elif len(cells) != width:
-                message = "the row has %d cell(s) where the header has %d" % (len(cells), width)
-                if reader.line_num > start:
-                    message += (" (it runs over lines %d-%d: a stray quote may have joined "
-                                "rows)" % (start, reader.line_num))
-                problem = ("malformed_row", message)
-            if len(cells) < width:
-                cells = cells + [""] * (width - len(cells))
-            yield SampleRow(count, cells[i_id], cells[i_prompt], cells[i_label],
-                            cells[i_pred] if i_pred is not None else None,
-                            cells[i_req] if i_req is not None else None,
-                            has_prediction=i_pred is not None, problem=problem)
+            if eof and len(data) <= CHUNK_BYTES:
+                end = len(data)            # the file's last chunk
+            else:
+                end = record_end(data)
+                if end <= 0:               # a record longer than what was read
+                    if not eof:
+                        more = self.binary.read(len(data))
+                        eof = not more
+                        data += more
+                        continue
+                    end = len(data)
+            chunk, data = data[:end], data[end:]
+            self._unread = data
+            first = self._next_line
+            self._next_line += csv_lines(chunk)
+            yield chunk, first, eof and not data
+
+    def rows_from(self, head, first_line, first_row):
+        """Go back to reading row by row: ``head`` (bytes read but not
+        evaluated, from line ``first_line`` on), then the rest of the file ->
+        SampleRows numbered from ``first_row``."""
+        self.chunked = False
+        self._read_rows_from(head, first_line)
+        return self._rows(first_row)
 
     def fraction_read(self):
         """Share of the file read so far (None for a pipe), for the progress line."""
@@ -834,10 +964,76 @@ class SampleReader(object):
     def finish(self):
         """Read what is left (--sample_count stops early) and return the file's hash."""
         try:
-            _drain(self.handle)
+            while self.binary.read(1 << 20):
+                pass
         except OSError as exc:
             raise InputError("cannot read input file %s: %s" % (self.path, exc.strerror or exc))
         return self.hashed.digest.hexdigest()
+
+
+def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None):
+    """CSV records -> SampleRows numbered from ``first_row``.
+
+    ``next_cells()`` gives the next record (None at the end), ``line_number()``
+    the physical line the last one ended on.  A blank line is not a row.
+    """
+    i_id, i_prompt, i_label, i_pred, i_req = columns
+    count = first_row - 1
+    while limit is None or count < limit:
+        start = line_number() + 1
+        cells = next_cells()
+        if cells is None:
+            break
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue   # a blank line is not a row
+        count += 1
+        problem = None
+        if not _encodable("".join(cells)):
+            problem = ("invalid_encoding", "the row holds bytes that are not UTF-8 text")
+        elif len(cells) != width:
+            message = "the row has %d cell(s) where the header has %d" % (len(cells), width)
+            end = line_number()
+            if end > start:
+                message += (" (it runs over lines %d-%d: a stray quote may have joined "
+                            "rows)" % (start, end))
+            problem = ("malformed_row", message)
+        if len(cells) < width:
+            cells = cells + [""] * (width - len(cells))
+        yield SampleRow(count, cells[i_id], cells[i_prompt], cells[i_label],
+                        cells[i_pred] if i_pred is not None else None,
+                        cells[i_req] if i_req is not None else None,
+                        has_prediction=i_pred is not None, problem=problem)
+
+
+def parse_chunk(data, first_line, path, columns, width, final):
+    """A chunk of the sample file (whole records) -> SampleRows numbered from 1.
+
+    Raises SplitRecord when the chunk does not end at the end of a record
+    (unless it is the file's last) and InputError (with the file's line
+    numbers) when the csv module rejects it.  Worker processes call this.
+    """
+    ended = []
+
+    def end_of_chunk():
+        ended.append(True)
+        return
+        yield
+
+    reader = csv.reader(itertools.chain(
+        io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""), end_of_chunk()))
+    base = first_line - 1
+
+    def next_cells():
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:
+            raise InputError("input file %s line %d is not valid CSV: %s"
+                             % (path, base + reader.line_num, exc))
+        if ended and cells is not None and not final:
+            raise SplitRecord()        # the csv module asked for more: a record runs on
+        return cells
+
+    return sample_rows(next_cells, lambda: base + reader.line_num, columns, width)
 
 
 class RowsSource(object):
@@ -1823,16 +2019,41 @@ def _finite(value):
     return value
 
 
+def details_parts(record):
+    """A details line in two parts around its ``"row": N`` member, as UTF-8 bytes.
+
+    A worker process that reads its own rows numbers them from 1; the parent,
+    which knows how many rows came before, writes ``head + "row": N + tail``
+    (details_line), the same bytes as json.dumps of the whole record with
+    sorted keys.  \\u escapes where UTF-8 cannot go; non-finite figures as null.
+    """
+    before = {key: value for key, value in record.items() if key < "row"}
+    after = {key: value for key, value in record.items() if key > "row"}
+    try:
+        texts = [json.dumps(part, ensure_ascii=False, sort_keys=True, allow_nan=False)
+                 for part in (before, after)]
+    except ValueError:                  # a non-finite figure: written as null
+        texts = [json.dumps(_finite(part), ensure_ascii=False, sort_keys=True)
+                 for part in (before, after)]
+    try:
+        head, tail = (text.encode("utf-8") for text in texts)
+    except UnicodeEncodeError:
+        head, tail = (json.dumps(_finite(part), ensure_ascii=True, sort_keys=True).encode()
+                      for part in (before, after))
+    # '{"a": 1}' and '{"z": 2}' -> '{"a": 1, ' and ', "z": 2}\n'
+    head = head[:-1] + (b", " if len(head) > 2 else b"")
+    tail = (b", " if len(tail) > 2 else b"") + tail[1:] + b"\n"
+    return head, tail
+
+
+def details_line(head, row, tail):
+    return b"%s\"row\": %d%s" % (head, row, tail)
+
+
 def details_bytes(record):
     """One details line as UTF-8 bytes (sorted keys; \\u escapes where UTF-8 cannot go)."""
-    try:
-        text = json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False)
-    except ValueError:                  # a non-finite figure: written as null
-        text = json.dumps(_finite(record), ensure_ascii=False, sort_keys=True)
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(_finite(record), ensure_ascii=True, sort_keys=True).encode() + b"\n"
+    head, tail = details_parts(record)
+    return details_line(head, record["row"], tail)
 
 
 # Control characters (C0, DEL, C1) in model text would reach the terminal raw
@@ -2014,13 +2235,23 @@ def row_failures(record):
     return out
 
 
-def failure_line(record):
-    """The text report's line for a row with a failed check, or None."""
+def failure_text(record):
+    """The text report's line for a row with a failed check, without its row
+    number (failure_line_for adds it), or None."""
     failures = row_failures(record)
     if not failures:
         return None
-    return printable("  row %-6d %s  %s" % (record["row"], record["index_id"] or "(no id)",
-                                            "; ".join(failures))) + "\n"
+    return printable("%s  %s" % (record["index_id"] or "(no id)", "; ".join(failures))) + "\n"
+
+
+def failure_line_for(row, text):
+    return "  row %-6d %s" % (row, text)
+
+
+def failure_line(record):
+    """The text report's line for a row with a failed check, or None."""
+    text = failure_text(record)
+    return None if text is None else failure_line_for(record["row"], text)
 
 
 def failures_title(failing, samples):
@@ -2364,26 +2595,41 @@ class RowSinks(object):
         self.aggregate.add(record)
 
     def render_chunk(self, records):
-        """A worker's side of add(): the details bytes, failure lines and slim
-        records of a chunk, for add_chunk in the parent."""
-        details = b"".join(map(details_bytes, records)) if self.details is not None else b""
-        lines = [line for line in map(failure_line, records) if line is not None] \
-            if self.failures is not None else []
-        return details, "".join(lines), len(lines), [self.aggregate.slim(r) for r in records]
+        """A worker's side of add() for a chunk of records (an iterator, taken
+        one at a time): their row numbers, details lines (in two parts around
+        the row number: see details_parts), failure lines (without the row
+        number), slim records.  add_chunk in the parent writes them, the row
+        numbers shifted by ``offset``."""
+        rows, slim = [], []
+        details = [] if self.details is not None else None
+        failures = [] if self.failures is not None else None
+        keep = self.aggregate.slim
+        for index, record in enumerate(records):
+            rows.append(record["row"])
+            slim.append(keep(record))
+            if details is not None:
+                details.append(details_parts(record))
+            if failures is not None:
+                text = failure_text(record)
+                if text is not None:
+                    failures.append((index, text))
+        return rows, details, failures, slim
 
-    def add_chunk(self, details, failures, failing, slim_records):
+    def add_chunk(self, rows, details, failures, slim_records, offset=0):
         if self.details is not None:
-            self.details.write(details)
+            self.details.write(b"".join([details_line(head, row + offset, tail)
+                                         for row, (head, tail) in zip(rows, details)]))
         if self.failures is not None:
-            self.failures.write(failures)
-            self.failing += failing
+            self.failures.write("".join([failure_line_for(rows[index] + offset, text)
+                                         for index, text in failures]))
+            self.failing += len(failures)
         for record in slim_records:
             self.aggregate.add(record)
 
 
 MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
-CHUNK_ROWS = 1000                # rows a worker evaluates per task
-_FORKED = None                   # (judge, sinks) inherited by the worker processes
+CHUNK_ROWS = 1000                # rows a worker evaluates per task (read row by row)
+_FORKED = None                   # (judge, sinks, sample file layout) inherited by workers
 
 
 def _can_fork():
@@ -2391,61 +2637,98 @@ def _can_fork():
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _evaluate_chunk(states):
-    """Worker: evaluate a chunk of samples (as SampleRow states) -> (details bytes,
-    failure lines, their count, slim records, tally)."""
-    judge, sinks = _FORKED
+def _evaluate_task(task):
+    """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
+    plus the context's tally), None when a "bytes" chunk did not end at the
+    end of a record, or the message of an input-file error.
+
+    A task is ("rows", SampleRow states) or ("bytes", data, first line, final)
+    (a chunk of the sample file that the worker parses itself: parse_chunk).
+    """
+    judge, sinks, layout = _FORKED
     judge.context.tally = {}
-    records = list(judge.records(map(SampleRow.from_state, states)))
-    return sinks.render_chunk(records) + (judge.context.tally,)
+    try:
+        if task[0] == "bytes":
+            samples = parse_chunk(task[1], task[2], *layout, final=task[3])
+        else:
+            samples = map(SampleRow.from_state, task[1])
+        outputs = sinks.render_chunk(judge.records(samples))
+    except SplitRecord:
+        return None
+    except InputError as exc:
+        return str(exc)
+    return outputs + (judge.context.tally,)
 
 
-def _chunks(items, size):
+def _row_tasks(samples):
     chunk = []
-    for item in items:
-        chunk.append(item.state())
-        if len(chunk) == size:
-            yield chunk
+    for sample in samples:
+        chunk.append(sample.state())
+        if len(chunk) == CHUNK_ROWS:
+            yield ("rows", chunk)
             chunk = []
     if chunk:
-        yield chunk
+        yield ("rows", chunk)
 
 
-def evaluate_in_workers(judge, samples, sinks, progress, workers):
-    """Stream chunks of rows through ``workers`` forked processes.
+def _byte_tasks(chunks):
+    for data, first_line, final in chunks:
+        yield ("bytes", data, first_line, final)
 
-    This process reads the rows, hands them out a chunk at a time (at most two
-    per worker in flight, so memory stays bounded) and adds every chunk's
-    outputs in input order, so every output is byte-identical to a
-    single-process run.  The workers inherit the loaded network.  Returns False
-    (nothing consumed) when no process pool can be made here.
+
+def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
+    """Stream tasks (see _evaluate_task) through ``workers`` forked processes.
+
+    This process hands out the tasks (at most two per worker in flight, so
+    memory stays bounded) and adds every chunk's outputs in input order, so
+    every output is byte-identical to a single-process run.  With "bytes"
+    tasks it only reads and hashes the file: the workers parse it.  When a
+    chunk turns out not to end at a record's end, reading goes on row by row
+    (``reader``'s rows_from) from that chunk's first byte.  The workers
+    inherit the loaded network.  Returns False (nothing consumed) when no
+    process pool can be made here.
     """
     import collections
     import multiprocessing
     global _FORKED
-    _FORKED = (judge, sinks)
+    layout = (reader.path, reader.columns, reader.width) if reader is not None else None
+    _FORKED = (judge, sinks, layout)
     try:
         pool = multiprocessing.get_context("fork").Pool(workers)
     except OSError:                   # no semaphores/shared memory here: one process
         _FORKED = None
         return False
-    pending = collections.deque()
-
-    def add_first():
-        details, failures, failing, slim, tally = pending.popleft().get()
-        sinks.add_chunk(details, failures, failing, slim)
-        for key, amount in tally.items():
-            judge.context.count(key, amount)
-        progress.step(len(slim))
-
+    pending = collections.deque()     # (async result, task)
+    rows_done = 0
     try:
         with pool:
-            for chunk in _chunks(samples, CHUNK_ROWS):
-                pending.append(pool.apply_async(_evaluate_chunk, (chunk,)))
-                if len(pending) >= 2 * workers:
-                    add_first()
-            while pending:
-                add_first()
+            while True:
+                while len(pending) < 2 * workers:
+                    task = next(tasks, None)
+                    if task is None:
+                        break
+                    pending.append((pool.apply_async(_evaluate_task, (task,)), task))
+                if not pending:
+                    break
+                result, task = pending.popleft()
+                outputs = result.get()
+                if outputs is None:
+                    # A record runs past this chunk (a quote the count took for
+                    # an opening one): from its first byte on, read row by row.
+                    head = b"".join([task[1]] + [later[1] for _, later in pending]
+                                    + [reader._unread])
+                    pending.clear()
+                    tasks = _row_tasks(reader.rows_from(head, task[2], rows_done + 1))
+                    continue
+                if isinstance(outputs, str):
+                    raise InputError(outputs)
+                rows, details, failures, slim, tally = outputs
+                sinks.add_chunk(rows, details, failures, slim,
+                                rows_done if task[0] == "bytes" else 0)
+                rows_done += len(rows)
+                for key, amount in tally.items():
+                    judge.context.count(key, amount)
+                progress.step(len(rows))
     finally:
         _FORKED = None
     return True
@@ -2518,12 +2801,15 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     station_path = options.station_info or default_data_file(STATION_FILE_NAMES)
     prediction_column = None if options.predictions else options.input_field
     warnings = []
+    workers = options.workers or os.cpu_count() or 1
     if rows is not None:
         source = RowsSource(rows, prediction_column, benchmark.needs_req_type,
                             options.sample_count)
     else:
+        # With worker processes, they may parse the file themselves (chunked).
         source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
-                              options.sample_count)
+                              options.sample_count,
+                              chunked=workers > 1 and not options.predictions)
     with source:
         predictions = None
         if options.predictions:
@@ -2533,23 +2819,38 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)
         sinks = sinks_for(aggregate)
-        samples = iter(source)
+        samples = iter(source) if not getattr(source, "chunked", False) else None
         if predictions is not None:
             samples = predictions.join(samples)
         progress = Progress(None, sys.stderr.isatty() and not options.quiet,
                             fraction=source.fraction_read)
         try:
-            workers = options.workers or os.cpu_count() or 1
             done = False
             if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
                     and benchmark.can_run_in_workers(context)):
-                # Read ahead enough rows to know how many workers the file can feed.
-                samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
-                workers = samples.known // MIN_ROWS_PER_WORKER
-                if workers > 1:
-                    done = evaluate_in_workers(RowJudge(benchmark, context), samples, sinks,
-                                               progress, workers)
+                judge = RowJudge(benchmark, context)
+                if source.chunked:
+                    # Read ahead a chunk per worker, to know how many the file can feed.
+                    chunks = source.chunks()
+                    head = list(itertools.islice(chunks, workers))
+                    if len(head) > 1:
+                        done = evaluate_in_workers(
+                            judge, _byte_tasks(itertools.chain(head, chunks)), sinks,
+                            progress, len(head), source)
+                    if not done:
+                        samples = source.rows_from(
+                            b"".join([chunk[0] for chunk in head] + [source._unread]),
+                            head[0][1] if head else source._next_line, 1)
+                else:
+                    # Read ahead enough rows to know how many workers the file can feed.
+                    samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
+                    workers = samples.known // MIN_ROWS_PER_WORKER
+                    if workers > 1:
+                        done = evaluate_in_workers(judge, _row_tasks(samples), sinks,
+                                                   progress, workers)
             if not done:
+                if samples is None:
+                    samples = iter(source)
                 for record in RowJudge(benchmark, context).records(samples):
                     sinks.add(record)
                     progress.step()

@@ -58,3 +58,195 @@ class Workers(unittest.TestCase):
                 two = self.outputs(cls(), sample, 2, extra)
                 self.assertEqual(one, two)
                 self.assertEqual(one[1].count("\n"), 1200)
+
+
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+
+
+class ChunkHelpers(unittest.TestCase):
+    """The pure helpers of chunked reading, by hand."""
+
+    def test_csv_lines(self):
+        self.assertEqual(common.csv_lines(b""), 0)
+        self.assertEqual(common.csv_lines(b"a\nb\n"), 2)
+        self.assertEqual(common.csv_lines(b"a\r\nb\r\n"), 2)
+        self.assertEqual(common.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
+
+    def test_record_end(self):
+        self.assertEqual(common.record_end(b""), -1)
+        self.assertEqual(common.record_end(b"abc"), -1)
+        self.assertEqual(common.record_end(b"a\nb\nc"), 4)
+        # The last line break is inside a quoted cell: the one before it.
+        self.assertEqual(common.record_end(b'a\n"b\nc'), 2)
+        self.assertEqual(common.record_end(b'"x\ny"\n"b\nc'), 6)
+        self.assertEqual(common.record_end(b'"a\nb'), -1)
+        # Counted from ``start``.
+        self.assertEqual(common.record_end(b'"\nx\n', 1), 4)
+
+    def test_details_parts_are_json_dumps(self):
+        import json
+        records = [{"row": 3}, {"a": 1, "row": 7}, {"row": 12, "z": [1, "x"]},
+                   {"city": "北京", "row": 1, "status": "error", "error": "\ud800"},
+                   {"row": 2, "score": float("nan"), "a": "\x1b[31m"}]
+        for record in records:
+            with self.subTest(record=record):
+                safe = common._finite(record)
+                try:
+                    text = json.dumps(safe, ensure_ascii=False, sort_keys=True)
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    text = json.dumps(safe, ensure_ascii=True, sort_keys=True)
+                self.assertEqual(common.details_bytes(record), text.encode("utf-8") + b"\n")
+                head, tail = common.details_parts(record)
+                self.assertEqual(common.details_line(head, 41, tail),
+                                 common.details_bytes(dict(record, row=41)))
+
+    def test_failure_line_parts(self):
+        record = {"row": 5, "index_id": "x\x1by", "status": "error", "error": "bad"}
+        self.assertEqual(common.failure_line(record), "  row 5      x\\x1by  error: bad\n")
+        self.assertEqual(common.failure_line_for(1234567, common.failure_text(record)),
+                         "  row 1234567 x\\x1by  error: bad\n")
+
+    def test_parse_chunk_finds_a_split_record(self):
+        layout = ("f.csv", (0, 1, 2, 3, None), 4)
+        rows = list(common.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
+        self.assertEqual([row.index_id for row in rows], ["a", "e"])
+        self.assertEqual(rows[1].row, 2)
+        with self.assertRaises(common.SplitRecord):
+            list(common.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
+        # The file's last chunk may end inside a quote: that is the row as read.
+        last = list(common.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
+        self.assertEqual(last[1].prediction, "")
+        self.assertEqual(last[1].problem[0], "malformed_row")
+
+
+@unittest.skipUnless(common._can_fork(), "no fork on this platform")
+class ChunkedReading(unittest.TestCase):
+    """Workers that read their own chunks of the file give the same outputs as one
+    process, whatever the chunk size and however odd the CSV."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.saved = common.CHUNK_BYTES
+
+    def tearDown(self):
+        common.CHUNK_BYTES = self.saved
+        self.tmp.cleanup()
+
+    def outputs(self, sample, workers, chunk_bytes=None):
+        if chunk_bytes:
+            common.CHUNK_BYTES = chunk_bytes
+        tag = "%s-%s" % (workers, chunk_bytes)
+        json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
+        details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
+        try:
+            status, stdout, err = run_evaluator(SingleRoute(), [
+                "--input", sample, "--station_info", os.path.join(BUNDLED, "station_info.csv"),
+                "--workers", str(workers), "--json", json_path, "--details", details])
+        finally:
+            common.CHUNK_BYTES = self.saved
+        if status != 0:
+            return status, err
+        with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
+            report = a.read().replace('"workers": %d' % workers, '"workers": N')
+            return report, b.read(), stdout
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return path
+
+    def bundled(self):
+        with open(os.path.join(BUNDLED, "benchmark1_single_route_example.csv"), "rb") as handle:
+            return handle.read()
+
+    def assert_same(self, data, name="s.csv"):
+        sample = self.write(name, data)
+        one = self.outputs(sample, 1)
+        for chunk_bytes in (97, 400, 5000):
+            with self.subTest(chunk_bytes=chunk_bytes):
+                self.assertEqual(self.outputs(sample, 2, chunk_bytes), one)
+        return one
+
+    def test_bundled_rows_in_small_chunks(self):
+        report, details, _ = self.assert_same(self.bundled())
+        self.assertEqual(details.count("\n"), 38)
+
+    def test_odd_csv(self):
+        data = self.bundled()
+        header, _, body = data.partition(b"\n")
+        lines = body.split(b"\n")
+        variants = {
+            "crlf": data.replace(b"\n", b"\r\n"),
+            "lone_cr": data.replace(b"\n", b"\r"),
+            "bom_and_blank_lines": b"\xef\xbb\xbf" + header + b"\n\n" + b"\n\n".join(lines),
+            # A quote inside an unquoted cell: the quote count is off by one
+            # from there on, so chunk ends are guessed wrong; and a cell that
+            # runs over several lines.
+            "literal_quote": header + b"\n" + lines[0].replace(b",", b'x"y,', 1) + b"\n"
+            + b"\n".join(lines[1:5]) + b'\nid-q,"{}","multi\nline\ncell",x\n'
+            + b"\n".join(lines[5:]),
+            "stray_quote": header + b"\n" + b"\n".join(lines[:3]) + b'"\n'
+            + b"\n".join(lines[3:]),
+            "not_utf8": header + b"\n" + lines[0] + b"\xff\n" + b"\n".join(lines[1:]),
+            "no_final_newline": data.rstrip(b"\n"),
+            "quoted_header": b'"index_id","sft_prompt",sft_label,generate_results\n' + body,
+        }
+        for name, variant in variants.items():
+            with self.subTest(variant=name):
+                self.assert_same(variant, name + ".csv")
+
+    def test_wrong_guess_goes_back_to_rows(self):
+        # Every line break but the last is inside one quoted cell that also
+        # holds a lone quote count error: chunks are cut inside the record.
+        data = self.bundled()
+        header, _, body = data.partition(b"\n")
+        lines = body.split(b"\n")
+        odd = header + b"\n" + b"\n".join(lines[:10]) + b"\n" + b'x"y,' \
+            + lines[10][lines[10].index(b",") + 1:] + b"\n" \
+            + b'id-m,"{}","' + b"\n".join([b"line"] * 300) + b'",x\n' + b"\n".join(lines[11:])
+        calls = []
+        original = common.SampleReader.rows_from
+
+        def spy(reader, *args):
+            calls.append(args[1:])
+            return original(reader, *args)
+        common.SampleReader.rows_from = spy
+        try:
+            self.assert_same(odd, "odd.csv")
+        finally:
+            common.SampleReader.rows_from = original
+        # Called with the first line and row of the chunk that was cut wrong.
+        self.assertTrue([call for call in calls if call[1] > 1],
+                        "the chunk ends were never found wrong")
+
+    def test_input_error_names_the_line(self):
+        # A file-level error found by a worker stops the run with its line.
+        data = self.bundled()
+        header, _, body = data.partition(b"\n")
+        lines = body.split(b"\n")
+        sample = self.write("nul.csv", header + b"\n" + b"\n".join(lines[:20]) + b"\x00\n"
+                            + b"\n".join(lines[20:]))
+        one = self.outputs(sample, 1)
+        two = self.outputs(sample, 2, 97)
+        self.assertEqual(one, two)
+
+    def test_pipe(self):
+        import subprocess
+        import sys
+        data = self.bundled()
+        script = os.path.join(os.path.dirname(BUNDLED), "single_route", "evaluate.py")
+        code = ("import common, runpy, sys; common.CHUNK_BYTES = 300; "
+                "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+        outputs = []
+        for workers in ("1", "2"):
+            done = subprocess.run(
+                [sys.executable, "-c", code, script, "--input", "/dev/stdin", "--station_info",
+                 os.path.join(BUNDLED, "station_info.csv"), "--workers", workers,
+                 "--json", "-"], input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=os.path.dirname(BUNDLED))
+            self.assertEqual(done.returncode, 0, done.stderr)
+            outputs.append(done.stdout.decode().replace('"workers": ' + workers, '"workers": N'))
+        self.assertEqual(outputs[0], outputs[1])
+        self.assertIn('"samples": 38', outputs[0])
