@@ -19,12 +19,14 @@ Standard library only; Python 3.8+.
 
 import argparse
 import csv
+import functools
 import gc
 import hashlib
 import io
 import itertools
 import json
 import math
+import operator
 import os
 import re
 import sys
@@ -1343,6 +1345,20 @@ class Verdict(object):
         return "Verdict(%r, %r, %r)" % (self.ok, self.reason, self.codes)
 
 
+_PASSED = {}
+
+
+def passed(reason):
+    """A passing Verdict with this reason (one shared object per reason: a
+    handful of texts pass on almost every row; verdicts are never changed)."""
+    verdict = _PASSED.get(reason)
+    if verdict is None:
+        if len(_PASSED) > 10000:       # reasons with numbers in them: keep it small
+            _PASSED.clear()
+        verdict = _PASSED[reason] = Verdict(True, reason)
+    return verdict
+
+
 def _text_field(route, key):
     value = route.get(key)
     if value is None:
@@ -1486,16 +1502,22 @@ def check_reachability(stations, network, protocol):
         return Verdict(False, "fewer than %d stations (%d)"
                        % (protocol.min_connected_stations, len(stations)), ("too_short",))
     if len(stations) < 2:
-        return Verdict(True, "fewer than 2 stations: nothing to connect")
+        return passed("fewer than 2 stations: nothing to connect")
+    decoded = network._decoded.get
     next_hops = network.next_hops
     for here, there in zip(stations, stations[1:]):
-        hops = next_hops(here)
+        hops = decoded(here)            # next_hops(here), minus a call once decoded
+        hops = next_hops(here) if hops is None or type(hops[0]) is str else hops[0]
         if hops is None:
             return Verdict(False, "%s has no next-hop information" % here,
                            ("unknown_station",))
         if there not in hops:
             return Verdict(False, "%s -> %s not connected" % (here, there), ("broken_hop",))
-    return Verdict(True, "all %d hops connected" % (len(stations) - 1))
+    return _ALL_CONNECTED[len(stations) - 1] if len(stations) <= len(_ALL_CONNECTED) \
+        else passed("all %d hops connected" % (len(stations) - 1))
+
+
+_ALL_CONNECTED = [passed("all %d hops connected" % hops) for hops in range(200)]
 
 
 def check_access(side, point, stop_point, stop, mode, access_km, protocol,
@@ -1517,14 +1539,17 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
                             % (station_word, stop, straight, side, limit, mode or WALK),
                             (side + "_too_far",))
     else:
-        grounding = Verdict(True, "%s station within %g km" % (station_word, limit))
+        grounding = _WITHIN.get((station_word, limit))
+        if grounding is None:
+            grounding = _WITHIN[station_word, limit] = passed(
+                "%s station within %g km" % (station_word, limit))
     return grounding, check_access_distance(side, straight, access_km, protocol)
 
 
 def check_access_distance(side, straight, access_km, protocol):
     """Distance plausibility: d - slack <= predicted access distance <= 3d + slack."""
     if not access_km > 0:
-        return Verdict(True, "no %s access distance given" % side)
+        return passed(_NO_ACCESS_DISTANCE[side])
     low = straight - protocol.dp_slack_km
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
@@ -1533,7 +1558,13 @@ def check_access_distance(side, straight, access_km, protocol):
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
                        "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
-    return Verdict(True, "%s access distance plausible" % side)
+    return passed(_PLAUSIBLE[side])
+
+
+_WITHIN = {}                      # (first/last, limit) -> passing grounding verdict
+_NO_ACCESS_DISTANCE = {side: "no %s access distance given" % side
+                       for side in ("origin", "destination")}
+_PLAUSIBLE = {side: "%s access distance plausible" % side for side in ("origin", "destination")}
 
 
 def combine(verdicts, ok_reason):
@@ -1542,7 +1573,7 @@ def combine(verdicts, ok_reason):
     if failed:
         return Verdict(False, "; ".join(v.reason for v in failed),
                        [code for v in failed for code in v.codes])
-    return Verdict(True, ok_reason)
+    return passed(ok_reason)
 
 
 def check_grounding(route, origin, destination, network, protocol):
@@ -1673,16 +1704,18 @@ def route_json(route, stations=None):
     if stations is not None:
         return {"stations": stations, "lines": route.lines,
                 "start_mode": route.start_mode, "end_mode": route.end_mode}
-    return {"stations": route.stations, "leg_sizes": leg_sizes(route.sequence),
+    return {"stations": route.stations,
+            "leg_sizes": leg_sizes(route.sequence, len(route.stations)),
             "lines": route.lines, "start_mode": route.start_mode,
             "end_mode": route.end_mode}
 
 
-def leg_sizes(sequence):
+def leg_sizes(sequence, station_count=None):
     """Stations per leg of a station_sequence split at 【换乘】: ["A", "B", "【换乘】",
-    "B", "C"] -> [2, 2]; legs without a station are left out."""
+    "B", "C"] -> [2, 2]; legs without a station are left out.  ``station_count``:
+    len(route_stations(sequence)) when the caller has it."""
     if TRANSFER not in sequence:        # the common single-line case, in C
-        count = len(route_stations(sequence))
+        count = len(route_stations(sequence)) if station_count is None else station_count
         return [count] if count else []
     sizes, count = [], 0
     for entry in sequence:
@@ -1807,15 +1840,16 @@ def _number(value):
     return float("nan") if value is None else value
 
 
+_NAN = float("nan")
+_OVERLAP_SUM_KEYS = ("line_iou", "station_iou", "score", "label_score", "score_deviation_pct")
+_ACCURACY_SUM_KEYS = ("distance_mape_pct", "time_mape_pct", "fare_mape_pct", "score",
+                      "label_score")
+
+
 class FunnelTotals(object):
     """Row counts and Rounds 1-4, folded one record at a time."""
 
-    # The record keys the fold reads (what a worker sends back per row).
-    KEYS = ("status", "in_funnel", "reachable", "station_grounding",
-            "distance_plausibility", "line_iou", "station_iou", "station_iou_exact",
-            "exact_match", "score", "label_score", "score_deviation_pct", "score_band",
-            "distance_accurate", "time_accurate", "fare_accurate", "transfer_accurate",
-            "overall_accurate", "distance_mape_pct", "time_mape_pct", "fare_mape_pct")
+    # add() only adds to its numbers (a worker's copy records them: see Aggregate).
 
     def __init__(self):
         self.status = {"evaluated": 0, "error": 0, "no_response": 0}
@@ -1843,11 +1877,9 @@ class FunnelTotals(object):
         self.station_exact += bool(record["station_iou_exact"])
         self.bands[record["score_band"]] += 1
         sums = self.overlap_sums
-        sums[0] += _number(record["line_iou"])
-        sums[1] += _number(record["station_iou"])
-        sums[2] += _number(record["score"])
-        sums[3] += _number(record["label_score"])
-        sums[4] += _number(record["score_deviation_pct"])
+        for index, key in enumerate(_OVERLAP_SUM_KEYS):
+            value = record[key]
+            sums[index] += _NAN if value is None else value
         if not record["exact_match"]:
             return
         self.exact += 1
@@ -1855,11 +1887,9 @@ class FunnelTotals(object):
         for key in ("distance", "time", "fare", "transfer", "overall"):
             accurate[key] += bool(record[key + "_accurate"])
         sums = self.accuracy_sums
-        sums[0] += _number(record["distance_mape_pct"])
-        sums[1] += _number(record["time_mape_pct"])
-        sums[2] += _number(record["fare_mape_pct"])
-        sums[3] += _number(record["score"])
-        sums[4] += _number(record["label_score"])
+        for index, key in enumerate(_ACCURACY_SUM_KEYS):
+            value = record[key]
+            sums[index] += _NAN if value is None else value
 
     def counts(self):
         status = self.status
@@ -1923,26 +1953,95 @@ def metrics_block(rounds, diversity=None):
     return metrics
 
 
+class _Addends(list):
+    """A running total that a worker process does not add up: it keeps what
+    add() adds, in order, and the parent adds the same numbers in the same
+    order (Aggregate.merge), so float sums are the same bit for bit."""
+
+    __slots__ = ()
+
+    def __iadd__(self, value):
+        self.append(value)
+        return self
+
+
+def _defer(value):
+    # Every number of a totals object becomes an _Addends; containers are kept.
+    if isinstance(value, (int, float)):
+        return _Addends()
+    if type(value) is dict:
+        return {key: _defer(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_defer(item) for item in value]
+    return value
+
+
+def _totals_state(value):
+    # Picklable: containers as dicts and tuples, what was added as plain lists.
+    if type(value) is _Addends:
+        return list(value)
+    if type(value) is dict:
+        return {key: _totals_state(item) for key, item in value.items()}
+    if type(value) is list:
+        return tuple(_totals_state(item) for item in value)
+    return value
+
+
+def _merge_totals(current, incoming):
+    if type(incoming) is list:                     # what a worker added, in order
+        return functools.reduce(operator.add, incoming, current)
+    if type(incoming) is dict:
+        for key, value in incoming.items():
+            current[key] = _merge_totals(current.get(key, 0), value)
+        return current
+    if type(incoming) is tuple:
+        for index, value in enumerate(incoming):
+            current[index] = _merge_totals(current[index], value)
+        return current
+    if type(incoming) is int:                      # a count the worker started itself
+        return current + incoming
+    raise TypeError("cannot merge %s into a total" % type(incoming).__name__)
+
+
 class Aggregate(object):
     """Counts, Rounds 1-4 and the scenario's own sections, folded record by record.
 
     ``figures()`` gives the report's ``counts``, ``rounds``, scenario sections
-    (``diversity``) and ``metrics``.
+    (``diversity``) and ``metrics``.  A worker process folds its chunk of rows
+    into a ``deferred`` Aggregate, whose state() the parent merges in input
+    order: every number is then added in the same order as by one process.
     """
 
-    def __init__(self, benchmark, protocol):
+    def __init__(self, benchmark, protocol, deferred=False):
+        self.benchmark = benchmark
+        self.protocol = protocol
         self.funnel = FunnelTotals()
         self.scenario = benchmark.totals(protocol)
-        self.keys = FunnelTotals.KEYS + tuple(benchmark.aggregate_keys)
+        if deferred:
+            for totals in (self.funnel, self.scenario):
+                if totals is not None:
+                    for name, value in vars(totals).items():
+                        setattr(totals, name, _defer(value))
 
     def add(self, record):
         self.funnel.add(record)
         if self.scenario is not None:
             self.scenario.add(record)
 
-    def slim(self, record):
-        """Only what the fold reads (sent back by worker processes)."""
-        return {key: record[key] for key in self.keys if key in record}
+    def deferred(self):
+        """A new, empty deferred Aggregate of the same benchmark (for a worker's chunk)."""
+        return Aggregate(self.benchmark, self.protocol, deferred=True)
+
+    def state(self):
+        """What a deferred Aggregate added, picklable, for merge()."""
+        return [{name: _totals_state(value) for name, value in vars(totals).items()
+                 if isinstance(value, (_Addends, dict, list))}
+                if totals is not None else None for totals in (self.funnel, self.scenario)]
+
+    def merge(self, state):
+        for totals, names in zip((self.funnel, self.scenario), state):
+            for name, value in (names or {}).items():
+                setattr(totals, name, _merge_totals(getattr(totals, name), value))
 
     def figures(self):
         rounds = self.funnel.rounds()
@@ -2298,7 +2397,6 @@ class Benchmark(object):
     default_input = ""           # file name in data/
     needs_req_type = False
     empty_prediction_is_no_response = False
-    aggregate_keys = ()          # record keys the scenario's totals read
     station_names = False        # routes name stations (general LLM) instead of ids
 
     def option_defaults(self):
@@ -2598,24 +2696,25 @@ class RowSinks(object):
         """A worker's side of add() for a chunk of records (an iterator, taken
         one at a time): their row numbers, details lines (in two parts around
         the row number: see details_parts), failure lines (without the row
-        number), slim records.  add_chunk in the parent writes them, the row
-        numbers shifted by ``offset``."""
-        rows, slim = [], []
+        number) and the state of a deferred Aggregate of them.  add_chunk in
+        the parent writes them, the row numbers shifted by ``offset``."""
+        rows = []
         details = [] if self.details is not None else None
         failures = [] if self.failures is not None else None
-        keep = self.aggregate.slim
+        aggregate = self.aggregate.deferred()
+        fold = aggregate.add
         for index, record in enumerate(records):
             rows.append(record["row"])
-            slim.append(keep(record))
+            fold(record)
             if details is not None:
                 details.append(details_parts(record))
             if failures is not None:
                 text = failure_text(record)
                 if text is not None:
                     failures.append((index, text))
-        return rows, details, failures, slim
+        return rows, details, failures, aggregate.state()
 
-    def add_chunk(self, rows, details, failures, slim_records, offset=0):
+    def add_chunk(self, rows, details, failures, totals, offset=0):
         if self.details is not None:
             self.details.write(b"".join([details_line(head, row + offset, tail)
                                          for row, (head, tail) in zip(rows, details)]))
@@ -2623,8 +2722,7 @@ class RowSinks(object):
             self.failures.write("".join([failure_line_for(rows[index] + offset, text)
                                          for index, text in failures]))
             self.failing += len(failures)
-        for record in slim_records:
-            self.aggregate.add(record)
+        self.aggregate.merge(totals)
 
 
 MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
@@ -2722,8 +2820,8 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
                     continue
                 if isinstance(outputs, str):
                     raise InputError(outputs)
-                rows, details, failures, slim, tally = outputs
-                sinks.add_chunk(rows, details, failures, slim,
+                rows, details, failures, totals, tally = outputs
+                sinks.add_chunk(rows, details, failures, totals,
                                 rows_done if task[0] == "bytes" else 0)
                 rows_done += len(rows)
                 for key, amount in tally.items():

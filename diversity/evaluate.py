@@ -63,8 +63,6 @@ class Diversity(common.Benchmark):
     name = "diversity"
     title = "TransitLM benchmark 3: route diversity"
     default_input = "benchmark3_diversity_example.csv"
-    aggregate_keys = ("routes", "best_match", "rd", "route_count", "rd_label",
-                      "label_route_count", "all_routes_reachable", "label_first_score")
 
     def in_funnel_default(self, protocol):
         # reference: Part A takes only rows with a first route on both sides.

@@ -80,7 +80,6 @@ class Personalized(common.Benchmark):
     title = "TransitLM benchmark 2: personalized preferences"
     default_input = "benchmark2_personalized_example.csv"
     needs_req_type = True
-    aggregate_keys = ("req_type", "compliant", "label_compliant")
 
     def sample_fields(self, sample):
         return {"req_type": parse_req_type(sample.req_type)}

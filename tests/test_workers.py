@@ -133,16 +133,17 @@ class ChunkedReading(unittest.TestCase):
         common.CHUNK_BYTES = self.saved
         self.tmp.cleanup()
 
-    def outputs(self, sample, workers, chunk_bytes=None):
+    def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=()):
         if chunk_bytes:
             common.CHUNK_BYTES = chunk_bytes
         tag = "%s-%s" % (workers, chunk_bytes)
         json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
         details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
         try:
-            status, stdout, err = run_evaluator(SingleRoute(), [
+            status, stdout, err = run_evaluator(benchmark or SingleRoute(), [
                 "--input", sample, "--station_info", os.path.join(BUNDLED, "station_info.csv"),
-                "--workers", str(workers), "--json", json_path, "--details", details])
+                "--workers", str(workers), "--json", json_path, "--details", details]
+                + list(extra))
         finally:
             common.CHUNK_BYTES = self.saved
         if status != 0:
@@ -168,6 +169,21 @@ class ChunkedReading(unittest.TestCase):
             with self.subTest(chunk_bytes=chunk_bytes):
                 self.assertEqual(self.outputs(sample, 2, chunk_bytes), one)
         return one
+
+    def test_every_benchmark_in_small_chunks(self):
+        # Totals merged chunk by chunk (Aggregate.merge) add the same numbers in
+        # the same order as one process: reports equal byte for byte.
+        from personalized.evaluate import Personalized
+        cases = ((Personalized(), "benchmark2_personalized_example.csv", ()),
+                 (Diversity(), "benchmark3_diversity_example.csv", ()),
+                 (GeneralLLM(), "general_llm_example.csv",
+                  ("--line_info", os.path.join(BUNDLED, "line_info.csv"))))
+        for benchmark, name, extra in cases:
+            with self.subTest(benchmark=benchmark.name):
+                sample = os.path.join(BUNDLED, name)
+                one = self.outputs(sample, 1, None, benchmark, extra)
+                for chunk_bytes in (97, 2000):
+                    self.assertEqual(self.outputs(sample, 2, chunk_bytes, benchmark, extra), one)
 
     def test_bundled_rows_in_small_chunks(self):
         report, details, _ = self.assert_same(self.bundled())
@@ -250,3 +266,34 @@ class ChunkedReading(unittest.TestCase):
             outputs.append(done.stdout.decode().replace('"workers": ' + workers, '"workers": N'))
         self.assertEqual(outputs[0], outputs[1])
         self.assertIn('"samples": 38', outputs[0])
+
+
+class DeferredTotals(unittest.TestCase):
+    """A worker's totals record what they add; the parent adds it in order."""
+
+    def test_merge_adds_in_order(self):
+        # (1e16 + 1) - 1e16 is 0.0 in floats; any other order gives 1.0.
+        self.assertEqual(common._merge_totals(0, [1e16, 1.0, -1e16]), 0.0)
+        self.assertEqual(common._merge_totals({"a": 1}, {"a": [True, 2], "b": 3}),
+                         {"a": 4, "b": 3})
+        self.assertEqual(common._merge_totals([0, 0.5], ([1], [0.25, 0.25])), [1, 1.0])
+        with self.assertRaises(TypeError):        # a float added out of order
+            common._merge_totals(0, 0.5)
+
+    def test_aggregate_merge_equals_one_fold(self):
+        from tests.helpers import evaluate_to_files
+        with tempfile.TemporaryDirectory() as folder:
+            _, records, _ = evaluate_to_files(SingleRoute(), [
+                "--input", os.path.join(BUNDLED, "benchmark1_single_route_example.csv"),
+                "--station_info", os.path.join(BUNDLED, "station_info.csv")], folder)
+        from common import PROTOCOLS
+        one = common.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        merged = common.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        for start in range(0, len(records), 5):
+            part = merged.deferred()
+            for record in records[start:start + 5]:
+                one.add(record)
+                part.add(record)
+            merged.merge(part.state())
+        self.assertEqual(merged.figures(), one.figures())
+        self.assertEqual(one.figures()["counts"]["samples"], 38)
