@@ -344,6 +344,8 @@ def access_threshold_km(mode, taxi_markers=TAXI_MARKERS):
 
 def iou(first, second):
     """Intersection over union of two collections as sets; 0 when either is empty."""
+    if first == second:                # the common case of a matching route, in C
+        return 1.0 if first else 0.0
     first, second = set(first), set(second)
     if not first or not second:
         return 0.0
@@ -378,6 +380,84 @@ _raise_csv_field_limit()
 
 STATION_COLUMNS = ("stop_id", "coord_x", "coord_y", "next_hop_stations")
 UTF8_BOM = b"\xef\xbb\xbf"
+
+# The station cache: every stop of a large station file decoded once and kept
+# (keyed by the file's SHA-256) in the user's cache folder, so a run, and each
+# of its worker processes, does not decode the stops its rows touch again.
+STATION_CACHE_MIN_STOPS = 20000  # smaller networks decode in a blink: no cache
+STATION_CACHE_FORMAT = 1         # bump when what _decode returns changes
+STATION_CACHE_KEEP = 8           # cache files kept (the most recently written)
+_STATION_CACHE_MAGIC = b"transitlm station cache\n"
+
+
+def station_cache_folder():
+    """$TRANSITLM_CACHE_DIR ("off" or empty: no cache), else
+    $XDG_CACHE_HOME/transitlm or ~/.cache/transitlm."""
+    folder = os.environ.get("TRANSITLM_CACHE_DIR")
+    if folder is not None:
+        return None if folder.strip() in ("", "off") else folder
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "transitlm")
+
+
+def _read_station_cache(path, sha256, stop_count):
+    """{stop: decoded} from a cache file, or None when there is none or it does
+    not check out (wrong magic, payload hash, file hash or size): never trusted
+    blindly, a bad cache is made again."""
+    import marshal
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    head = len(_STATION_CACHE_MAGIC)
+    if not data.startswith(_STATION_CACHE_MAGIC) or data[head + 64:head + 65] != b"\n":
+        return None
+    payload = data[head + 65:]
+    if hashlib.sha256(payload).hexdigest().encode() != data[head:head + 64]:
+        return None
+    try:
+        content = marshal.loads(payload)
+        version, file_sha256, stops, decoded = content
+    except (ValueError, TypeError, EOFError):
+        return None
+    if (version != STATION_CACHE_FORMAT or file_sha256 != sha256 or type(stops) is not list
+            or type(decoded) is not list or len(stops) != len(decoded)
+            or len(stops) > stop_count):
+        return None
+    return dict(zip(stops, decoded))
+
+
+def _write_station_cache(path, sha256, decoded):
+    """Write the cache atomically (a temporary name, then a rename) and keep
+    only the newest STATION_CACHE_KEEP cache files; False if it cannot be written."""
+    import marshal
+    same = {stop: stop for stop in decoded}   # hops that are stop ids: shared strings
+    stops = list(decoded)
+    values = [(tuple(same.get(hop, hop) for hop in hops) if type(hops) is tuple else hops,
+               point) for hops, point in decoded.values()]
+    payload = marshal.dumps((STATION_CACHE_FORMAT, sha256, stops, values), 4)
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile("wb", dir=folder, prefix=".tmp-", delete=False)
+        try:
+            with handle:
+                handle.write(_STATION_CACHE_MAGIC)
+                handle.write(hashlib.sha256(payload).hexdigest().encode() + b"\n")
+                handle.write(payload)
+            os.replace(handle.name, path)
+        except BaseException:
+            os.unlink(handle.name)
+            raise
+        caches = sorted((entry for entry in os.scandir(folder)
+                         if entry.name.startswith("stations-") and entry.is_file()),
+                        key=lambda entry: entry.stat().st_mtime, reverse=True)
+        for entry in caches[STATION_CACHE_KEEP:]:
+            os.unlink(entry.path)
+    except OSError:
+        return False
+    return True
 
 
 class StationNetwork(object):
@@ -520,6 +600,25 @@ class StationNetwork(object):
         self._decoded[stop] = decoded
         return decoded
 
+    def use_cache(self, folder):
+        """Decode every stop at once, from the cache in ``folder`` (made on
+        first use).  -> "loaded", "built", or None when no cache is used: a
+        small network, no folder, or a folder that cannot be written."""
+        if folder is None or self.sha256 is None or len(self) < STATION_CACHE_MIN_STOPS:
+            return None
+        path = os.path.join(folder, "stations-%s.v%d" % (self.sha256, STATION_CACHE_FORMAT))
+        decoded = _read_station_cache(path, self.sha256, len(self))
+        if decoded is not None:
+            self._decoded = decoded
+            return "loaded"
+        for stop in self._lookup.ids():
+            if stop not in self._decoded:
+                try:
+                    self._decode(stop)
+                except InputError:     # reported only if a route touches this stop
+                    pass
+        return "built" if _write_station_cache(path, self.sha256, self._decoded) else None
+
     def name(self, stop):
         i_name = self._columns[4]
         cells = self._cells(stop)
@@ -574,6 +673,9 @@ class _IndexedLines(object):
 
     def __len__(self):
         return len(self._ordinals)
+
+    def ids(self):
+        return iter(self._ordinals)
 
     def cells(self, stop):
         ordinal = self._ordinals.get(stop)
@@ -631,6 +733,9 @@ class _ParsedLines(object):
 
     def __len__(self):
         return len(self._rows)
+
+    def ids(self):
+        return iter(self._rows)
 
     def cells(self, stop):
         return self._rows.get(stop)
@@ -973,11 +1078,13 @@ class SampleReader(object):
         return self.hashed.digest.hexdigest()
 
 
-def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None):
+def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None,
+                utf8=False):
     """CSV records -> SampleRows numbered from ``first_row``.
 
     ``next_cells()`` gives the next record (None at the end), ``line_number()``
     the physical line the last one ended on.  A blank line is not a row.
+    ``utf8``: the text is known to be valid UTF-8 (no row to check).
     """
     i_id, i_prompt, i_label, i_pred, i_req = columns
     count = first_row - 1
@@ -990,7 +1097,7 @@ def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None
             continue   # a blank line is not a row
         count += 1
         problem = None
-        if not _encodable("".join(cells)):
+        if not utf8 and not _encodable("".join(cells)):
             problem = ("invalid_encoding", "the row holds bytes that are not UTF-8 text")
         elif len(cells) != width:
             message = "the row has %d cell(s) where the header has %d" % (len(cells), width)
@@ -1021,8 +1128,11 @@ def parse_chunk(data, first_line, path, columns, width, final):
         return
         yield
 
-    reader = csv.reader(itertools.chain(
-        io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""), end_of_chunk()))
+    try:
+        text, utf8 = data.decode("utf-8"), True
+    except UnicodeDecodeError:         # kept as surrogate escapes: those rows are errors
+        text, utf8 = data.decode("utf-8", "surrogateescape"), False
+    reader = csv.reader(itertools.chain(io.StringIO(text, newline=""), end_of_chunk()))
     base = first_line - 1
 
     def next_cells():
@@ -1035,7 +1145,7 @@ def parse_chunk(data, first_line, path, columns, width, final):
             raise SplitRecord()        # the csv module asked for more: a record runs on
         return cells
 
-    return sample_rows(next_cells, lambda: base + reader.line_num, columns, width)
+    return sample_rows(next_cells, lambda: base + reader.line_num, columns, width, utf8=utf8)
 
 
 class RowsSource(object):
@@ -1417,7 +1527,7 @@ _NOT_A_STATION = frozenset(("", TRANSFER))
 
 
 def transit_line_count(lines):
-    return sum(1 for name in lines if name.strip() not in _NOT_A_STATION)
+    return len([name for name in lines if name.strip() not in _NOT_A_STATION])
 
 
 def is_subway_line(name):
@@ -2913,6 +3023,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         if options.predictions:
             predictions = PredictionsFile.read(options.predictions)
         network = StationNetwork.load(station_path)
+        network.use_cache(station_cache_folder())
         context = Context(options, protocol, network)
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)

@@ -88,10 +88,11 @@ def grown_file(folder, sample_file, samples):
     return target
 
 
-def measure(command):
+def measure(command, env=None):
     """Wall time and the child's own peak memory (ru_maxrss, Linux KB)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     err = proc.stderr.read()
@@ -137,9 +138,25 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per evaluator; the best wall time is reported")
     parser.add_argument("--data", default=SCALE_DIR, help="scale data folder")
+    parser.add_argument("--station_cache", choices=("on", "off"), default="on",
+                        help="on (default): the station cache in DATA/cache, made before "
+                             "the runs are timed (what every run after the first one on a "
+                             "station file sees); off: no cache")
     args = parser.parse_args(argv)
     build_scale_data(args.data, args.stations, min(BASE_SAMPLES, min(args.samples)))
     stations = os.path.join(args.data, "station_info.csv")
+    env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
+    if args.station_cache == "on":
+        env["TRANSITLM_CACHE_DIR"] = os.path.join(args.data, "cache")
+        # In a process of its own: a forked child starts with its parent's memory,
+        # which would count in the children's peak.
+        made = subprocess.check_output([sys.executable, "-c", (
+            "import sys; sys.path.insert(0, sys.argv[1]); import common; "
+            "print(common.StationNetwork.load(sys.argv[2]).use_cache(sys.argv[3]))"),
+            REPO, stations, env["TRANSITLM_CACHE_DIR"]]).decode().strip()
+        print("station cache: %s (%s)" % (env["TRANSITLM_CACHE_DIR"], made))
+    else:
+        print("station cache: off")
     print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
     print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
                                         "peak (MB)"))
@@ -159,7 +176,7 @@ def main(argv=None):
             if name == "general_llm":
                 command += ["--line_info", os.path.join(args.data, "line_info.csv")]
             rows = count_rows(sample_path)
-            runs = [measure(command) for _ in range(args.repeat)]
+            runs = [measure(command, env) for _ in range(args.repeat)]
             wall = min(run[0] for run in runs)
             peak = max(run[1] for run in runs)
             print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall, peak),

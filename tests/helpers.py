@@ -10,6 +10,10 @@ if REPO not in sys.path:
 
 import common  # noqa: E402
 
+# The tests do not write station caches into the user's cache folder (the
+# station cache tests choose their own folder).
+os.environ.setdefault("TRANSITLM_CACHE_DIR", "off")
+
 # On the equator one degree of longitude is 2*pi*6371/360 = 111.19 km.
 KM_PER_DEGREE = 2 * 3.141592653589793 * common.EARTH_RADIUS_KM / 360.0
 
