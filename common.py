@@ -1773,13 +1773,15 @@ def compare_routes(pred, label, protocol, names=None, station_sets=None):
     return record
 
 
-def judge_route(pred, label, origin, destination, network, protocol):
+def judge_route(pred, label, origin, destination, network, protocol, reach=None):
     """All checks of one predicted route against its label -> record fields.
 
     ``_codes`` holds the failure codes of Rounds 1-2 by stage; ``finish_record``
-    turns it into the row's ``failure_codes``.
+    turns it into the row's ``failure_codes``.  ``reach``: the route's
+    check_reachability verdict when the caller has it already.
     """
-    reach = check_reachability(pred.stations, network, protocol)
+    if reach is None:
+        reach = check_reachability(pred.stations, network, protocol)
     grounding, plausibility = check_grounding(pred, origin, destination, network, protocol)
     record = {
         "reachable": reach.ok, "reachable_reason": reach.reason,

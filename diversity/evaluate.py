@@ -45,14 +45,13 @@ def route_diversity(routes, protocol):
     return sum(1.0 - common.iou(a, b) for a, b in pairs) / len(pairs), len(signatures)
 
 
-def best_match(routes, label_first, network, protocol):
-    """The first of second/third (present and reachable) whose stations equal the
-    label's first route (station IoU 1), or None."""
+def best_match(routes, label_first, reachable):
+    """The first of second/third (present and reachable: ``reachable`` holds the
+    keys of the reachable routes) whose stations equal the label's first route
+    (station IoU 1), or None."""
     for key in KEYS[1:]:
         route = routes.get(key)
-        if route is None:
-            continue
-        if not common.check_reachability(route.stations, network, protocol).ok:
+        if route is None or key not in reachable:
             continue
         if common.iou(route.stations, label_first.stations) == 1:
             return key
@@ -81,8 +80,10 @@ class Diversity(common.Benchmark):
                   "label_routes": {key: common.route_json(route)
                                    for key, route in labels.items()}}
         reachable_keys = []
+        verdicts = {}
         for key, route in preds.items():
-            verdict = common.check_reachability(route.stations, network, protocol)
+            verdict = verdicts[key] = common.check_reachability(route.stations, network,
+                                                                protocol)
             fields["routes"][key] = {"reachable": verdict.ok, "reachable_reason": verdict.reason,
                                      "score": route.score}
             if verdict.ok:
@@ -96,11 +97,12 @@ class Diversity(common.Benchmark):
             [labels[k] for k in KEYS if k in labels], protocol)
         label_first = labels.get("first")
         fields["label_first_score"] = label_first.score if label_first else None
-        fields.update(self.first_route_funnel(row, preds, label_first, context))
+        fields.update(self.first_route_funnel(row, preds, label_first, context, verdicts))
         return fields
 
-    def first_route_funnel(self, row, preds, label_first, context):
-        """Part A fields for the row (the single-route checks on `first`)."""
+    def first_route_funnel(self, row, preds, label_first, context, verdicts):
+        """Part A fields for the row (the single-route checks on `first`);
+        ``verdicts``: the reachability of each predicted route by key."""
         protocol, network = context.protocol, context.network
         first = preds.get("first")
         if first is None or label_first is None:
@@ -110,7 +112,7 @@ class Diversity(common.Benchmark):
                     "best_match": None,
                     "_codes": {"reachability": ("no_first_route",)}}
         fields = common.judge_route(first, label_first, row.origin, row.destination,
-                                    network, protocol)
+                                    network, protocol, verdicts["first"])
         fields["in_funnel"] = True
         fields["best_match"] = None
         if not fields["reachable"]:
@@ -118,7 +120,8 @@ class Diversity(common.Benchmark):
         if fields["station_iou"] == 1:
             fields["best_match"] = "first"
         elif protocol.best_match:
-            key = best_match(preds, label_first, network, protocol)
+            key = best_match(preds, label_first,
+                             {key for key, verdict in verdicts.items() if verdict.ok})
             if key is not None:
                 fields.update(common.compare_routes(preds[key], label_first, protocol))
                 fields["best_match"] = key

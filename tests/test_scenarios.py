@@ -251,11 +251,16 @@ class MultiRoute(unittest.TestCase):
         routes = {"first": R(station_sequence=["A", "B"]),
                   "second": R(station_sequence=["A", "C"]),              # unreachable
                   "third": R(station_sequence=["A", "B", "C", "D"])}
-        self.assertEqual(best_match(routes, label, self.net, REF), "third")
+        def reachable():
+            return {key for key, route in routes.items()
+                    if common.check_reachability(route.stations, self.net, REF).ok}
+        self.assertEqual(best_match(routes, label, reachable()), "third")
         routes["second"] = R(station_sequence=["D", "C", "B", "A"])     # same set, reachable
-        self.assertEqual(best_match(routes, label, self.net, REF), "second")
+        self.assertEqual(best_match(routes, label, reachable()), "second")
+        # Only reachable routes are matched.
+        self.assertIsNone(best_match(routes, label, {"first"}))
         del routes["second"], routes["third"]
-        self.assertIsNone(best_match(routes, label, self.net, REF))
+        self.assertIsNone(best_match(routes, label, reachable()))
 
     def test_rd_reference_with_shared_access_modes(self):
         # signatures: {L1, 接驳:步行}, {L2, 接驳:步行}: IoU 1/3 -> RD 2/3
