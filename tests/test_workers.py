@@ -208,6 +208,12 @@ class ChunkedReading(unittest.TestCase):
             "not_utf8": header + b"\n" + lines[0] + b"\xff\n" + b"\n".join(lines[1:]),
             "no_final_newline": data.rstrip(b"\n"),
             "quoted_header": b'"index_id","sft_prompt",sft_label,generate_results\n' + body,
+            "header_only": header + b"\n",
+            "empty": b"",
+            "blank_lines_only": header + b"\n\n\n  \n",
+            # One row far longer than a chunk: the chunk grows to hold it.
+            "long_row": header + b"\n" + b"\n".join(lines[:3]) + b'\nid-long,"{}","{}","'
+            + b"x" * 20000 + b'"\n' + b"\n".join(lines[3:]),
         }
         for name, variant in variants.items():
             with self.subTest(variant=name):
