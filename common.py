@@ -1971,10 +1971,10 @@ class FunnelTotals(object):
         self.plausible = 0
         self.station_exact = 0
         self.bands = {"worse": 0, "better": 0, "same": 0}
-        self.overlap_sums = [0, 0, 0, 0, 0]   # line IoU, station IoU, score, label, deviation
+        self.overlap_sums = [0.0] * 5   # line IoU, station IoU, score, label, deviation
         self.exact = 0
         self.accurate = {"distance": 0, "time": 0, "fare": 0, "transfer": 0, "overall": 0}
-        self.accuracy_sums = [0, 0, 0, 0, 0]  # distance, time, fare MAPE, score, label
+        self.accuracy_sums = [0.0] * 5  # distance, time, fare MAPE, score, label
 
     def add(self, record):
         self.status[record["status"]] += 1
@@ -2066,9 +2066,10 @@ def metrics_block(rounds, diversity=None):
 
 
 class _Addends(list):
-    """A running total that a worker process does not add up: it keeps what
-    add() adds, in order, and the parent adds the same numbers in the same
-    order (Aggregate.merge), so float sums are the same bit for bit."""
+    """A float sum that a worker process does not add up: it keeps what add()
+    adds, in order, and the parent adds the same numbers in the same order
+    (Aggregate.merge), so float sums are the same bit for bit.  (Counts are
+    added up by the worker: integer sums do not depend on the order.)"""
 
     __slots__ = ()
 
@@ -2078,9 +2079,12 @@ class _Addends(list):
 
 
 def _defer(value):
-    # Every number of a totals object becomes an _Addends; containers are kept.
-    if isinstance(value, (int, float)):
+    # Every float sum of a totals object (a float: totals start their sums at
+    # 0.0 and their counts at 0) becomes an _Addends, every count 0.
+    if type(value) is float:
         return _Addends()
+    if type(value) is int:
+        return 0
     if type(value) is dict:
         return {key: _defer(item) for key, item in value.items()}
     if type(value) is list:
@@ -2147,7 +2151,7 @@ class Aggregate(object):
     def state(self):
         """What a deferred Aggregate added, picklable, for merge()."""
         return [{name: _totals_state(value) for name, value in vars(totals).items()
-                 if isinstance(value, (_Addends, dict, list))}
+                 if type(value) in (int, _Addends, dict, list)}
                 if totals is not None else None for totals in (self.funnel, self.scenario)]
 
     def merge(self, state):

@@ -166,11 +166,12 @@ class DiversityTotals(object):
         self.reach = {key: [0, 0] for key in KEYS}        # present, reachable
         self.all_reachable = 0
         self.distribution = {}
-        self.rd = [0, 0]                                  # sum, rows
-        self.rd_label = [0, 0]
-        self.route_scores = {key: [0, 0] for key in KEYS}
-        self.first_score = [0, 0]
-        self.label_first_score = [0, 0]
+        # [sum, rows]: sums start at 0.0, counts at 0 (see common.Aggregate)
+        self.rd = [0.0, 0]
+        self.rd_label = [0.0, 0]
+        self.route_scores = {key: [0.0, 0] for key in KEYS}
+        self.first_score = [0.0, 0]
+        self.label_first_score = [0.0, 0]
 
     def add(self, record):
         evaluated = record["status"] == "evaluated"
