@@ -2234,35 +2234,55 @@ def _finite(value):
     return value
 
 
+# A value no input can hold (a random nonce between NUL characters): the row
+# number's place in a details line rendered in one go (details_parts).
+_ROW_MARK = "\x00row-%s\x00" % os.urandom(16).hex()
+_ROW_MARK_BYTES = json.dumps(_ROW_MARK).encode()
+
+
+def _details_text(record, ensure_ascii=False):
+    try:
+        return json.dumps(record, ensure_ascii=ensure_ascii, sort_keys=True, allow_nan=False)
+    except ValueError:                  # a non-finite figure: written as null
+        return json.dumps(_finite(record), ensure_ascii=ensure_ascii, sort_keys=True)
+
+
 def details_parts(record):
-    """A details line in two parts around its ``"row": N`` member, as UTF-8 bytes.
+    """A details line in two parts around the row number, as UTF-8 bytes.
 
     A worker process that reads its own rows numbers them from 1; the parent,
-    which knows how many rows came before, writes ``head + "row": N + tail``
-    (details_line), the same bytes as json.dumps of the whole record with
-    sorted keys.  \\u escapes where UTF-8 cannot go; non-finite figures as null.
+    which knows how many rows came before, writes ``head + N + tail``
+    (details_line): the same bytes as json.dumps of the whole record with
+    sorted keys, \\u escapes where UTF-8 cannot go, non-finite figures as null.
     """
+    marked = dict(record, row=_ROW_MARK)
+    try:
+        data = _details_text(marked).encode("utf-8")
+    except UnicodeEncodeError:
+        data = _details_text(marked, ensure_ascii=True).encode()
+    if data.count(_ROW_MARK_BYTES) == 1:          # always, unless the nonce is guessed
+        head, _, tail = data.partition(_ROW_MARK_BYTES)
+        return head, tail + b"\n"
+    return _details_parts_by_keys(record)
+
+
+def _details_parts_by_keys(record):
+    """details_parts without the mark: the keys before and after "row" rendered apart."""
     before = {key: value for key, value in record.items() if key < "row"}
     after = {key: value for key, value in record.items() if key > "row"}
-    try:
-        texts = [json.dumps(part, ensure_ascii=False, sort_keys=True, allow_nan=False)
-                 for part in (before, after)]
-    except ValueError:                  # a non-finite figure: written as null
-        texts = [json.dumps(_finite(part), ensure_ascii=False, sort_keys=True)
-                 for part in (before, after)]
+    texts = [_details_text(part) for part in (before, after)]
     try:
         head, tail = (text.encode("utf-8") for text in texts)
     except UnicodeEncodeError:
-        head, tail = (json.dumps(_finite(part), ensure_ascii=True, sort_keys=True).encode()
-                      for part in (before, after))
-    # '{"a": 1}' and '{"z": 2}' -> '{"a": 1, ' and ', "z": 2}\n'
-    head = head[:-1] + (b", " if len(head) > 2 else b"")
+        head, tail = (_details_text(part, ensure_ascii=True).encode() for part in (before, after))
+    # '{"a": 1}' and '{"z": 2}' -> '{"a": 1, "row": ' and ', "z": 2}\n'
+    head = head[:-1] + (b", " if len(head) > 2 else b"") + b'"row": '
     tail = (b", " if len(tail) > 2 else b"") + tail[1:] + b"\n"
     return head, tail
 
 
 def details_line(head, row, tail):
-    return b"%s\"row\": %d%s" % (head, row, tail)
+    return b"%s%d%s" % (head, row, tail)
 
 
 def details_bytes(record):

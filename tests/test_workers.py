@@ -87,7 +87,9 @@ class ChunkHelpers(unittest.TestCase):
         import json
         records = [{"row": 3}, {"a": 1, "row": 7}, {"row": 12, "z": [1, "x"]},
                    {"city": "北京", "row": 1, "status": "error", "error": "\ud800"},
-                   {"row": 2, "score": float("nan"), "a": "\x1b[31m"}]
+                   {"row": 2, "score": float("nan"), "a": "\x1b[31m"},
+                   # A value that holds the row mark: the parts are made key by key.
+                   {"error": common._ROW_MARK, "row": 4, "z": common._ROW_MARK}]
         for record in records:
             with self.subTest(record=record):
                 safe = common._finite(record)
@@ -100,6 +102,7 @@ class ChunkHelpers(unittest.TestCase):
                 head, tail = common.details_parts(record)
                 self.assertEqual(common.details_line(head, 41, tail),
                                  common.details_bytes(dict(record, row=41)))
+                self.assertEqual(common._details_parts_by_keys(record), (head, tail))
 
     def test_failure_line_parts(self):
         record = {"row": 5, "index_id": "x\x1by", "status": "error", "error": "bad"}
