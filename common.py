@@ -1016,7 +1016,7 @@ class SampleReader(object):
 
     def __iter__(self):
         if self.chunked:               # not handed out in chunks after all
-            return self.rows_from(self._unread, self._next_line, 1)
+            return self.rows_from([], 1)
         return self._rows(1)
 
     def _rows(self, first_row):
@@ -1052,11 +1052,14 @@ class SampleReader(object):
             self._next_line += csv_lines(chunk)
             yield chunk, first, eof and not data
 
-    def rows_from(self, head, first_line, first_row):
-        """Go back to reading row by row: ``head`` (bytes read but not
-        evaluated, from line ``first_line`` on), then the rest of the file ->
-        SampleRows numbered from ``first_row``."""
+    def rows_from(self, chunks, first_row):
+        """Go back to reading row by row: ``chunks`` (handed out by chunks() but
+        not evaluated; may be empty), what chunks() has read past them, then
+        the rest of the file -> SampleRows numbered from ``first_row``."""
         self.chunked = False
+        first_line = chunks[0][1] if chunks else self._next_line
+        head = b"".join([chunk[0] for chunk in chunks] + [self._unread])
+        self._unread = b""
         self._read_rows_from(head, first_line)
         return self._rows(first_row)
 
@@ -2949,10 +2952,9 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
                 if outputs is None:
                     # A record runs past this chunk (a quote the count took for
                     # an opening one): from its first byte on, read row by row.
-                    head = b"".join([task[1]] + [later[1] for _, later in pending]
-                                    + [reader._unread])
+                    unread = [task[1:3]] + [later[1:3] for _, later in pending]
                     pending.clear()
-                    tasks = _row_tasks(reader.rows_from(head, task[2], rows_done + 1))
+                    tasks = _row_tasks(reader.rows_from(unread, rows_done + 1))
                     continue
                 if isinstance(outputs, str):
                     raise InputError(outputs)
@@ -3073,9 +3075,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
                             judge, _byte_tasks(itertools.chain(head, chunks)), sinks,
                             progress, len(head), source)
                     if not done:
-                        samples = source.rows_from(
-                            b"".join([chunk[0] for chunk in head] + [source._unread]),
-                            head[0][1] if head else source._next_line, 1)
+                        samples = source.rows_from(head, 1)
                 else:
                     # Read ahead enough rows to know how many workers the file can feed.
                     samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
