@@ -23,7 +23,9 @@ class ServerThread(object):
 
     def __init__(self, server):
         self.server = server
-        self.thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # A short poll interval keeps shutdown() quick (default 0.5 s).
+        self.thread = threading.Thread(target=server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
 
     def __enter__(self):
         self.thread.start()

@@ -76,7 +76,9 @@ class StandIn(object):
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll interval keeps shutdown() in close() quick (default 0.5 s).
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self):
