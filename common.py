@@ -25,6 +25,7 @@ import hashlib
 import io
 import itertools
 import json
+import marshal
 import math
 import operator
 import os
@@ -404,7 +405,6 @@ def _read_station_cache(path, sha256, stop_count):
     """{stop: decoded} from a cache file, or None when there is none or it does
     not check out (wrong magic, payload hash, file hash or size): never trusted
     blindly, a bad cache is made again."""
-    import marshal
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -431,7 +431,6 @@ def _read_station_cache(path, sha256, stop_count):
 def _write_station_cache(path, sha256, decoded):
     """Write the cache atomically (a temporary name, then a rename) and keep
     only the newest STATION_CACHE_KEEP cache files; False if it cannot be written."""
-    import marshal
     same = {stop: stop for stop in decoded}   # hops that are stop ids: shared strings
     stops = list(decoded)
     values = [(tuple(same.get(hop, hop) for hop in hops) if type(hops) is tuple else hops,
@@ -1015,9 +1014,9 @@ class SampleReader(object):
         self.close()
 
     def __iter__(self):
-        if self.chunked:               # not handed out in chunks after all
-            return self.rows_from([], 1)
-        return self._rows(1)
+        # A generator: nothing is read until rows are asked for, so a chunked
+        # reader can still hand out chunks after iter().
+        yield from self.rows_from([], 1) if self.chunked else self._rows(1)
 
     def _rows(self, first_row):
         return sample_rows(self._next, lambda: self._line_base + self.reader.line_num,
@@ -1616,21 +1615,15 @@ def check_reachability(stations, network, protocol):
                        % (protocol.min_connected_stations, len(stations)), ("too_short",))
     if len(stations) < 2:
         return passed("fewer than 2 stations: nothing to connect")
-    decoded = network._decoded.get
     next_hops = network.next_hops
     for here, there in zip(stations, stations[1:]):
-        hops = decoded(here)            # next_hops(here), minus a call once decoded
-        hops = next_hops(here) if hops is None or type(hops[0]) is str else hops[0]
+        hops = next_hops(here)
         if hops is None:
             return Verdict(False, "%s has no next-hop information" % here,
                            ("unknown_station",))
         if there not in hops:
             return Verdict(False, "%s -> %s not connected" % (here, there), ("broken_hop",))
-    return _ALL_CONNECTED[len(stations) - 1] if len(stations) <= len(_ALL_CONNECTED) \
-        else passed("all %d hops connected" % (len(stations) - 1))
-
-
-_ALL_CONNECTED = [passed("all %d hops connected" % hops) for hops in range(200)]
+    return passed("all %d hops connected" % (len(stations) - 1))
 
 
 def check_access(side, point, stop_point, stop, mode, access_km, protocol,
@@ -1652,17 +1645,14 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
                             % (station_word, stop, straight, side, limit, mode or WALK),
                             (side + "_too_far",))
     else:
-        grounding = _WITHIN.get((station_word, limit))
-        if grounding is None:
-            grounding = _WITHIN[station_word, limit] = passed(
-                "%s station within %g km" % (station_word, limit))
+        grounding = passed("%s station within %g km" % (station_word, limit))
     return grounding, check_access_distance(side, straight, access_km, protocol)
 
 
 def check_access_distance(side, straight, access_km, protocol):
     """Distance plausibility: d - slack <= predicted access distance <= 3d + slack."""
     if not access_km > 0:
-        return passed(_NO_ACCESS_DISTANCE[side])
+        return passed("no %s access distance given" % side)
     low = straight - protocol.dp_slack_km
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
@@ -1671,13 +1661,7 @@ def check_access_distance(side, straight, access_km, protocol):
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
                        "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
-    return passed(_PLAUSIBLE[side])
-
-
-_WITHIN = {}                      # (first/last, limit) -> passing grounding verdict
-_NO_ACCESS_DISTANCE = {side: "no %s access distance given" % side
-                       for side in ("origin", "destination")}
-_PLAUSIBLE = {side: "%s access distance plausible" % side for side in ("origin", "destination")}
+    return passed("%s access distance plausible" % side)
 
 
 def combine(verdicts, ok_reason):
@@ -1955,7 +1939,6 @@ def _number(value):
     return float("nan") if value is None else value
 
 
-_NAN = float("nan")
 _OVERLAP_SUM_KEYS = ("line_iou", "station_iou", "score", "label_score", "score_deviation_pct")
 _ACCURACY_SUM_KEYS = ("distance_mape_pct", "time_mape_pct", "fare_mape_pct", "score",
                       "label_score")
@@ -1993,8 +1976,7 @@ class FunnelTotals(object):
         self.bands[record["score_band"]] += 1
         sums = self.overlap_sums
         for index, key in enumerate(_OVERLAP_SUM_KEYS):
-            value = record[key]
-            sums[index] += _NAN if value is None else value
+            sums[index] += _number(record[key])
         if not record["exact_match"]:
             return
         self.exact += 1
@@ -2003,8 +1985,7 @@ class FunnelTotals(object):
             accurate[key] += bool(record[key + "_accurate"])
         sums = self.accuracy_sums
         for index, key in enumerate(_ACCURACY_SUM_KEYS):
-            value = record[key]
-            sums[index] += _NAN if value is None else value
+            sums[index] += _number(record[key])
 
     def counts(self):
         status = self.status
@@ -3056,7 +3037,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)
         sinks = sinks_for(aggregate)
-        samples = iter(source) if not getattr(source, "chunked", False) else None
+        samples = iter(source)
         if predictions is not None:
             samples = predictions.join(samples)
         progress = Progress(None, sys.stderr.isatty() and not options.quiet,
@@ -3084,8 +3065,6 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
                         done = evaluate_in_workers(judge, _row_tasks(samples), sinks,
                                                    progress, workers)
             if not done:
-                if samples is None:
-                    samples = iter(source)
                 for record in RowJudge(benchmark, context).records(samples):
                     sinks.add(record)
                     progress.step()
@@ -3204,9 +3183,11 @@ def build_parser(benchmark):
                         help="no per-row failure lines and no progress line")
     parser.add_argument("--workers", type=_non_negative_int, default=0, metavar="N",
                         help="evaluate in up to N forked worker processes (where fork is "
-                             "available, at least %d rows per worker); every output is "
-                             "identical to a single-process run. 0 = one per CPU core "
-                             "(default); 1 = a single process" % MIN_ROWS_PER_WORKER)
+                             "available; each takes chunks of about %d KB of the file, or "
+                             "with --predictions or --sample_count at least %d rows); every "
+                             "output is identical to a single-process run. 0 = one per CPU "
+                             "core (default); 1 = a single process"
+                             % (CHUNK_BYTES // 1024, MIN_ROWS_PER_WORKER))
     benchmark.add_arguments(parser)
     return parser
 
