@@ -559,6 +559,26 @@ class StationNetwork(object):
             self._bad(stop, hops)
         return hops
 
+    def broken_hop(self, stations):
+        """The first consecutive pair of ``stations`` that is not one hop apart,
+        as (here, there, known), ``known`` False when ``here`` has no next-hop
+        information; None when every pair is connected.  (check_reachability's
+        loop, kept beside the data it reads: it runs for every hop of every
+        route, so it looks decoded stops up directly.)"""
+        decoded = self._decoded
+        for here, there in zip(stations, stations[1:]):
+            entry = decoded.get(here)
+            if entry is not None and type(entry[0]) is tuple:
+                if there not in entry[0]:
+                    return here, there, True
+                continue
+            hops = self.next_hops(here)    # decodes it, or says it is malformed
+            if hops is None:
+                return here, there, False
+            if there not in hops:
+                return here, there, True
+        return None
+
     def coords(self, stop):
         """(lng, lat) of a stop, or None if unknown; an empty cell reads as 0.0."""
         decoded = self._decoded.get(stop)
@@ -868,12 +888,39 @@ def _drain(handle):
         pass
 
 
+def count_sparse(data, byte, steps=512):
+    """data.count(byte), in steps of data.find (memchr, in C) while the byte is
+    sparse: a 512 KB chunk of long CSV rows holds a few hundred line breaks,
+    and stepping over them costs a tenth of counting every byte.  After
+    ``steps`` hits the rest is counted."""
+    count, position = 0, data.find(byte)
+    while position >= 0:
+        count += 1
+        if count == steps:
+            return count + data.count(byte, position + 1)
+        position = data.find(byte, position + 1)
+    return count
+
+
+def lone_returns(data, steps=512):
+    """How many \r in ``data`` are not followed by \n (as count_sparse)."""
+    lone, hits, position = 0, 0, data.find(b"\r")
+    while position >= 0:
+        hits += 1
+        if hits == steps:
+            return lone + data.count(b"\r", position) - data.count(b"\r\n", position)
+        if data[position + 1:position + 2] != b"\n":
+            lone += 1
+        position = data.find(b"\r", position + 1)
+    return lone
+
+
 def csv_lines(data):
     """How many lines the csv module counts in bytes that end with a line break
     (\n, \r\n or a lone \r each end one)."""
-    lines = data.count(b"\n")
-    if b"\r" in data:                 # rare: only then count the lone \r
-        lines += data.count(b"\r") - data.count(b"\r\n")
+    lines = count_sparse(data, b"\n")
+    if b"\r" in data:
+        lines += lone_returns(data)
     return lines
 
 
@@ -913,9 +960,11 @@ class SampleReader(object):
 
     ``chunked``: the rows after the header may be handed out as chunks of
     bytes (chunks()) that worker processes parse themselves (parse_chunk), so
-    this process only reads and hashes; anything unusual (a header over
-    several lines, a record split between two chunks) goes back to reading
-    row by row from where the last good chunk ended (rows_from()).
+    this process only reads and hashes.  A record split between two chunks
+    (a line break inside a cell) has the file cut again, by the quote count,
+    from the chunk where it was found (recut()); anything more unusual (a
+    header over several lines, a quote count that is wrong too) goes back to
+    reading row by row from there (rows_from()).
     """
 
     def __init__(self, path, prediction_column, need_req_type=False, sample_count=None,
@@ -983,6 +1032,8 @@ class SampleReader(object):
         self.chunked = True
         self._unread = data[end:]
         self._next_line = 2
+        self._eof = False
+        self._count_quotes = False     # see recut
         return records[0]
 
     def _read_rows_from(self, head, first_line):
@@ -1025,23 +1076,23 @@ class SampleReader(object):
     # -- chunked reading ----------------------------------------------------
     def chunks(self):
         """(bytes, first line number, final?) chunks of about CHUNK_BYTES, each
-        ending at the end of a record by the quote count (see record_end)."""
-        data, eof = self._unread, False
+        ending at a line break that is guessed to end a record (see recut)."""
+        data = self._unread
         while True:
-            while not eof and len(data) < CHUNK_BYTES:
+            while not self._eof and len(data) < CHUNK_BYTES:
                 more = self.binary.read(CHUNK_BYTES)
-                eof = not more
+                self._eof = not more
                 data += more
             if not data:
                 break
-            if eof and len(data) <= CHUNK_BYTES:
+            if self._eof and len(data) <= CHUNK_BYTES:
                 end = len(data)            # the file's last chunk
             else:
-                end = record_end(data)
+                end = record_end(data) if self._count_quotes else data.rfind(b"\n") + 1
                 if end <= 0:               # a record longer than what was read
-                    if not eof:
+                    if not self._eof:
                         more = self.binary.read(len(data))
-                        eof = not more
+                        self._eof = not more
                         data += more
                         continue
                     end = len(data)
@@ -1049,7 +1100,24 @@ class SampleReader(object):
             self._unread = data
             first = self._next_line
             self._next_line += csv_lines(chunk)
-            yield chunk, first, eof and not data
+            yield chunk, first, self._eof and not data
+
+    def recut(self, chunks):
+        """Chunks again from the first of ``chunks`` (handed out by chunks() but
+        not evaluated), now cut where the quotes before a line break are even
+        (record_end), or None when they already were.
+
+        Cells rarely hold a line break, so chunks are first cut at any line
+        break; a worker that finds its chunk ending inside a record (see
+        parse_chunk) sends the reading here.  A quote count can still be
+        wrong (a quote inside an unquoted cell): then rows_from() it is.
+        """
+        if self._count_quotes:
+            return None
+        self._count_quotes = True
+        self._next_line = chunks[0][1]
+        self._unread = b"".join([chunk[0] for chunk in chunks] + [self._unread])
+        return self.chunks()
 
     def rows_from(self, chunks, first_row):
         """Go back to reading row by row: ``chunks`` (handed out by chunks() but
@@ -1615,15 +1683,13 @@ def check_reachability(stations, network, protocol):
                        % (protocol.min_connected_stations, len(stations)), ("too_short",))
     if len(stations) < 2:
         return passed("fewer than 2 stations: nothing to connect")
-    next_hops = network.next_hops
-    for here, there in zip(stations, stations[1:]):
-        hops = next_hops(here)
-        if hops is None:
-            return Verdict(False, "%s has no next-hop information" % here,
-                           ("unknown_station",))
-        if there not in hops:
-            return Verdict(False, "%s -> %s not connected" % (here, there), ("broken_hop",))
-    return passed("all %d hops connected" % (len(stations) - 1))
+    broken = network.broken_hop(stations)
+    if broken is None:
+        return passed("all %d hops connected" % (len(stations) - 1))
+    here, there, known = broken
+    if not known:
+        return Verdict(False, "%s has no next-hop information" % here, ("unknown_station",))
+    return Verdict(False, "%s -> %s not connected" % (here, there), ("broken_hop",))
 
 
 def check_access(side, point, stop_point, stop, mode, access_km, protocol,
@@ -2901,8 +2967,9 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
     memory stays bounded) and adds every chunk's outputs in input order, so
     every output is byte-identical to a single-process run.  With "bytes"
     tasks it only reads and hashes the file: the workers parse it.  When a
-    chunk turns out not to end at a record's end, reading goes on row by row
-    (``reader``'s rows_from) from that chunk's first byte.  The workers
+    chunk turns out not to end at a record's end, the file is cut again from
+    that chunk's first byte (``reader``'s recut) or, if that was done
+    already, read row by row from there (rows_from).  The workers
     inherit the loaded network.  Returns False (nothing consumed) when no
     process pool can be made here.
     """
@@ -2931,11 +2998,14 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
                 result, task = pending.popleft()
                 outputs = result.get()
                 if outputs is None:
-                    # A record runs past this chunk (a quote the count took for
-                    # an opening one): from its first byte on, read row by row.
+                    # A record runs past this chunk (a line break inside a
+                    # cell): from its first byte on, cut where the quotes are
+                    # even or, if they already were, read row by row.
                     unread = [task[1:3]] + [later[1:3] for _, later in pending]
                     pending.clear()
-                    tasks = _row_tasks(reader.rows_from(unread, rows_done + 1))
+                    chunks = reader.recut(unread)
+                    tasks = (_byte_tasks(chunks) if chunks is not None
+                             else _row_tasks(reader.rows_from(unread, rows_done + 1)))
                     continue
                 if isinstance(outputs, str):
                     raise InputError(outputs)

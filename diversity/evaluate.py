@@ -19,13 +19,29 @@ import common  # noqa: E402
 KEYS = common.ROUTE_KEYS
 
 
-def present_routes(obj, what, protocol):
-    """{key: Route} for the keys first/second/third that are present and non-empty."""
+def present_routes(obj, what, protocol, parsed=None):
+    """{key: Route} for the keys first/second/third that are present and non-empty.
+
+    ``parsed``: (JSON object, its routes) of the other side; a route equal to
+    its route under the same key there is that Route (parsing is
+    deterministic, and Routes are never changed), not parsed again.
+    """
     if not isinstance(obj, dict):
         raise common.RowError("%s is %s, expected a JSON object with first/second/third"
                               % (what, common.type_name(obj)))
-    return {key: common.Route(obj[key], protocol, "%s %s" % (what, key))
-            for key in KEYS if obj.get(key)}
+    other, other_routes = parsed if parsed is not None else ({}, {})
+    if not isinstance(other, dict):
+        other = {}
+    routes = {}
+    for key in KEYS:
+        value = obj.get(key)
+        if not value:
+            continue
+        if key in other_routes and value == other.get(key):
+            routes[key] = other_routes[key]
+        else:
+            routes[key] = common.Route(value, protocol, "%s %s" % (what, key))
+    return routes
 
 
 def route_diversity(routes, protocol):
@@ -70,7 +86,7 @@ class Diversity(common.Benchmark):
     def evaluate(self, row, context):
         protocol, network = context.protocol, context.network
         preds = present_routes(row.prediction, "prediction", protocol)
-        labels = present_routes(row.label, "label", protocol)
+        labels = present_routes(row.label, "label", protocol, (row.prediction, preds))
         if not preds:
             raise common.RowError("prediction has no route (first, second or third)",
                                   "no_route")

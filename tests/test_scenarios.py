@@ -10,7 +10,7 @@ import unittest
 from tests.helpers import (common, east, evaluate_to_files, prompt, route, write_samples,
                            write_station_file)
 from personalized.evaluate import Personalized, preference_compliance, transfers
-from diversity.evaluate import Diversity, best_match, route_diversity
+from diversity.evaluate import Diversity, best_match, present_routes, route_diversity
 from single_route.evaluate import SingleRoute
 
 REF, PAPER = common.REFERENCE, common.PAPER
@@ -261,6 +261,25 @@ class MultiRoute(unittest.TestCase):
         self.assertIsNone(best_match(routes, label, {"first"}))
         del routes["second"], routes["third"]
         self.assertIsNone(best_match(routes, label, reachable()))
+
+    def test_present_routes_reuses_equal_routes_of_the_other_side(self):
+        same, other = route(), route(station_sequence=["A", "B"])
+        prediction = {"first": same, "second": other, "third": None}
+        preds = present_routes(prediction, "prediction", REF)
+        self.assertEqual(sorted(preds), ["first", "second"])
+        # Equal (same key, equal JSON) -> the same Route; different -> its own.
+        label = {"first": json.loads(json.dumps(same)), "second": same, "third": other}
+        labels = present_routes(label, "label", REF, (prediction, preds))
+        self.assertIs(labels["first"], preds["first"])
+        self.assertIsNot(labels["second"], preds["first"])
+        self.assertEqual(labels["second"].stations, preds["first"].stations)
+        self.assertEqual(labels["third"].stations, ["A", "B"])
+        # A label route that is not valid is still named as the label's.
+        with self.assertRaisesRegex(common.RowError, "^label second"):
+            present_routes({"second": {"total_time": []}}, "label", REF, (prediction, preds))
+        # The other side not being an object does not matter.
+        self.assertIs(present_routes(label, "label", REF, ([], {}))["first"].__class__,
+                      common.Route)
 
     def test_rd_reference_with_shared_access_modes(self):
         # signatures: {L1, 接驳:步行}, {L2, 接驳:步行}: IoU 1/3 -> RD 2/3

@@ -72,6 +72,25 @@ class ChunkHelpers(unittest.TestCase):
         self.assertEqual(common.csv_lines(b"a\r\nb\r\n"), 2)
         self.assertEqual(common.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
 
+    def test_count_sparse(self):
+        self.assertEqual(common.count_sparse(b"", b"\n"), 0)
+        self.assertEqual(common.count_sparse(b"abc", b"\n"), 0)
+        self.assertEqual(common.count_sparse(b"\n", b"\n"), 1)
+        data = b"x\ny\r\n\n" * 50
+        for steps in (1, 2, 3, 99, 1000):       # counted with data.count after `steps` hits
+            with self.subTest(steps=steps):
+                self.assertEqual(common.count_sparse(data, b"\n", steps), 150)
+
+    def test_lone_returns(self):
+        self.assertEqual(common.lone_returns(b""), 0)
+        self.assertEqual(common.lone_returns(b"\r"), 1)
+        self.assertEqual(common.lone_returns(b"\r\n"), 0)
+        self.assertEqual(common.lone_returns(b"a\r\rb\r\n\n\r"), 3)
+        data = b"a\r\rb\r\n\n\r" * 40
+        for steps in (1, 2, 3, 4, 99, 1000):
+            with self.subTest(steps=steps):
+                self.assertEqual(common.lone_returns(data, steps), 120)
+
     def test_record_end(self):
         self.assertEqual(common.record_end(b""), -1)
         self.assertEqual(common.record_end(b"abc"), -1)
@@ -222,30 +241,55 @@ class ChunkedReading(unittest.TestCase):
             with self.subTest(variant=name):
                 self.assert_same(variant, name + ".csv")
 
+    def spy_on(self, name):
+        """Record the calls of SampleReader.<name> (their arguments after self)."""
+        calls = []
+        original = getattr(common.SampleReader, name)
+
+        def spy(reader, *args):
+            calls.append(args)
+            return original(reader, *args)
+        setattr(common.SampleReader, name, spy)
+        self.addCleanup(setattr, common.SampleReader, name, original)
+        return calls
+
+    def test_line_break_in_a_cell_cuts_again(self):
+        # Chunks are first cut at any line break; a cell holding line breaks
+        # makes a worker find its chunk cut inside a record, and from that
+        # chunk on the file is cut by the quote count, still by the workers.
+        data = self.bundled()
+        header, _, body = data.partition(b"\n")
+        lines = body.split(b"\n")
+        cells = lines[12].split(b",", 1)
+        multi = header + b"\n" + b"\n".join(lines[:12]) + b"\n" + cells[0] \
+            + b'-m,"{}","' + b"\n".join([b"line"] * 300) + b'",x\n' + b"\n".join(lines[12:])
+        recuts = self.spy_on("recut")
+        rows_from = self.spy_on("rows_from")
+        report, details, _ = self.assert_same(multi, "multi.csv")
+        self.assertEqual(details.count("\n"), 39)
+        self.assertTrue(recuts, "no chunk was found cut inside a record")
+        self.assertEqual([args for args in rows_from if args[1] > 1], [],
+                         "the quote count was right: no row-by-row reading was needed")
+
     def test_wrong_guess_goes_back_to_rows(self):
-        # Every line break but the last is inside one quoted cell that also
-        # holds a lone quote count error: chunks are cut inside the record.
+        # Every line break but the last is inside one quoted cell, and a quote
+        # inside an unquoted cell before it throws the quote count off: the
+        # chunks are cut inside the record twice, by any line break and by the
+        # quote count, and then the file is read row by row from there.
         data = self.bundled()
         header, _, body = data.partition(b"\n")
         lines = body.split(b"\n")
         odd = header + b"\n" + b"\n".join(lines[:10]) + b"\n" + b'x"y,' \
             + lines[10][lines[10].index(b",") + 1:] + b"\n" \
             + b'id-m,"{}","' + b"\n".join([b"line"] * 300) + b'",x\n' + b"\n".join(lines[11:])
-        calls = []
-        original = common.SampleReader.rows_from
-
-        def spy(reader, chunks, first_row):
-            calls.append(first_row)
-            return original(reader, chunks, first_row)
-        common.SampleReader.rows_from = spy
-        try:
-            self.assert_same(odd, "odd.csv")
-        finally:
-            common.SampleReader.rows_from = original
+        recuts = self.spy_on("recut")
+        calls = self.spy_on("rows_from")
+        self.assert_same(odd, "odd.csv")
+        self.assertTrue(recuts, "the chunk ends were never found wrong")
         # Called with the first row of the chunk that was cut wrong (not row 1:
         # that is a file too small for workers).
-        self.assertTrue([first_row for first_row in calls if first_row > 1],
-                        "the chunk ends were never found wrong")
+        self.assertTrue([args for args in calls if args[1] > 1],
+                        "the quote count was never found wrong")
 
     def test_input_error_names_the_line(self):
         # A file-level error found by a worker stops the run with its line.
