@@ -1848,14 +1848,16 @@ def judge_route(pred, label, origin, destination, network, protocol, reach=None)
     return record
 
 
-def judge_single_route(row, protocol, network):
+def judge_single_route(row, protocol, network, drawings=True):
     """Checks of one single-route row (benchmarks 1 and 2) -> (record fields,
-    predicted Route, label Route)."""
+    predicted Route, label Route).  ``drawings``: add both routes as judged
+    (see Context.route_drawings)."""
     label = Route(row.label, protocol, "label")
     pred = Route(row.prediction, protocol, "prediction")
     fields = judge_route(pred, label, row.origin, row.destination, network, protocol)
-    fields["prediction_routes"] = {"first": route_json(pred)}
-    fields["label_routes"] = {"first": route_json(label)}
+    if drawings:
+        fields["prediction_routes"] = {"first": route_json(pred)}
+        fields["label_routes"] = {"first": route_json(label)}
     return fields, pred, label
 
 
@@ -2702,6 +2704,10 @@ class Context(object):
         self.options = options
         self.protocol = protocol
         self.network = network
+        # Records carry the routes as judged (prediction_routes, label_routes:
+        # see route_json) only for an output that shows them: the details, the
+        # HTML page (drawn from the details) and the Python API's records.
+        self.route_drawings = True
         # Counts reported under input_notes (e.g. json_extracted: predictions
         # whose JSON was cut out of surrounding text); summed across workers.
         self.tally = {}
@@ -3107,6 +3113,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)
         sinks = sinks_for(aggregate)
+        context.route_drawings = sinks.details is not None or sinks.collect is not None
         samples = iter(source)
         if predictions is not None:
             samples = predictions.join(samples)

@@ -90,11 +90,12 @@ class Diversity(common.Benchmark):
         if not preds:
             raise common.RowError("prediction has no route (first, second or third)",
                                   "no_route")
-        fields = {"routes": {}, "other_failures": [],
-                  "prediction_routes": {key: common.route_json(route)
-                                        for key, route in preds.items()},
-                  "label_routes": {key: common.route_json(route)
-                                   for key, route in labels.items()}}
+        fields = {"routes": {}, "other_failures": []}
+        if context.route_drawings:
+            fields["prediction_routes"] = {key: common.route_json(route)
+                                           for key, route in preds.items()}
+            fields["label_routes"] = {key: common.route_json(route)
+                                      for key, route in labels.items()}
         reachable_keys = []
         verdicts = {}
         for key, route in preds.items():

@@ -205,11 +205,12 @@ class GeneralLLM(common.Benchmark):
                   "station_grounding_reason": result.get("station_grounding_reason", ""),
                   "match_details": result.get("match_details", []),
                   "boarding_alighting_names": names,
-                  "prediction_routes": {"first": common.route_json(pred, names)},
-                  "label_routes": {"first": common.route_json(label, label_names)},
                   "_codes": {"reachability": reach_codes,
                              "grounding": tuple(result.get("station_grounding_codes")
                                                 or ("route_eval",))}}
+        if context.route_drawings:
+            fields["prediction_routes"] = {"first": common.route_json(pred, names)}
+            fields["label_routes"] = {"first": common.route_json(label, label_names)}
         plausibility = self.plausibility(row, pred, fields, context)
         fields["distance_plausibility"] = plausibility.ok
         fields["distance_plausibility_reason"] = plausibility.reason

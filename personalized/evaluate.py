@@ -90,7 +90,8 @@ class Personalized(common.Benchmark):
             raise common.RowError("req_type %r is not a whole number" % row.sample.req_type,
                                   "invalid_req_type")
         fields, pred, label = common.judge_single_route(row, context.protocol,
-                                                        context.network)
+                                                        context.network,
+                                                        context.route_drawings)
         verdict = preference_compliance(req_type, pred, label, context.protocol)
         fields["compliant"] = verdict.ok
         fields["compliant_reason"] = verdict.reason

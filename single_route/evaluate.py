@@ -19,7 +19,8 @@ class SingleRoute(common.Benchmark):
     default_input = "benchmark1_single_route_example.csv"
 
     def evaluate(self, row, context):
-        return common.judge_single_route(row, context.protocol, context.network)[0]
+        return common.judge_single_route(row, context.protocol, context.network,
+                                         context.route_drawings)[0]
 
 
 if __name__ == "__main__":

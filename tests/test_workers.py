@@ -1,6 +1,7 @@
 """--workers: the same records and reports from several processes as from one."""
 
 import csv
+import json
 import os
 import tempfile
 import unittest
@@ -320,6 +321,57 @@ class ChunkedReading(unittest.TestCase):
             outputs.append(done.stdout.decode().replace('"workers": ' + workers, '"workers": N'))
         self.assertEqual(outputs[0], outputs[1])
         self.assertIn('"samples": 38', outputs[0])
+
+
+class RouteDrawings(unittest.TestCase):
+    """The routes as judged (prediction_routes, label_routes) are built only
+    for an output that shows them; every other output is the same either way."""
+
+    def test_outputs_equal_with_and_without_details(self):
+        from personalized.evaluate import Personalized
+        cases = ((SingleRoute(), "benchmark1_single_route_example.csv", ()),
+                 (Personalized(), "benchmark2_personalized_example.csv", ()),
+                 (Diversity(), "benchmark3_diversity_example.csv", ()),
+                 (GeneralLLM(), "general_llm_example.csv",
+                  ("--line_info", os.path.join(BUNDLED, "line_info.csv"))))
+        with tempfile.TemporaryDirectory() as tmp:
+            for benchmark, name, extra in cases:
+                for workers in ("1", "2"):
+                    with self.subTest(benchmark=benchmark.name, workers=workers):
+                        base = ["--input", os.path.join(BUNDLED, name), "--station_info",
+                                os.path.join(BUNDLED, "station_info.csv"),
+                                "--workers", workers] + list(extra)
+                        reports = []
+                        for details in (None, os.path.join(tmp, "d.jsonl")):
+                            report = os.path.join(tmp, "r.json")
+                            argv = base + ["--json", report]
+                            if details:
+                                argv += ["--details", details]
+                            status, stdout, err = run_evaluator(benchmark, argv)
+                            self.assertEqual(status, 0, err)
+                            with open(report, encoding="utf-8") as handle:
+                                reports.append((handle.read(), stdout))
+                        self.assertEqual(reports[0], reports[1])
+                        with open(details, encoding="utf-8") as handle:
+                            records = [json.loads(line) for line in handle]
+                        drawn = [r for r in records if r["status"] == "evaluated"]
+                        self.assertTrue(drawn)
+                        for record in drawn:
+                            self.assertTrue(record["prediction_routes"])
+
+    def test_context_decides(self):
+        network = common.StationNetwork.from_dict({"A": (0.0, 0.0, ["B"]),
+                                                   "B": (0.001, 0.0, ["A"])})
+        label = {"station_sequence": ["A", "B"], "line_sequence": ["L1"]}
+        row = common.DecodedRow(common.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
+                                (0.001, 0.0), "", label, dict(label))
+        context = common.Context(common.Options(SingleRoute()), common.REFERENCE, network)
+        self.assertIn("prediction_routes", SingleRoute().evaluate(row, context))
+        context.route_drawings = False
+        fields = SingleRoute().evaluate(row, context)
+        self.assertNotIn("prediction_routes", fields)
+        self.assertNotIn("label_routes", fields)
+        self.assertTrue(fields["exact_match"])
 
 
 class DeferredTotals(unittest.TestCase):
