@@ -30,6 +30,7 @@ import math
 import operator
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -832,6 +833,32 @@ class _HashingReader(io.RawIOBase):
         io.RawIOBase.close(self)
 
 
+def _regular_file_identity(raw):
+    """(device, inode, size, modification time) of an open regular file, or
+    None for anything else (a pipe, a FIFO, a terminal)."""
+    try:
+        status = os.fstat(raw.fileno())
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def read_span(fd, offset, length):
+    """``length`` bytes of an open file from ``offset`` (os.pread: the file's
+    position is not touched), fewer only when the file ends before."""
+    parts = []
+    while length > 0:
+        data = os.pread(fd, length, offset)
+        if not data:
+            break
+        parts.append(data)
+        offset += len(data)
+        length -= len(data)
+    return b"".join(parts)
+
+
 def _open_hashed(path, what):
     """(buffered binary handle, hashing reader) for an input file."""
     try:
@@ -973,6 +1000,8 @@ class SampleReader(object):
         self.sample_count = sample_count
         self.warnings = []
         self.binary, self.hashed = _open_hashed(path, "input file")
+        self._identity = _regular_file_identity(self.hashed.raw)
+        self._spans = False             # workers read chunks from the file (span_file)
         self.chunked = False
         self.handle = None
         self._unread = b""              # bytes read but not yet parsed (chunked reading)
@@ -1032,6 +1061,7 @@ class SampleReader(object):
         self.chunked = True
         self._unread = data[end:]
         self._next_line = 2
+        self._offset = end             # of _unread's first byte in the file
         self._eof = False
         self._count_quotes = False     # see recut
         return records[0]
@@ -1075,8 +1105,9 @@ class SampleReader(object):
 
     # -- chunked reading ----------------------------------------------------
     def chunks(self):
-        """(bytes, first line number, final?) chunks of about CHUNK_BYTES, each
-        ending at a line break that is guessed to end a record (see recut)."""
+        """(bytes, first line number, final?, offset in the file) chunks of
+        about CHUNK_BYTES, each ending at a line break that is guessed to end
+        a record (see recut)."""
         data = self._unread
         while True:
             while not self._eof and len(data) < CHUNK_BYTES:
@@ -1098,9 +1129,10 @@ class SampleReader(object):
                     end = len(data)
             chunk, data = data[:end], data[end:]
             self._unread = data
-            first = self._next_line
+            first, offset = self._next_line, self._offset
             self._next_line += csv_lines(chunk)
-            yield chunk, first, self._eof and not data
+            self._offset += end
+            yield chunk, first, self._eof and not data, offset
 
     def recut(self, chunks):
         """Chunks again from the first of ``chunks`` (handed out by chunks() but
@@ -1115,7 +1147,7 @@ class SampleReader(object):
         if self._count_quotes:
             return None
         self._count_quotes = True
-        self._next_line = chunks[0][1]
+        self._next_line, self._offset = chunks[0][1], chunks[0][3]
         self._unread = b"".join([chunk[0] for chunk in chunks] + [self._unread])
         return self.chunks()
 
@@ -1138,13 +1170,27 @@ class SampleReader(object):
         except (OSError, ValueError):
             return None
 
+    def span_file(self):
+        """The input's file descriptor, when workers may read their chunks from
+        the file themselves instead of being sent them (a regular file), else
+        None.  Reading it twice is then checked: finish() refuses a file that
+        changed since it was opened."""
+        if self._identity is None:
+            return None
+        self._spans = True
+        return self.hashed.raw.fileno()
+
     def finish(self):
         """Read what is left (--sample_count stops early) and return the file's hash."""
         try:
             while self.binary.read(1 << 20):
                 pass
+            changed = self._spans and _regular_file_identity(self.hashed.raw) != self._identity
         except OSError as exc:
             raise InputError("cannot read input file %s: %s" % (self.path, exc.strerror or exc))
+        if changed:
+            raise InputError("input file %s changed while it was evaluated; run again on a "
+                             "file that is not being written" % self.path)
         return self.hashed.digest.hexdigest()
 
 
@@ -2920,6 +2966,7 @@ class RowSinks(object):
 MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
 CHUNK_ROWS = 1000                # rows a worker evaluates per task (read row by row)
 _FORKED = None                   # (judge, sinks, sample file layout) inherited by workers
+# The layout is (path, columns, width, file descriptor or None): see _evaluate_task.
 
 
 def _can_fork():
@@ -2932,14 +2979,23 @@ def _evaluate_task(task):
     plus the context's tally), None when a "bytes" chunk did not end at the
     end of a record, or the message of an input-file error.
 
-    A task is ("rows", SampleRow states) or ("bytes", data, first line, final)
-    (a chunk of the sample file that the worker parses itself: parse_chunk).
+    A task is ("rows", SampleRow states), ("bytes", data, first line, final)
+    (a chunk of the sample file that the worker parses itself: parse_chunk)
+    or ("span", offset, length, first line, final): such a chunk, which the
+    worker reads from the file itself (the descriptor it inherited).
     """
     judge, sinks, layout = _FORKED
     judge.context.tally = {}
     try:
-        if task[0] == "bytes":
-            samples = parse_chunk(task[1], task[2], *layout, final=task[3])
+        if task[0] == "span":
+            path, columns, width, fd = layout
+            data = read_span(fd, task[1], task[2])
+            if len(data) != task[2]:
+                return ("input file %s changed while it was evaluated (it is shorter "
+                        "now); run again on a file that is not being written" % path)
+            samples = parse_chunk(data, task[3], path, columns, width, final=task[4])
+        elif task[0] == "bytes":
+            samples = parse_chunk(task[1], task[2], *layout[:3], final=task[3])
         else:
             samples = map(SampleRow.from_state, task[1])
         outputs = sinks.render_chunk(judge.records(samples))
@@ -2951,19 +3007,26 @@ def _evaluate_task(task):
 
 
 def _row_tasks(samples):
+    """SampleRows -> (task, None) pairs of CHUNK_ROWS rows each."""
     chunk = []
     for sample in samples:
         chunk.append(sample.state())
         if len(chunk) == CHUNK_ROWS:
-            yield ("rows", chunk)
+            yield ("rows", chunk), None
             chunk = []
     if chunk:
-        yield ("rows", chunk)
+        yield ("rows", chunk), None
 
 
-def _byte_tasks(chunks):
-    for data, first_line, final in chunks:
-        yield ("bytes", data, first_line, final)
+def _byte_tasks(chunks, spans=False):
+    """SampleReader.chunks() -> (task, chunk) pairs: the chunk's bytes sent to
+    the worker, or only where they lie in the file (``spans``: see span_file)."""
+    for chunk in chunks:
+        data, first_line, final, offset = chunk
+        if spans:
+            yield ("span", offset, len(data), first_line, final), chunk
+        else:
+            yield ("bytes", data, first_line, final), chunk
 
 
 def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
@@ -2972,7 +3035,10 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
     This process hands out the tasks (at most two per worker in flight, so
     memory stays bounded) and adds every chunk's outputs in input order, so
     every output is byte-identical to a single-process run.  With "bytes"
-    tasks it only reads and hashes the file: the workers parse it.  When a
+    and "span" tasks it only reads and hashes the file: the workers parse
+    it (and, for "span" tasks, read their chunk from the file themselves, so
+    it is not sent through a pipe).  ``tasks`` yields (task, chunk) pairs
+    (_byte_tasks, _row_tasks).  When a
     chunk turns out not to end at a record's end, the file is cut again from
     that chunk's first byte (``reader``'s recut) or, if that was done
     already, read row by row from there (rows_from).  The workers
@@ -2982,42 +3048,44 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
     import collections
     import multiprocessing
     global _FORKED
-    layout = (reader.path, reader.columns, reader.width) if reader is not None else None
+    layout = None
+    if reader is not None:
+        layout = (reader.path, reader.columns, reader.width, reader.span_file())
     _FORKED = (judge, sinks, layout)
     try:
         pool = multiprocessing.get_context("fork").Pool(workers)
     except OSError:                   # no semaphores/shared memory here: one process
         _FORKED = None
         return False
-    pending = collections.deque()     # (async result, task)
+    pending = collections.deque()     # (async result, task, chunk or None)
     rows_done = 0
     try:
         with pool:
             while True:
                 while len(pending) < 2 * workers:
-                    task = next(tasks, None)
+                    task, chunk = next(tasks, (None, None))
                     if task is None:
                         break
-                    pending.append((pool.apply_async(_evaluate_task, (task,)), task))
+                    pending.append((pool.apply_async(_evaluate_task, (task,)), task, chunk))
                 if not pending:
                     break
-                result, task = pending.popleft()
+                result, task, chunk = pending.popleft()
                 outputs = result.get()
                 if outputs is None:
                     # A record runs past this chunk (a line break inside a
                     # cell): from its first byte on, cut where the quotes are
                     # even or, if they already were, read row by row.
-                    unread = [task[1:3]] + [later[1:3] for _, later in pending]
+                    unread = [chunk] + [later for _, _, later in pending]
                     pending.clear()
                     chunks = reader.recut(unread)
-                    tasks = (_byte_tasks(chunks) if chunks is not None
+                    tasks = (_byte_tasks(chunks, layout[3] is not None) if chunks is not None
                              else _row_tasks(reader.rows_from(unread, rows_done + 1)))
                     continue
                 if isinstance(outputs, str):
                     raise InputError(outputs)
                 rows, details, failures, totals, tally = outputs
                 sinks.add_chunk(rows, details, failures, totals,
-                                rows_done if task[0] == "bytes" else 0)
+                                rows_done if task[0] != "rows" else 0)
                 rows_done += len(rows)
                 for key, amount in tally.items():
                     judge.context.count(key, amount)
@@ -3129,8 +3197,9 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
                     chunks = source.chunks()
                     head = list(itertools.islice(chunks, workers))
                     if len(head) > 1:
+                        spans = source.span_file() is not None
                         done = evaluate_in_workers(
-                            judge, _byte_tasks(itertools.chain(head, chunks)), sinks,
+                            judge, _byte_tasks(itertools.chain(head, chunks), spans), sinks,
                             progress, len(head), source)
                     if not done:
                         samples = source.rows_from(head, 1)

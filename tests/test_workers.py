@@ -292,6 +292,63 @@ class ChunkedReading(unittest.TestCase):
         self.assertTrue([args for args in calls if args[1] > 1],
                         "the quote count was never found wrong")
 
+    def test_workers_read_their_chunks_from_a_regular_file(self):
+        # A regular file: workers get where their chunk lies (span tasks) and
+        # read it themselves; the outputs are those of one process.
+        spans = []
+        original = common._byte_tasks
+
+        def spy(chunks, spans_wanted=False):
+            spans.append(spans_wanted)
+            return original(chunks, spans_wanted)
+        common._byte_tasks = spy
+        self.addCleanup(setattr, common, "_byte_tasks", original)
+        self.assert_same(self.bundled())
+        self.assertEqual(set(spans), {True})
+
+    def file_changed_during_the_run(self, change):
+        """Run two workers on a copy of the bundled file, calling change(path)
+        once the first chunks have been handed out -> (status, stderr)."""
+        sample = self.write("changing.csv", self.bundled())
+        original = common.SampleReader.chunks
+
+        def chunks(reader):
+            for count, chunk in enumerate(original(reader)):
+                if count == 3:
+                    change(sample)
+                yield chunk
+        common.SampleReader.chunks = chunks
+        self.addCleanup(setattr, common.SampleReader, "chunks", original)
+        return self.outputs(sample, 2, 400)
+
+    def test_a_file_written_during_the_run_is_refused(self):
+        def append(path):
+            with open(path, "ab") as handle:
+                handle.write(b"more,rows\n")
+        status, err = self.file_changed_during_the_run(append)
+        self.assertEqual(status, 2)
+        self.assertRegex(err, r"^error: input file .*changing\.csv changed while it was evaluated; "
+                              r"run again on a file that is not being written\n$")
+
+    def test_a_file_cut_short_during_the_run_is_refused(self):
+        def truncate(path):
+            os.truncate(path, 100)
+        status, err = self.file_changed_during_the_run(truncate)
+        self.assertEqual(status, 2)
+        self.assertRegex(err, r"^error: input file .*changing\.csv changed while it was evaluated "
+                              r"\(it is shorter now\)")
+        self.assertEqual(err.count("\n"), 1)
+
+    def test_read_span(self):
+        path = self.write("span.bin", b"0123456789")
+        with open(path, "rb") as handle:
+            fd = handle.fileno()
+            self.assertEqual(common.read_span(fd, 2, 3), b"234")
+            self.assertEqual(common.read_span(fd, 8, 5), b"89")     # the file ends first
+            self.assertEqual(common.read_span(fd, 20, 5), b"")
+            self.assertEqual(common.read_span(fd, 0, 0), b"")
+            self.assertEqual(handle.read(), b"0123456789")         # position untouched
+
     def test_input_error_names_the_line(self):
         # A file-level error found by a worker stops the run with its line.
         data = self.bundled()
