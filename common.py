@@ -387,7 +387,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # (keyed by the file's SHA-256) in the user's cache folder, so a run, and each
 # of its worker processes, does not decode the stops its rows touch again.
 STATION_CACHE_MIN_STOPS = 20000  # smaller networks decode in a blink: no cache
-STATION_CACHE_FORMAT = 1         # bump when what _decode returns changes
+STATION_CACHE_FORMAT = 2         # bump when what the cache holds changes
 STATION_CACHE_KEEP = 8           # cache files kept (the most recently written)
 _STATION_CACHE_MAGIC = b"transitlm station cache\n"
 
@@ -402,10 +402,17 @@ def station_cache_folder():
     return os.path.join(base, "transitlm")
 
 
-def _read_station_cache(path, sha256, stop_count):
-    """{stop: decoded} from a cache file, or None when there is none or it does
-    not check out (wrong magic, payload hash, file hash or size): never trusted
-    blindly, a bad cache is made again."""
+def station_cache_path(folder, sha256):
+    return os.path.join(folder, "stations-%s.v%d" % (sha256, STATION_CACHE_FORMAT))
+
+
+def _read_station_cache(path, sha256):
+    """({stop: decoded}, unreadable stop ids, duplicates) from a cache file,
+    or None when there is none or it does not check out (wrong magic, payload
+    hash, file hash, format or shape): never trusted blindly, a bad cache is
+    made again.  ``unreadable``: the stops whose line could not be read (left
+    out, reported when a route touches them); ``duplicates`` as
+    _IndexedLines.duplicates."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -419,24 +426,26 @@ def _read_station_cache(path, sha256, stop_count):
         return None
     try:
         content = marshal.loads(payload)
-        version, file_sha256, stops, decoded = content
+        version, file_sha256, stops, decoded, unreadable, duplicates = content
     except (ValueError, TypeError, EOFError):
         return None
     if (version != STATION_CACHE_FORMAT or file_sha256 != sha256 or type(stops) is not list
             or type(decoded) is not list or len(stops) != len(decoded)
-            or len(stops) > stop_count):
+            or type(unreadable) is not list
+            or not (duplicates is None or type(duplicates) is tuple)):
         return None
-    return dict(zip(stops, decoded))
+    return dict(zip(stops, decoded)), unreadable, duplicates
 
 
-def _write_station_cache(path, sha256, decoded):
+def _write_station_cache(path, sha256, decoded, unreadable=(), duplicates=None):
     """Write the cache atomically (a temporary name, then a rename) and keep
     only the newest STATION_CACHE_KEEP cache files; False if it cannot be written."""
     same = {stop: stop for stop in decoded}   # hops that are stop ids: shared strings
     stops = list(decoded)
     values = [(tuple(same.get(hop, hop) for hop in hops) if type(hops) is tuple else hops,
                point) for hops, point in decoded.values()]
-    payload = marshal.dumps((STATION_CACHE_FORMAT, sha256, stops, values), 4)
+    payload = marshal.dumps((STATION_CACHE_FORMAT, sha256, stops, values, list(unreadable),
+                             duplicates), 4)
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
@@ -477,6 +486,10 @@ class StationNetwork(object):
         self._lookup = lookup          # stop -> list of cells, or None
         self._columns = columns        # (i_stop, i_x, i_y, i_hops, i_name or None, width)
         self._decoded = {}             # stop -> (next hops, (lng, lat)) once touched
+        # With the station cache every readable stop is decoded: then the ids
+        # of the stops whose line cannot be read (a frozenset), else None.
+        self._unreadable = None
+        self.cache_state = None        # "loaded", "built" or None (see load)
         duplicates = getattr(lookup, "duplicates", None)
         # What a user should know about the file (listed in the report's warnings).
         self.warnings = [] if not duplicates else [
@@ -485,7 +498,11 @@ class StationNetwork(object):
 
     # -- loading ----------------------------------------------------------
     @classmethod
-    def load(cls, path):
+    def load(cls, path, cache_folder=None):
+        """Read a station file.  ``cache_folder``: use the station cache there
+        (see use_cache); when it holds this file's cache, the file is not even
+        indexed until something needs a stop's line (its name, or the line
+        number of a malformed stop)."""
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -511,12 +528,29 @@ class StationNetwork(object):
         i_name = header.index("station_name") if "station_name" in header else None
         columns = tuple(indexes) + (i_name, max(indexes + [i_name or 0]) + 1)
         body_start = len(data) if header_end < 0 else header_end + 1
-        lookup = None
-        if indexes[0] == 0:
-            lookup = _IndexedLines.build(data, path)
-        if lookup is None:      # ids not first, or quoted: the csv module reads it all
-            lookup = _ParsedLines.build(data, body_start, path, indexes[0])
-        return cls(lookup, columns, path, digest)
+
+        def index():
+            lookup = None
+            if indexes[0] == 0:
+                lookup = _IndexedLines.build(data, path)
+            if lookup is None:  # ids not first, or quoted: the csv module reads it all
+                lookup = _ParsedLines.build(data, body_start, path, indexes[0])
+            return lookup
+        cached = None
+        if cache_folder is not None:
+            cached = _read_station_cache(station_cache_path(cache_folder, digest), digest)
+        if cached is not None:
+            # The cache was made from these very bytes, so indexing them later
+            # (_LazyLines) gives what it gave then.
+            decoded, unreadable, duplicates = cached
+            network = cls(_LazyLines(index, duplicates), columns, path, digest)
+            network._use_decoded(decoded, unreadable)
+            network.cache_state = "loaded"
+            return network
+        network = cls(index(), columns, path, digest)
+        if cache_folder is not None:
+            network.cache_state = network.use_cache(cache_folder)
+        return network
 
     @classmethod
     def from_dict(cls, stations):
@@ -533,9 +567,13 @@ class StationNetwork(object):
 
     # -- lookups ------------------------------------------------------------
     def __contains__(self, stop):
+        if self._unreadable is not None:
+            return stop in self._decoded or stop in self._unreadable
         return stop in self._lookup
 
     def __len__(self):
+        if self._unreadable is not None:
+            return len(self._decoded) + len(self._unreadable)
         return len(self._lookup)
 
     def _cells(self, stop):
@@ -594,6 +632,8 @@ class StationNetwork(object):
 
     def _decode(self, stop):
         """Parse a stop's line once -> (hops or problem, point or problem)."""
+        if self._unreadable is not None and stop not in self._unreadable:
+            return None                # every readable stop is decoded: not a stop
         cells = self._cells(stop)
         if cells is None:
             return None
@@ -626,23 +666,63 @@ class StationNetwork(object):
         small network, no folder, or a folder that cannot be written."""
         if folder is None or self.sha256 is None or len(self) < STATION_CACHE_MIN_STOPS:
             return None
-        path = os.path.join(folder, "stations-%s.v%d" % (self.sha256, STATION_CACHE_FORMAT))
-        decoded = _read_station_cache(path, self.sha256, len(self))
-        if decoded is not None:
-            self._decoded = decoded
+        path = station_cache_path(folder, self.sha256)
+        cached = _read_station_cache(path, self.sha256)
+        if cached is not None and len(cached[0]) + len(cached[1]) == len(self):
+            self._use_decoded(cached[0], cached[1])
             return "loaded"
+        unreadable = []
         for stop in self._lookup.ids():
             if stop not in self._decoded:
                 try:
                     self._decode(stop)
                 except InputError:     # reported only if a route touches this stop
-                    pass
-        return "built" if _write_station_cache(path, self.sha256, self._decoded) else None
+                    unreadable.append(stop)
+        written = _write_station_cache(path, self.sha256, self._decoded, unreadable,
+                                       getattr(self._lookup, "duplicates", None))
+        self._use_decoded(self._decoded, unreadable)
+        return "built" if written else None
+
+    def _use_decoded(self, decoded, unreadable):
+        """Every readable stop decoded (``decoded``), the rest ``unreadable``."""
+        self._decoded = decoded
+        self._unreadable = frozenset(unreadable)
 
     def name(self, stop):
         i_name = self._columns[4]
         cells = self._cells(stop)
         return cells[i_name] if cells is not None and i_name is not None else None
+
+
+class _LazyLines(object):
+    """A station file's index (_IndexedLines or _ParsedLines), made on first
+    use: with the station cache loaded only a stop's name or a malformed
+    stop's line number needs it."""
+
+    def __init__(self, index, duplicates):
+        self._index = index
+        self._lookup = None
+        self.duplicates = duplicates
+
+    def _get(self):
+        if self._lookup is None:
+            self._lookup = self._index()
+        return self._lookup
+
+    def __contains__(self, stop):
+        return stop in self._get()
+
+    def __len__(self):
+        return len(self._get())
+
+    def ids(self):
+        return self._get().ids()
+
+    def cells(self, stop):
+        return self._get().cells(stop)
+
+    def line_number(self, stop):
+        return self._get().line_number(stop)
 
 
 class _IndexedLines(object):
@@ -3175,8 +3255,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         predictions = None
         if options.predictions:
             predictions = PredictionsFile.read(options.predictions)
-        network = StationNetwork.load(station_path)
-        network.use_cache(station_cache_folder())
+        network = StationNetwork.load(station_path, station_cache_folder())
         context = Context(options, protocol, network)
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)

@@ -151,5 +151,81 @@ class StationCache(unittest.TestCase):
         self.assertIn("line 6", str(plain.exception))
 
 
+    def malformed_file(self, line_number, text):
+        """The bundled station file with line ``line_number`` replaced by
+        ``text(stop)`` -> (path, that stop)."""
+        bad = os.path.join(self.tmp.name, "stations-%d.csv" % line_number)
+        with open(STATIONS, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+        stop = lines[line_number - 1].split(",")[0]
+        lines[line_number - 1] = text(stop)
+        with open(bad, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write("\n".join(lines))     # "\udcff" is written as the byte 0xff
+        return bad, stop
+
+    def test_loaded_with_the_file_indexed_only_when_needed(self):
+        plain = common.StationNetwork.load(STATIONS)
+        self.assertIsNone(plain.cache_state)
+        built = common.StationNetwork.load(STATIONS, self.folder)
+        self.assertEqual(built.cache_state, "built")
+        network = common.StationNetwork.load(STATIONS, self.folder)
+        self.assertEqual(network.cache_state, "loaded")
+        stops = list(plain._lookup.ids())
+        # Every lookup a run makes is answered without indexing the file.
+        self.assertEqual(len(network), len(plain))
+        self.assertIn(stops[0], network)
+        self.assertNotIn("no-such-stop", network)
+        self.assertIsNone(network.next_hops("no-such-stop"))
+        self.assertIsNone(network.coords("no-such-stop"))
+        self.assertEqual(self.every_stop_of(network, stops), self.every_stop_of(plain, stops))
+        self.assertIsNone(network._lookup._lookup, "the file was indexed")
+        # A name is read from the file's line: now it is indexed.
+        self.assertEqual(network.name(stops[0]), plain.name(stops[0]))
+        self.assertIsNotNone(network._lookup._lookup)
+
+    def every_stop_of(self, network, stops):
+        return {stop: (network.next_hops(stop), network.coords(stop)) for stop in stops}
+
+    def test_loaded_lazily_reports_malformed_stops_the_same(self):
+        # (stop_id, ad_code, coord_x, coord_y, next_hop_stations, station_name)
+        cases = (("too few cells", 6, lambda stop: stop + ",010", "too few columns"),
+                 ("bad next hops", 7, lambda stop: stop + ',010,116.3,39.9,"[1, 2",X',
+                  "next_hop_stations"),
+                 ("bad latitude", 8, lambda stop: stop + ',010,116.3,139.9,"[]",X',
+                  "coord_x/coord_y"),
+                 ("not UTF-8", 9, lambda stop: stop + ',010,116.3,39.9,"[]",X\udcff',
+                  "not UTF-8 text"))
+        for name, line_number, text, message in cases:
+            with self.subTest(case=name):
+                bad, stop = self.malformed_file(line_number, text)
+                with self.assertRaises(common.InputError) as plain:
+                    network = common.StationNetwork.load(bad)
+                    network.next_hops(stop), network.coords(stop)
+                self.assertIn("line %d" % line_number, str(plain.exception))
+                self.assertIn(message, str(plain.exception))
+                self.assertEqual(common.StationNetwork.load(bad, self.folder).cache_state,
+                                 "built")
+                network = common.StationNetwork.load(bad, self.folder)
+                self.assertEqual(network.cache_state, "loaded")
+                self.assertIn(stop, network)
+                with self.assertRaises(common.InputError) as cached:
+                    network.next_hops(stop), network.coords(stop)
+                self.assertEqual(str(cached.exception), str(plain.exception))
+
+    def test_loaded_lazily_keeps_the_duplicate_warning(self):
+        with open(STATIONS, encoding="utf-8") as handle:
+            text = handle.read()
+        repeated = os.path.join(self.tmp.name, "repeated.csv")
+        with open(repeated, "w", encoding="utf-8") as handle:
+            handle.write(text + text.split("\n")[3] + "\n")
+        plain = common.StationNetwork.load(repeated)
+        self.assertEqual(len(plain.warnings), 1)
+        common.StationNetwork.load(repeated, self.folder)
+        network = common.StationNetwork.load(repeated, self.folder)
+        self.assertEqual(network.cache_state, "loaded")
+        self.assertEqual(network.warnings, plain.warnings)
+        self.assertEqual(len(network), len(plain))
+
+
 if __name__ == "__main__":
     unittest.main()
