@@ -1654,14 +1654,17 @@ class Verdict(object):
 _PASSED = {}
 
 
-def passed(reason):
-    """A passing Verdict with this reason (one shared object per reason: a
-    handful of texts pass on almost every row; verdicts are never changed)."""
-    verdict = _PASSED.get(reason)
+def passed(template, *values):
+    """A passing Verdict with the reason ``template % values`` (or the template
+    itself).  One shared object per reason, looked up by template and values
+    so the text is formatted once: a handful of reasons pass on almost every
+    row, and verdicts are never changed."""
+    key = (template, values)
+    verdict = _PASSED.get(key)
     if verdict is None:
         if len(_PASSED) > 10000:       # reasons with numbers in them: keep it small
             _PASSED.clear()
-        verdict = _PASSED[reason] = Verdict(True, reason)
+        verdict = _PASSED[key] = Verdict(True, template % values if values else template)
     return verdict
 
 
@@ -1762,20 +1765,22 @@ class Route(object):
             raise RowError("%s %s" % (what, exc), code)
 
     def _read(self, obj, protocol):
+        # The memoized parsers behind parse_distance_km, parse_time_minutes and
+        # parse_fare_cny, called directly: this runs for every route of every row.
         get = obj.get
         self.sequence = text_list(obj, "station_sequence")
         self.stations = route_stations(self.sequence)
         self.lines = text_list(obj, "line_sequence")
-        self.distance_km = parse_distance_km(get("total_distance"), "total_distance")
-        self.time_min = parse_time_minutes(get("total_time"), protocol.full_time_parsing,
-                                           "total_time")
-        self.fare_cny = parse_fare_cny(get("total_fare"), "total_fare")
+        self.distance_km = _parse_distance(get("total_distance"), "total_distance")
+        self.time_min = (_parse_full_time if protocol.full_time_parsing else _parse_time)(
+            get("total_time"), "total_time")
+        self.fare_cny = _parse_fare(get("total_fare"), "total_fare")
         self.start_mode = _text_field(obj, "start_transfer_mode")
         self.end_mode = _text_field(obj, "end_transfer_mode")
-        self.start_access_km = parse_distance_km(get("start_transfer_distance"),
-                                                 "start_transfer_distance")
-        self.end_access_km = parse_distance_km(get("end_transfer_distance"),
-                                               "end_transfer_distance")
+        self.start_access_km = _parse_distance(get("start_transfer_distance"),
+                                               "start_transfer_distance")
+        self.end_access_km = _parse_distance(get("end_transfer_distance"),
+                                             "end_transfer_distance")
         self.transit_lines = transit_line_count(self.lines)
         self.cycling_legs = (CYCLE in self.start_mode) + (CYCLE in self.end_mode)
         self.score = expert_score(self.time_min, self.transit_lines + self.cycling_legs,
@@ -1811,7 +1816,7 @@ def check_reachability(stations, network, protocol):
         return passed("fewer than 2 stations: nothing to connect")
     broken = network.broken_hop(stations)
     if broken is None:
-        return passed("all %d hops connected" % (len(stations) - 1))
+        return passed("all %d hops connected", len(stations) - 1)
     here, there, known = broken
     if not known:
         return Verdict(False, "%s has no next-hop information" % here, ("unknown_station",))
@@ -1837,14 +1842,14 @@ def check_access(side, point, stop_point, stop, mode, access_km, protocol,
                             % (station_word, stop, straight, side, limit, mode or WALK),
                             (side + "_too_far",))
     else:
-        grounding = passed("%s station within %g km" % (station_word, limit))
+        grounding = passed("%s station within %g km", station_word, limit)
     return grounding, check_access_distance(side, straight, access_km, protocol)
 
 
 def check_access_distance(side, straight, access_km, protocol):
     """Distance plausibility: d - slack <= predicted access distance <= 3d + slack."""
     if not access_km > 0:
-        return passed("no %s access distance given" % side)
+        return passed("no %s access distance given", side)
     low = straight - protocol.dp_slack_km
     high = DP_RATIO * straight + protocol.dp_slack_km
     if access_km < low:
@@ -1853,7 +1858,7 @@ def check_access_distance(side, straight, access_km, protocol):
     if access_km > high:
         return Verdict(False, "%s access distance %.2f km exceeds %.2f km (3x straight line "
                        "%.2f km)" % (side, access_km, high, straight), (side + "_too_long",))
-    return passed("%s access distance plausible" % side)
+    return passed("%s access distance plausible", side)
 
 
 def combine(verdicts, ok_reason):
