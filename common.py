@@ -1310,6 +1310,21 @@ def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None
                         has_prediction=i_pred is not None, problem=problem)
 
 
+def text_lines(text, lone_returns=True):
+    """The lines of ``text``, each with its line break, as the csv module reads
+    them from io.StringIO(text, newline="").  When no line ends with a lone \r
+    (``lone_returns`` False) one split at \n gives the same lines, and the csv
+    module reads a list of them about twice as fast."""
+    if lone_returns:
+        return io.StringIO(text, newline="")
+    pieces = text.split("\n")
+    last = pieces.pop()
+    lines = [piece + "\n" for piece in pieces]
+    if last:
+        lines.append(last)
+    return lines
+
+
 def parse_chunk(data, first_line, path, columns, width, final):
     """A chunk of the sample file (whole records) -> SampleRows numbered from 1.
 
@@ -1328,7 +1343,8 @@ def parse_chunk(data, first_line, path, columns, width, final):
         text, utf8 = data.decode("utf-8"), True
     except UnicodeDecodeError:         # kept as surrogate escapes: those rows are errors
         text, utf8 = data.decode("utf-8", "surrogateescape"), False
-    reader = csv.reader(itertools.chain(io.StringIO(text, newline=""), end_of_chunk()))
+    lines = text_lines(text, b"\r" in data and lone_returns(data) > 0)
+    reader = csv.reader(itertools.chain(lines, end_of_chunk()))
     base = first_line - 1
 
     def next_cells():

@@ -92,6 +92,18 @@ class ChunkHelpers(unittest.TestCase):
             with self.subTest(steps=steps):
                 self.assertEqual(common.lone_returns(data, steps), 120)
 
+    def test_text_lines_are_the_csv_modules_lines(self):
+        import io
+        texts = ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n", "a\r\n\r\nb",
+                 # characters str.splitlines() would also break at: not line breaks here
+                 'x,"a\u2028b\x85c\x0cd\x1ce"\ny\n', "\u2029\n\v"]
+        for text in texts:
+            with self.subTest(text=text):
+                self.assertEqual(common.text_lines(text, False),
+                                 list(io.StringIO(text, newline="")))
+        # A lone \r ends a line too: then the lines come from io.StringIO.
+        self.assertEqual(list(common.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
+
     def test_record_end(self):
         self.assertEqual(common.record_end(b""), -1)
         self.assertEqual(common.record_end(b"abc"), -1)
