@@ -1310,12 +1310,12 @@ def sample_rows(next_cells, line_number, columns, width, first_row=1, limit=None
                         has_prediction=i_pred is not None, problem=problem)
 
 
-def text_lines(text, lone_returns=True):
+def text_lines(text, any_lone_return=True):
     """The lines of ``text``, each with its line break, as the csv module reads
     them from io.StringIO(text, newline="").  When no line ends with a lone \r
-    (``lone_returns`` False) one split at \n gives the same lines, and the csv
-    module reads a list of them about twice as fast."""
-    if lone_returns:
+    (``any_lone_return`` False) one split at \n gives the same lines, and the
+    csv module reads a list of them faster."""
+    if any_lone_return:
         return io.StringIO(text, newline="")
     pieces = text.split("\n")
     last = pieces.pop()
@@ -3077,8 +3077,8 @@ def _can_fork():
 
 def _evaluate_task(task):
     """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
-    plus the context's tally), None when a "bytes" chunk did not end at the
-    end of a record, or the message of an input-file error.
+    plus the context's tally), None when a chunk ("bytes" or "span") did not
+    end at the end of a record, or the message of an input-file error.
 
     A task is ("rows", SampleRow states), ("bytes", data, first line, final)
     (a chunk of the sample file that the worker parses itself: parse_chunk)
