@@ -48,6 +48,12 @@ def fenced(text):
 # The stand-in server
 # ---------------------------------------------------------------------------
 
+class _QueueingServer(ThreadingHTTPServer):
+    # The default listen backlog (5) drops the SYNs of a client connecting
+    # with more threads at once, which then wait a second to retry.
+    request_queue_size = 64
+
+
 class StandIn(object):
     """An OpenAI-compatible chat-completions server for tests.
 
@@ -73,7 +79,7 @@ class StandIn(object):
             def do_POST(self):
                 stand_in.handle(self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QueueingServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
         # A short poll interval keeps shutdown() in close() quick (default 0.5 s).
