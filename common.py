@@ -709,12 +709,7 @@ class _LazyLines(object):
             self._lookup = self._index()
         return self._lookup
 
-    def __contains__(self, stop):
-        return stop in self._get()
-
-    def __len__(self):
-        return len(self._get())
-
+    # (Membership and size come from the cache: see StationNetwork.__contains__.)
     def ids(self):
         return self._get().ids()
 
