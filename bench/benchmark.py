@@ -11,7 +11,11 @@ a fresh process with the JSON report, the details and the text report on
 or of one of its worker processes, from os.wait4).  Figures go in the README.
 
     python3 bench/benchmark.py [--stations N] [--samples N ...] [--repeat K]
-                               [--outputs full|quiet] [--only NAME]
+                               [--outputs full|quiet] [--only NAME] [--against REF]
+
+--against REF compares this checkout with a git revision instead: the two run
+in turn (REF, this, REF, this, ...) so that both see the same spells of a
+machine whose speed drifts, and the medians are printed.
 """
 
 import argparse
@@ -115,6 +119,45 @@ def calibration_seconds():
     return time.perf_counter() - started
 
 
+def warm_station_cache(root, stations, folder):
+    """Make the station cache of the checkout at ``root`` (a process of its own:
+    a forked child starts with its parent's memory, which would count in the
+    children's peak) -> "loaded", "built", or "none" for a checkout without one."""
+    return subprocess.check_output([sys.executable, "-c", (
+        "import sys; sys.path.insert(0, sys.argv[1]); import common; "
+        "use = getattr(common.StationNetwork.load(sys.argv[2]), 'use_cache', None); "
+        "print(use(sys.argv[3]) if use else 'none')"),
+        root, stations, folder]).decode().strip()
+
+
+def evaluator_command(root, name, sample_path, stations, extra, outputs, out, data):
+    command = [sys.executable, os.path.join(root, name, "evaluate.py"),
+               "--input", sample_path, "--station_info", stations] + extra
+    if outputs == "full":
+        command += ["--json", os.path.join(out, "report.json"),
+                    "--details", os.path.join(out, "details.jsonl")]
+    else:
+        command += ["--quiet"]
+    if name == "general_llm":
+        command += ["--line_info", os.path.join(data, "line_info.csv")]
+    return command
+
+
+def median(values):
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
+
+
+def checkout(revision, folder):
+    """A detached git worktree of ``revision`` in ``folder``."""
+    done = subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", folder, revision],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit("cannot check out %s: %s"
+                         % (revision, done.stdout.decode("utf-8", "replace").strip()))
+
+
 def count_rows(path):
     import csv
     csv.field_size_limit(1 << 30)
@@ -138,6 +181,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per evaluator; the best wall time is reported")
     parser.add_argument("--data", default=SCALE_DIR, help="scale data folder")
+    parser.add_argument("--against", metavar="REF",
+                        help="compare with this git revision, in alternating runs "
+                             "(medians of --repeat runs each)")
     parser.add_argument("--station_cache", choices=("on", "off"), default="on",
                         help="on (default): the station cache in DATA/cache, made before "
                              "the runs are timed (what every run after the first one on a "
@@ -145,45 +191,63 @@ def main(argv=None):
     args = parser.parse_args(argv)
     build_scale_data(args.data, args.stations, min(BASE_SAMPLES, min(args.samples)))
     stations = os.path.join(args.data, "station_info.csv")
+    out = tempfile.mkdtemp(prefix="transitlm-bench-")
+    roots = [REPO]
+    if args.against:
+        roots.insert(0, os.path.join(out, "against"))
+        checkout(args.against, roots[0])
+    try:
+        run_all(args, roots, stations, out)
+    finally:
+        if args.against:
+            subprocess.call(["git", "-C", REPO, "worktree", "remove", "--force", roots[0]])
+
+
+def run_all(args, roots, stations, out):
     env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
     if args.station_cache == "on":
         env["TRANSITLM_CACHE_DIR"] = os.path.join(args.data, "cache")
-        # In a process of its own: a forked child starts with its parent's memory,
-        # which would count in the children's peak.
-        made = subprocess.check_output([sys.executable, "-c", (
-            "import sys; sys.path.insert(0, sys.argv[1]); import common; "
-            "print(common.StationNetwork.load(sys.argv[2]).use_cache(sys.argv[3]))"),
-            REPO, stations, env["TRANSITLM_CACHE_DIR"]]).decode().strip()
-        print("station cache: %s (%s)" % (env["TRANSITLM_CACHE_DIR"], made))
+        made = [warm_station_cache(root, stations, env["TRANSITLM_CACHE_DIR"])
+                for root in roots]
+        print("station cache: %s (%s)" % (env["TRANSITLM_CACHE_DIR"], ", ".join(made)))
     else:
         print("station cache: off")
     print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
-    print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
-                                        "peak (MB)"))
-    out = tempfile.mkdtemp(prefix="transitlm-bench-")
+    if args.against:
+        print("%-14s %8s %10s %10s %8s" % ("evaluator", "rows", "REF (s)", "this (s)",
+                                           "change"))
+    else:
+        print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
+                                            "peak (MB)"))
     for label, name, sample_file, extra in EVALUATORS:
         if args.only and label.strip() not in args.only and name not in args.only:
             continue
         for samples in args.samples:
             sample_path = grown_file(args.data, sample_file, samples)
-            command = [sys.executable, os.path.join(REPO, name, "evaluate.py"),
-                       "--input", sample_path, "--station_info", stations] + extra
-            if args.outputs == "full":
-                command += ["--json", os.path.join(out, "report.json"),
-                            "--details", os.path.join(out, "details.jsonl")]
-            else:
-                command += ["--quiet"]
-            if name == "general_llm":
-                command += ["--line_info", os.path.join(args.data, "line_info.csv")]
+            commands = [evaluator_command(root, name, sample_path, stations, extra,
+                                          args.outputs, out, args.data) for root in roots]
             rows = count_rows(sample_path)
-            runs = [measure(command, env) for _ in range(args.repeat)]
-            wall = min(run[0] for run in runs)
-            peak = max(run[1] for run in runs)
-            print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall, peak),
-                  flush=True)
+            # In turn, so that every checkout sees the same spells of the machine.
+            runs = [[] for _ in commands]
+            for _ in range(args.repeat):
+                for command, times in zip(commands, runs):
+                    times.append(measure(command, env))
+            if args.against:
+                before, after = (median([run[0] for run in times]) for times in runs)
+                print("%-14s %8d %10.2f %10.2f %+7.0f%%"
+                      % (label, rows, before, after, (after / before - 1.0) * 100.0),
+                      flush=True)
+            else:
+                wall = min(run[0] for run in runs[0])
+                peak = max(run[1] for run in runs[0])
+                print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall,
+                                                         peak), flush=True)
     print("calibration: 5M-step Python loop %.2f s (after)" % calibration_seconds())
-    print("peak = the largest resident set of the evaluator or one of its worker "
-          "processes (they share the parent's pages).")
+    if args.against:
+        print("REF = %s; medians of %d alternating runs each." % (args.against, args.repeat))
+    else:
+        print("peak = the largest resident set of the evaluator or one of its worker "
+              "processes (they share the parent's pages).")
 
 
 if __name__ == "__main__":
