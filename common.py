@@ -18,6 +18,7 @@ Standard library only; Python 3.8+.
 """
 
 import argparse
+import collections
 import csv
 import functools
 import gc
@@ -76,6 +77,7 @@ VERSION = "1.1.0"
 SCHEMA_VERSION = 2               # report.json / details.jsonl layout (README changelog)
 
 EXIT_OK = 0
+EXIT_WORKER = 1                  # a worker process died (killed by a signal)
 EXIT_USAGE = 2                   # usage or input-file problem
 EXIT_SERVICE = 3                 # route-eval service unreachable (general LLM)
 
@@ -156,6 +158,11 @@ class RowError(Exception):
 
 class ServiceError(Exception):
     """The route-eval service stayed unreachable: the run stops (exit status 3)."""
+
+
+class WorkerFailed(Exception):
+    """A worker process of --workers died (killed by a signal, the out-of-memory
+    killer): the run stops (exit status 1)."""
 
 
 # ---------------------------------------------------------------------------
@@ -3141,38 +3148,39 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
     inherit the loaded network.  Returns False (nothing consumed) when no
     process pool can be made here.
     """
-    import collections
-    import multiprocessing
+    import worker_pool
     global _FORKED
     layout = None
     if reader is not None:
         layout = (reader.path, reader.columns, reader.width, reader.span_file())
     _FORKED = (judge, sinks, layout)
+    chunks_sent = collections.deque()   # the chunk of every task in flight, in order
+    rows_done = 0
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers)
-    except OSError:                   # no semaphores/shared memory here: one process
+        pool = worker_pool.ForkedWorkers(workers, _evaluate_task)
+    except OSError:                   # no more processes here: one process
         _FORKED = None
         return False
-    pending = collections.deque()     # (async result, task, chunk or None)
-    rows_done = 0
     try:
         with pool:
             while True:
-                while len(pending) < 2 * workers:
+                while pool.busy < 2 * workers:
                     task, chunk = next(tasks, (None, None))
                     if task is None:
                         break
-                    pending.append((pool.apply_async(_evaluate_task, (task,)), task, chunk))
-                if not pending:
+                    pool.submit(task)
+                    chunks_sent.append(chunk)
+                if not pool.busy:
                     break
-                result, task, chunk = pending.popleft()
-                outputs = result.get()
+                outputs = pool.result()
+                chunk = chunks_sent.popleft()
                 if outputs is None:
                     # A record runs past this chunk (a line break inside a
                     # cell): from its first byte on, cut where the quotes are
                     # even or, if they already were, read row by row.
-                    unread = [chunk] + [later for _, _, later in pending]
-                    pending.clear()
+                    unread = [chunk] + list(chunks_sent)
+                    chunks_sent.clear()
+                    pool.discard()
                     chunks = reader.recut(unread)
                     tasks = (_byte_tasks(chunks, layout[3] is not None) if chunks is not None
                              else _row_tasks(reader.rows_from(unread, rows_done + 1)))
@@ -3181,11 +3189,14 @@ def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
                     raise InputError(outputs)
                 rows, details, failures, totals, tally = outputs
                 sinks.add_chunk(rows, details, failures, totals,
-                                rows_done if task[0] != "rows" else 0)
+                                rows_done if chunk is not None else 0)
                 rows_done += len(rows)
                 for key, amount in tally.items():
                     judge.context.count(key, amount)
                 progress.step(len(rows))
+    except worker_pool.WorkerFailure as exc:
+        raise WorkerFailed("%s while evaluating (out of memory?); nothing was written: run "
+                           "again, or with --workers 1" % exc)
     finally:
         _FORKED = None
     return True
@@ -3546,6 +3557,9 @@ def run(benchmark, argv=None):
     except ServiceError as exc:
         sys.stderr.write("error: %s\n" % printable(exc))
         return EXIT_SERVICE
+    except WorkerFailed as exc:
+        sys.stderr.write("error: %s\n" % printable(exc))
+        return EXIT_WORKER
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130

@@ -342,6 +342,26 @@ class ChunkedReading(unittest.TestCase):
         self.assertRegex(err, r"^error: input file .*changing\.csv changed while it was evaluated; "
                               r"run again on a file that is not being written\n$")
 
+    def test_a_killed_worker_stops_the_run_with_a_message(self):
+        # The out-of-memory killer, say: exit status 1, one line naming the
+        # signal, and no output file (multiprocessing.Pool waited for ever).
+        import signal
+        original = common._evaluate_task
+
+        def dies_past_line_20(task):       # ("span", offset, length, first line, final)
+            if task[3] > 20:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(task)
+        common._evaluate_task = dies_past_line_20
+        self.addCleanup(setattr, common, "_evaluate_task", original)
+        sample = self.write("s.csv", self.bundled())
+        status, err = self.outputs(sample, 2, 400)
+        self.assertEqual(status, 1)
+        self.assertRegex(err, r"^error: worker process \d+ was killed by signal 9 \(SIGKILL\) "
+                              r"while evaluating \(out of memory\?\); nothing was written: "
+                              r"run again, or with --workers 1\n$")
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["s.csv"])
+
     def test_a_file_cut_short_during_the_run_is_refused(self):
         def truncate(path):
             os.truncate(path, 100)

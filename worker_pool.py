@@ -1,0 +1,290 @@
+"""Forked worker processes fed through pipes, results taken in submission order.
+
+What the evaluators' ``--workers`` runs on, in place of multiprocessing.Pool:
+
+- no helper threads in the main process: it reads and hashes the input and
+  writes the outputs on the same two cores the workers use, and Pool's three
+  threads (tasks, results, worker upkeep) cost it about a third of its time;
+- a worker that dies (the out-of-memory killer, a signal) stops the run with
+  WorkerFailure naming how it ended -- Pool replaces the process and waits
+  for the lost task's result for ever;
+- tasks and results of any size cannot deadlock: this process writes tasks
+  and reads results without blocking, whichever of the two the pipes allow.
+
+A worker is a fork of this process, so ``function`` and everything it reads
+(the loaded station network) are inherited, not sent.  Tasks and results are
+pickled.  Each message on a pipe is an 8-byte length, then the pickle.
+"""
+
+import collections
+import errno
+import os
+import pickle
+import select
+import signal
+import struct
+import traceback
+
+_LENGTH = struct.Struct("<Q")
+_READ_SIZE = 1 << 20
+
+
+class WorkerFailure(Exception):
+    """A worker process ended while it had tasks (killed, or exited)."""
+
+
+class WorkerError(RuntimeError):
+    """``function`` raised in a worker; the message holds its traceback."""
+
+
+def how_it_ended(status):
+    """A waitpid status in words: "was killed by signal 9 (SIGKILL)", "exited with status 1"."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = " (%s)" % signal.Signals(number).name
+        except ValueError:
+            name = ""
+        return "was killed by signal %d%s" % (number, name)
+    if os.WIFEXITED(status):
+        return "exited with status %d" % os.WEXITSTATUS(status)
+    return "ended (wait status %d)" % status
+
+
+def _read_exactly(fd, size):
+    """``size`` bytes from a blocking descriptor, or None at end of file."""
+    parts = []
+    while size > 0:
+        data = os.read(fd, min(size, _READ_SIZE))
+        if not data:
+            return None
+        parts.append(data)
+        size -= len(data)
+    return b"".join(parts)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _serve(function, tasks_fd, results_fd):
+    """A worker's life: task in, result (or the traceback) out, until the
+    task pipe closes.  Never returns: a fork must not run the parent's code on."""
+    status = 0
+    try:
+        # Ctrl-C reaches the whole process group: the main process handles it
+        # and ends its workers.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            head = _read_exactly(tasks_fd, _LENGTH.size)
+            if head is None:
+                break
+            task = pickle.loads(_read_exactly(tasks_fd, _LENGTH.unpack(head)[0]))
+            try:
+                message = (True, function(task))
+            except BaseException:      # a bug: the main process shows where
+                message = (False, traceback.format_exc())
+            data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+            _write_all(results_fd, _LENGTH.pack(len(data)) + data)
+    except BaseException:              # the main process went away (EPIPE), ...
+        status = 1
+    finally:
+        os._exit(status)
+
+
+class _Worker(object):
+    __slots__ = ("pid", "tasks_fd", "results_fd", "unsent", "received", "sequences")
+
+    def __init__(self, pid, tasks_fd, results_fd):
+        self.pid = pid
+        self.tasks_fd = tasks_fd       # our end: non-blocking writes
+        self.results_fd = results_fd   # our end: non-blocking reads
+        self.unsent = bytearray()      # task bytes the pipe did not take yet
+        self.received = bytearray()    # result bytes not yet a whole message
+        self.sequences = collections.deque()   # its tasks not yet answered, in order
+
+
+class ForkedWorkers(object):
+    """``count`` forked processes applying ``function`` to submitted tasks.
+
+    submit(task) hands a task to the least busy worker; result() returns the
+    result of the oldest submitted task not yet taken (waiting for it);
+    discard() forgets every submitted task not yet taken.  Use it as a
+    context manager: leaving it ends the workers (at once, on an error).
+    """
+
+    def __init__(self, count, function):
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        self._workers = []
+        self._poll = select.poll()
+        self._by_fd = {}
+        self._next_sequence = 0        # of the next submitted task
+        self._wanted = collections.deque()   # sequences submitted and not taken
+        self._results = {}             # sequence -> result, arrived early
+        self._discarded = set()
+        try:
+            for _ in range(count):
+                self._start(function)
+        except BaseException:
+            self.close(kill=True)
+            raise
+
+    def _start(self, function):
+        tasks_read, tasks_write = os.pipe()
+        results_read, results_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:                   # the worker
+            os.close(tasks_write)
+            os.close(results_read)
+            # Not the other workers' pipe ends: they would keep those pipes
+            # open after the main process closes them, and the workers alive.
+            for worker in self._workers:
+                os.close(worker.tasks_fd)
+                os.close(worker.results_fd)
+            _serve(function, tasks_read, results_write)
+        os.close(tasks_read)
+        os.close(results_write)
+        os.set_blocking(tasks_write, False)
+        os.set_blocking(results_read, False)
+        worker = _Worker(pid, tasks_write, results_read)
+        self._workers.append(worker)
+        self._by_fd[tasks_write] = worker
+        self._by_fd[results_read] = worker
+        self._poll.register(results_read, select.POLLIN)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        self.close(kill=kind is not None)
+
+    @property
+    def busy(self):
+        """Tasks submitted and not yet taken with result()."""
+        return len(self._wanted)
+
+    def submit(self, task):
+        worker = min(self._workers, key=lambda worker: len(worker.sequences))
+        data = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
+        sequence = self._next_sequence
+        self._next_sequence += 1
+        worker.sequences.append(sequence)
+        self._wanted.append(sequence)
+        worker.unsent += _LENGTH.pack(len(data))
+        worker.unsent += data
+        self._send(worker)
+
+    def result(self):
+        """The result of the oldest task not taken yet (WorkerError if it raised)."""
+        if not self._wanted:
+            raise ValueError("no task is waiting for its result")
+        sequence = self._wanted[0]
+        while sequence not in self._results:
+            self._pump()
+        self._wanted.popleft()
+        ok, value = self._results.pop(sequence)
+        if not ok:
+            raise WorkerError("a worker process raised an exception:\n" + value.rstrip())
+        return value
+
+    def discard(self):
+        """Forget the tasks not taken yet: their results are dropped as they come."""
+        self._discarded.update(self._wanted)
+        for sequence in self._wanted:
+            self._results.pop(sequence, None)
+        self._wanted.clear()
+
+    # -- moving bytes ------------------------------------------------------
+
+    def _send(self, worker):
+        """Write what the task pipe takes now; poll for more room while bytes wait."""
+        try:
+            written = os.write(worker.tasks_fd, worker.unsent)
+        except BlockingIOError:
+            written = 0
+        except BrokenPipeError:
+            self._failed(worker)
+        del worker.unsent[:written]
+        if worker.unsent:
+            self._poll.register(worker.tasks_fd, select.POLLOUT)
+        else:
+            try:
+                self._poll.unregister(worker.tasks_fd)
+            except KeyError:
+                pass
+
+    def _pump(self):
+        """Wait until some pipe is ready, then move what it allows."""
+        while True:
+            try:
+                events = self._poll.poll()
+                break
+            except InterruptedError:   # pragma: no cover (PEP 475 retries)
+                continue
+        for fd, event in events:
+            worker = self._by_fd[fd]
+            if fd == worker.tasks_fd:
+                if event & (select.POLLERR | select.POLLHUP):
+                    self._failed(worker)
+                self._send(worker)
+            else:
+                self._receive(worker)
+
+    def _receive(self, worker):
+        try:
+            data = os.read(worker.results_fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        if not data:                   # the worker is gone
+            self._failed(worker)
+        received = worker.received
+        received += data
+        while len(received) >= _LENGTH.size:
+            size = _LENGTH.unpack_from(received)[0]
+            end = _LENGTH.size + size
+            if len(received) < end:
+                break
+            message = pickle.loads(memoryview(received)[_LENGTH.size:end])
+            del received[:end]
+            sequence = worker.sequences.popleft()
+            if sequence in self._discarded:
+                self._discarded.discard(sequence)
+            else:
+                self._results[sequence] = message
+
+    def _failed(self, worker):
+        """A worker's pipe closed under us: say how the process ended."""
+        pid, worker.pid = worker.pid, None
+        try:
+            ended = how_it_ended(os.waitpid(pid, 0)[1])
+        except ChildProcessError:
+            ended = "ended"
+        raise WorkerFailure("worker process %d %s" % (pid, ended))
+
+    def close(self, kill=False):
+        """End the workers: close their task pipes (they finish and exit) and
+        wait for them; ``kill`` ends them at once (after an error)."""
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            if kill and worker.pid is not None:
+                try:
+                    os.kill(worker.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for fd in (worker.tasks_fd, worker.results_fd):
+                try:
+                    os.close(fd)
+                except OSError as exc:
+                    if exc.errno != errno.EBADF:
+                        raise
+        for worker in workers:
+            if worker.pid is not None:
+                try:
+                    os.waitpid(worker.pid, 0)
+                except ChildProcessError:
+                    pass
+                worker.pid = None
+
