@@ -394,7 +394,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # (keyed by the file's SHA-256) in the user's cache folder, so a run, and each
 # of its worker processes, does not decode the stops its rows touch again.
 STATION_CACHE_MIN_STOPS = 20000  # smaller networks decode in a blink: no cache
-STATION_CACHE_FORMAT = 2         # bump when what the cache holds changes
+STATION_CACHE_FORMAT = 3         # bump when what the cache holds changes
 STATION_CACHE_KEEP = 8           # cache files kept (the most recently written)
 _STATION_CACHE_MAGIC = b"transitlm station cache\n"
 
@@ -414,7 +414,8 @@ def station_cache_path(folder, sha256):
 
 
 def _read_station_cache(path, sha256):
-    """({stop: decoded}, unreadable stop ids, duplicates) from a cache file,
+    """({stop: next hops}, {stop: (lng, lat)}, unreadable stop ids, duplicates)
+    from a cache file (see StationNetwork._decode for what they hold),
     or None when there is none or it does not check out (wrong magic, payload
     hash, file hash, format or shape): never trusted blindly, a bad cache is
     made again.  ``unreadable``: the stops whose line could not be read (left
@@ -433,25 +434,26 @@ def _read_station_cache(path, sha256):
         return None
     try:
         content = marshal.loads(payload)
-        version, file_sha256, stops, decoded, unreadable, duplicates = content
+        version, file_sha256, stops, hops, points, unreadable, duplicates = content
     except (ValueError, TypeError, EOFError):
         return None
     if (version != STATION_CACHE_FORMAT or file_sha256 != sha256 or type(stops) is not list
-            or type(decoded) is not list or len(stops) != len(decoded)
-            or type(unreadable) is not list
+            or type(hops) is not list or type(points) is not list
+            or not len(stops) == len(hops) == len(points) or type(unreadable) is not list
             or not (duplicates is None or type(duplicates) is tuple)):
         return None
-    return dict(zip(stops, decoded)), unreadable, duplicates
+    return dict(zip(stops, hops)), dict(zip(stops, points)), unreadable, duplicates
 
 
-def _write_station_cache(path, sha256, decoded, unreadable=(), duplicates=None):
+def _write_station_cache(path, sha256, hops, points, unreadable=(), duplicates=None):
     """Write the cache atomically (a temporary name, then a rename) and keep
     only the newest STATION_CACHE_KEEP cache files; False if it cannot be written."""
-    same = {stop: stop for stop in decoded}   # hops that are stop ids: shared strings
-    stops = list(decoded)
-    values = [(tuple(same.get(hop, hop) for hop in hops) if type(hops) is tuple else hops,
-               point) for hops, point in decoded.values()]
-    payload = marshal.dumps((STATION_CACHE_FORMAT, sha256, stops, values, list(unreadable),
+    same = {stop: stop for stop in hops}   # hops that are stop ids: shared strings
+    stops = list(hops)
+    hop_values = [tuple([same.get(hop, hop) for hop in value]) if type(value) is tuple
+                  else value for value in hops.values()]
+    payload = marshal.dumps((STATION_CACHE_FORMAT, sha256, stops, hop_values,
+                             [points[stop] for stop in stops], list(unreadable),
                              duplicates), 4)
     folder = os.path.dirname(path)
     try:
@@ -492,7 +494,10 @@ class StationNetwork(object):
         self.sha256 = sha256
         self._lookup = lookup          # stop -> list of cells, or None
         self._columns = columns        # (i_stop, i_x, i_y, i_hops, i_name or None, width)
-        self._decoded = {}             # stop -> (next hops, (lng, lat)) once touched
+        # A stop's next hops and its (lng, lat), once touched (see _decode): two
+        # dictionaries, as a route's reachability reads only the first.
+        self._hops = {}
+        self._points = {}
         # With the station cache every readable stop is decoded: then the ids
         # of the stops whose line cannot be read (a frozenset), else None.
         self._unreadable = None
@@ -549,9 +554,9 @@ class StationNetwork(object):
         if cached is not None:
             # The cache was made from these very bytes, so indexing them later
             # (_LazyLines) gives what it gave then.
-            decoded, unreadable, duplicates = cached
+            hops, points, unreadable, duplicates = cached
             network = cls(_LazyLines(index, duplicates), columns, path, digest)
-            network._use_decoded(decoded, unreadable)
+            network._use_decoded(hops, points, unreadable)
             network.cache_state = "loaded"
             return network
         network = cls(index(), columns, path, digest)
@@ -575,12 +580,12 @@ class StationNetwork(object):
     # -- lookups ------------------------------------------------------------
     def __contains__(self, stop):
         if self._unreadable is not None:
-            return stop in self._decoded or stop in self._unreadable
+            return stop in self._hops or stop in self._unreadable
         return stop in self._lookup
 
     def __len__(self):
         if self._unreadable is not None:
-            return len(self._decoded) + len(self._unreadable)
+            return len(self._hops) + len(self._unreadable)
         return len(self._lookup)
 
     def _cells(self, stop):
@@ -595,12 +600,12 @@ class StationNetwork(object):
 
     def next_hops(self, stop):
         """Stops reachable in one hop (self included, as a tuple), or None if unknown."""
-        decoded = self._decoded.get(stop)
-        if decoded is None:
+        hops = self._hops.get(stop)
+        if hops is None:
             decoded = self._decode(stop)
             if decoded is None:
                 return None
-        hops = decoded[0]
+            hops = decoded[0]
         if type(hops) is str:          # the cell was malformed: say so now it is used
             self._bad(stop, hops)
         return hops
@@ -611,11 +616,11 @@ class StationNetwork(object):
         information; None when every pair is connected.  (check_reachability's
         loop, kept beside the data it reads: it runs for every hop of every
         route, so it looks decoded stops up directly.)"""
-        decoded = self._decoded
+        known = self._hops
         for here, there in zip(stations, stations[1:]):
-            entry = decoded.get(here)
-            if entry is not None and type(entry[0]) is tuple:
-                if there not in entry[0]:
+            hops = known.get(here)
+            if type(hops) is tuple:
+                if there not in hops:
                     return here, there, True
                 continue
             hops = self.next_hops(here)    # decodes it, or says it is malformed
@@ -627,18 +632,20 @@ class StationNetwork(object):
 
     def coords(self, stop):
         """(lng, lat) of a stop, or None if unknown; an empty cell reads as 0.0."""
-        decoded = self._decoded.get(stop)
-        if decoded is None:
+        point = self._points.get(stop)
+        if point is None:
             decoded = self._decode(stop)
             if decoded is None:
                 return None
-        point = decoded[1]
+            point = decoded[1]
         if type(point) is str:
             self._bad(stop, point)
         return point
 
     def _decode(self, stop):
-        """Parse a stop's line once -> (hops or problem, point or problem)."""
+        """Parse a stop's line once -> (hops or problem, point or problem), also
+        kept in _hops and _points; None for an unknown stop.  A problem is the
+        text naming the malformed cell, reported when it is used."""
         if self._unreadable is not None and stop not in self._unreadable:
             return None                # every readable stop is decoded: not a stop
         cells = self._cells(stop)
@@ -663,9 +670,9 @@ class StationNetwork(object):
                 raise ValueError
         except ValueError:
             point = "coord_x/coord_y (a longitude within +-180 and a latitude within +-90)"
-        decoded = (hops, point)
-        self._decoded[stop] = decoded
-        return decoded
+        self._hops[stop] = hops
+        self._points[stop] = point
+        return hops, point
 
     def use_cache(self, folder):
         """Decode every stop at once, from the cache in ``folder`` (made on
@@ -675,24 +682,25 @@ class StationNetwork(object):
             return None
         path = station_cache_path(folder, self.sha256)
         cached = _read_station_cache(path, self.sha256)
-        if cached is not None and len(cached[0]) + len(cached[1]) == len(self):
-            self._use_decoded(cached[0], cached[1])
+        if cached is not None and len(cached[0]) + len(cached[2]) == len(self):
+            self._use_decoded(*cached[:3])
             return "loaded"
         unreadable = []
         for stop in self._lookup.ids():
-            if stop not in self._decoded:
+            if stop not in self._hops:
                 try:
                     self._decode(stop)
                 except InputError:     # reported only if a route touches this stop
                     unreadable.append(stop)
-        written = _write_station_cache(path, self.sha256, self._decoded, unreadable,
-                                       getattr(self._lookup, "duplicates", None))
-        self._use_decoded(self._decoded, unreadable)
+        written = _write_station_cache(path, self.sha256, self._hops, self._points,
+                                       unreadable, getattr(self._lookup, "duplicates", None))
+        self._use_decoded(self._hops, self._points, unreadable)
         return "built" if written else None
 
-    def _use_decoded(self, decoded, unreadable):
-        """Every readable stop decoded (``decoded``), the rest ``unreadable``."""
-        self._decoded = decoded
+    def _use_decoded(self, hops, points, unreadable):
+        """Every readable stop decoded (``hops``, ``points``), the rest ``unreadable``."""
+        self._hops = hops
+        self._points = points
         self._unreadable = frozenset(unreadable)
 
     def name(self, stop):

@@ -41,7 +41,7 @@ class StationCache(unittest.TestCase):
         self.assertEqual(len(self.cache_files()), 1)
         second = common.StationNetwork.load(STATIONS)
         self.assertEqual(second.use_cache(self.folder), "loaded")
-        self.assertEqual(len(second._decoded), len(second))
+        self.assertEqual(len(second._hops), len(second))
         self.assertEqual(self.every_stop(second), plain)
 
     def test_outputs_equal_with_and_without_cache(self):
@@ -80,6 +80,34 @@ class StationCache(unittest.TestCase):
                 self.assertEqual(network.use_cache(self.folder), "built")
                 with open(path, "rb") as handle:
                     self.assertEqual(handle.read(), bytes(data))
+
+    def test_a_cache_of_the_wrong_shape_is_made_again(self):
+        # Its payload hash checks out, but what it holds does not fit together.
+        import hashlib
+        import marshal
+        network = common.StationNetwork.load(STATIONS)
+        network.use_cache(self.folder)
+        path = os.path.join(self.folder, self.cache_files()[0])
+        with open(path, "rb") as handle:
+            good = handle.read()
+        head = len(common._STATION_CACHE_MAGIC)
+        content = list(marshal.loads(good[head + 65:]))
+        shapes = {"a point missing": (4, content[4][:-1]),
+                  "hops not a list": (3, tuple(content[3])),
+                  "an older format": (0, 2)}
+        for shape, (index, value) in shapes.items():
+            with self.subTest(shape=shape):
+                changed = list(content)
+                changed[index] = value
+                payload = marshal.dumps(tuple(changed), 4)
+                with open(path, "wb") as handle:
+                    handle.write(common._STATION_CACHE_MAGIC
+                                 + hashlib.sha256(payload).hexdigest().encode() + b"\n"
+                                 + payload)
+                self.assertEqual(common.StationNetwork.load(STATIONS).use_cache(self.folder),
+                                 "built")
+                with open(path, "rb") as handle:
+                    self.assertEqual(handle.read(), good)
 
     def test_another_files_cache_is_not_used(self):
         # A cache that checks out by itself but was made from other content.
@@ -124,7 +152,7 @@ class StationCache(unittest.TestCase):
         with mock.patch.object(common, "STATION_CACHE_KEEP", 3):
             for number in range(5):
                 common._write_station_cache(os.path.join(self.folder, "stations-%d.v1" % number),
-                                            "%064d" % number, {"A": (("A",), (1.0, 2.0))})
+                                            "%064d" % number, {"A": ("A",)}, {"A": (1.0, 2.0)})
                 os.utime(os.path.join(self.folder, "stations-%d.v1" % number),
                          (number, number))
         self.assertEqual(self.cache_files(), ["stations-2.v1", "stations-3.v1",
