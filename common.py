@@ -3081,8 +3081,9 @@ _FORKED = None                   # (judge, sinks, sample file layout) inherited 
 
 
 def _can_fork():
-    import multiprocessing
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Can --workers fork worker processes here (worker_pool needs fork and poll)?"""
+    import select
+    return hasattr(os, "fork") and hasattr(select, "poll")
 
 
 def _evaluate_task(task):
