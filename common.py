@@ -355,10 +355,15 @@ def iou(first, second):
     """Intersection over union of two collections as sets; 0 when either is empty."""
     if first == second:                # the common case of a matching route, in C
         return 1.0 if first else 0.0
-    first, second = set(first), set(second)
+    if type(first) is not set:
+        first = set(first)
+    if type(second) is not set:
+        second = set(second)
     if not first or not second:
         return 0.0
-    return len(first & second) / len(first | second)
+    # |A u B| = |A| + |B| - |A n B|: the same integer, without building the union.
+    shared = len(first & second)
+    return shared / (len(first) + len(second) - shared)
 
 
 def mean(values):

@@ -90,6 +90,15 @@ class Geometry(unittest.TestCase):
         self.assertEqual(common.iou([], []), 0.0)
         self.assertEqual(common.iou(["a", "b"], ["b", "c"]), 1 / 3)
         self.assertEqual(common.iou(["a", "a"], ["a"]), 1.0)
+        # Sets as they are, sets and lists mixed, duplicates counted once.
+        self.assertEqual(common.iou({"a", "b", "c"}, {"b", "c", "d", "e"}), 2 / 5)
+        self.assertEqual(common.iou({"a", "b"}, ["b", "b", "c"]), 1 / 3)
+        self.assertEqual(common.iou(["x", "y", "x"], {"x"}), 1 / 2)
+        self.assertEqual(common.iou(set(), {"a"}), 0.0)
+        self.assertEqual(common.iou(["a", "b", "c"], ["d"]), 0.0)
+        a, b = {"a", "b"}, ["b", "c"]
+        common.iou(a, b)
+        self.assertEqual((a, b), ({"a", "b"}, ["b", "c"]))     # inputs left alone
 
     def test_mean_and_ratio(self):
         self.assertIsNone(common.mean([]))
