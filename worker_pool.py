@@ -30,7 +30,7 @@ _READ_SIZE = 1 << 20
 
 
 class WorkerFailure(Exception):
-    """A worker process ended while it had tasks (killed, or exited)."""
+    """A worker process ended before it was told to (killed, or exited)."""
 
 
 class WorkerError(RuntimeError):
@@ -247,7 +247,8 @@ class ForkedWorkers(object):
             end = _LENGTH.size + size
             if len(received) < end:
                 break
-            message = pickle.loads(memoryview(received)[_LENGTH.size:end])
+            # A copy, not a view: a view left alive would stop the del below.
+            message = pickle.loads(received[_LENGTH.size:end])
             del received[:end]
             sequence = worker.sequences.popleft()
             if sequence in self._discarded:
