@@ -366,10 +366,18 @@ def iou(first, second):
     return shared / (len(first) + len(second) - shared)
 
 
+def plain_sum(values):
+    """Numbers added left to right, each sum rounded: what sum() does up to
+    Python 3.11.  From 3.12 sum() compensates the rounding of floats, so a
+    figure summed with it could differ in its last digit with the Python
+    version; with this one every version writes the same report."""
+    return functools.reduce(operator.add, values, 0)
+
+
 def mean(values):
     """Arithmetic mean, or None for no values."""
     values = list(values)
-    return sum(values) / len(values) if values else None
+    return plain_sum(values) / len(values) if values else None
 
 
 def ratio(numerator, denominator):
@@ -2269,7 +2277,7 @@ def metrics_block(rounds, diversity=None):
         "sso": overlap["station_iou_mean"],
         "rem": ratio(overlap["exact_match"], overlap["input"]),
         "ea": ratio(acc["distance"] + acc["time"] + acc["fare"], 3 * acc["input"]),
-        "mape": None if None in mapes else sum(mapes) / 3.0,
+        "mape": None if None in mapes else plain_sum(mapes) / 3.0,
     }
     if "preference" in rounds:
         pref = rounds["preference"]

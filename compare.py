@@ -318,7 +318,7 @@ def metric_terms(benchmark, protocol, record):
                        ("distance_accurate", "time_accurate", "fare_accurate"))
         mapes = [number(record, key) for key in
                  ("distance_mape_pct", "time_mape_pct", "fare_mape_pct")]
-        mape_sum = None if None in mapes else sum(mapes)
+        mape_sum = None if None in mapes else common.plain_sum(mapes)
     else:
         accurate, mape_sum = 0, 0
     terms = {

@@ -58,7 +58,8 @@ def route_diversity(routes, protocol):
     if len(signatures) < 2:
         return 0.0, len(signatures)
     pairs = list(itertools.combinations(signatures, 2))
-    return sum(1.0 - common.iou(a, b) for a, b in pairs) / len(pairs), len(signatures)
+    return (common.plain_sum([1.0 - common.iou(a, b) for a, b in pairs]) / len(pairs),
+            len(signatures))
 
 
 def best_match(routes, label_first, reachable):

@@ -100,6 +100,17 @@ class Geometry(unittest.TestCase):
         common.iou(a, b)
         self.assertEqual((a, b), ({"a", "b"}, ["b", "c"]))     # inputs left alone
 
+    def test_plain_sum_adds_left_to_right(self):
+        # Each partial sum rounded, as sum() up to Python 3.11: a compensated
+        # (3.12's sum) or exact (math.fsum) sum gives 1.0 here, and 0.0 below.
+        self.assertEqual(common.plain_sum([0.1] * 10), 0.9999999999999999)
+        self.assertEqual(common.plain_sum([1e16, 1.0, -1e16]), 0.0)
+        self.assertEqual(common.plain_sum([1.0, 1e16, -1e16]), 0.0)
+        self.assertEqual(common.plain_sum([-1e16, 1e16, 1.0]), 1.0)
+        self.assertEqual(common.plain_sum([]), 0)
+        self.assertEqual(common.plain_sum(iter([1, 2.5])), 3.5)
+        self.assertEqual(common.mean([0.1] * 10), 0.09999999999999999)
+
     def test_mean_and_ratio(self):
         self.assertIsNone(common.mean([]))
         self.assertEqual(common.mean([1, 2]), 1.5)
