@@ -366,12 +366,12 @@ def iou(first, second):
     return shared / (len(first) + len(second) - shared)
 
 
-def plain_sum(values):
-    """Numbers added left to right, each sum rounded: what sum() does up to
-    Python 3.11.  From 3.12 sum() compensates the rounding of floats, so a
-    figure summed with it could differ in its last digit with the Python
-    version; with this one every version writes the same report."""
-    return functools.reduce(operator.add, values, 0)
+def plain_sum(values, start=0):
+    """``start`` plus the numbers, added left to right, each sum rounded: what
+    sum() does up to Python 3.11.  From 3.12 sum() compensates the rounding
+    of floats, so a figure summed with it could differ in its last digit with
+    the Python version; with this one every version writes the same report."""
+    return functools.reduce(operator.add, values, start)
 
 
 def mean(values):
@@ -2327,7 +2327,7 @@ def _totals_state(value):
 
 def _merge_totals(current, incoming):
     if type(incoming) is list:                     # what a worker added, in order
-        return functools.reduce(operator.add, incoming, current)
+        return plain_sum(incoming, current)
     if type(incoming) is dict:
         for key, value in incoming.items():
             current[key] = _merge_totals(current.get(key, 0), value)

@@ -109,6 +109,8 @@ class Geometry(unittest.TestCase):
         self.assertEqual(common.plain_sum([-1e16, 1e16, 1.0]), 1.0)
         self.assertEqual(common.plain_sum([]), 0)
         self.assertEqual(common.plain_sum(iter([1, 2.5])), 3.5)
+        self.assertEqual(common.plain_sum([0.1] * 9, 0.1), 0.9999999999999999)
+        self.assertEqual(common.plain_sum([], 2.5), 2.5)
         self.assertEqual(common.mean([0.1] * 10), 0.09999999999999999)
 
     def test_mean_and_ratio(self):
