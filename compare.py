@@ -12,7 +12,7 @@ details.jsonl), or a details JSON Lines file with its report JSON beside it.
 
 Layers: read runs -> per-row terms (metric_terms) -> resampling
 (significance.py) -> formatting.  Metric values come from the evaluator's own
-aggregation (common.aggregate_records) and must equal the report's metrics.
+aggregation (transitlm.records.aggregate_records) and must equal the report's metrics.
 """
 
 import argparse
@@ -30,6 +30,9 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
+import transitlm.records  # noqa: E402
+import transitlm.status  # noqa: E402
 import significance  # noqa: E402
 
 SCHEMA_VERSION = 1
@@ -254,13 +257,9 @@ def json_value(value):
 
 
 def aggregate(benchmark, protocol, records, what):
-    """common.aggregate_records, with any failure to fold the lines as an input error."""
-    fold = getattr(common, "aggregate_records", None)
-    if fold is None:
-        raise CompareError("common.py has no aggregate_records (needs the run-folder "
-                           "version of the engine)")
+    """transitlm.records.aggregate_records, with any failure to fold the lines as an input error."""
     try:
-        return fold(benchmark, protocol, records)
+        return transitlm.records.aggregate_records(benchmark, protocol, records)
     except common.InputError as exc:
         raise CompareError("%s: %s" % (what, exc))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -299,7 +298,7 @@ def number(record, key):
 def metric_terms(benchmark, protocol, record):
     """{metric: (numerator, denominator)} of one details record, such that each
     metric is sum(numerators) / sum(denominators) over the rows (the rules of
-    common.FunnelTotals/metrics_block, personalized.PreferenceTotals and
+    transitlm.records.FunnelTotals/metrics_block, personalized.PreferenceTotals and
     diversity.DiversityTotals).  A numerator may be None (a figure written as
     null), which leaves that metric without an interval.  ValueError when a
     figure has the wrong type.
@@ -1122,7 +1121,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     # Nothing built here holds a reference cycle; the cyclic collector would
-    # only re-scan the growing list of decoded rows (as in common.run).
+    # only re-scan the growing list of decoded rows (as in transitlm.cli.run).
     gc.disable()
     try:
         if args.bootstrap < 0:
@@ -1151,13 +1150,13 @@ def main(argv=None):
         sys.stdout.flush()
     except CompareError as exc:
         sys.stderr.write("error: %s\n" % exc)
-        return common.EXIT_USAGE
+        return transitlm.status.EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130
     finally:
         gc.enable()
-    return common.EXIT_OK
+    return transitlm.status.EXIT_OK
 
 
 if __name__ == "__main__":
@@ -1165,5 +1164,5 @@ if __name__ == "__main__":
         status = main()
     except BrokenPipeError:
         sys.stderr.close()
-        status = common.EXIT_OK
+        status = transitlm.status.EXIT_OK
     sys.exit(status)

@@ -21,9 +21,11 @@ import re
 import zlib
 
 import common
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 from general_llm.route_eval import BUS_STOP_PREFIX
 
-STAGES = common.STAGES
+STAGES = transitlm.records.STAGES
 
 BENCHMARK_TITLES = {
     "single_route": "TransitLM benchmark 1: single route",
@@ -892,7 +894,7 @@ def metrics_section(report):
                          '<div class="mval">%s</div><div class="mdesc">%s</div></div>'
                          % (key, esc(label), esc(fmt_metric(key, metrics[key])), esc(meaning)))
     try:
-        summary = common.summary_line(metrics)
+        summary = transitlm.reports.summary_line(metrics)
     except (KeyError, TypeError, ValueError):
         summary = ""
     return ('<section id="metrics"><h2>Metrics (the paper\'s names)</h2><div class="metrics">%s'

@@ -24,7 +24,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import common  # noqa: E402
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 
 CITIES = ("北京", "上海", "深圳", "成都")
 
@@ -86,10 +87,10 @@ def synthetic_row(row, index_id, quality, rng):
 
 def write_run(folder, records):
     os.makedirs(folder)
-    metrics = common.aggregate_records("single_route", "reference", records)["metrics"]
+    metrics = transitlm.records.aggregate_records("single_route", "reference", records)["metrics"]
     report = {"schema_version": 2, "benchmark": "single_route", "protocol": "reference",
               "signature": "bench|single_route|protocol:reference|rows:%d" % len(records),
-              "counts": {"samples": len(records)}, "metrics": common._finite(metrics)}
+              "counts": {"samples": len(records)}, "metrics": transitlm.reports._finite(metrics)}
     with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle, ensure_ascii=False, indent=1, sort_keys=True)
     with open(os.path.join(folder, "details.jsonl"), "w", encoding="utf-8") as handle:

@@ -58,7 +58,8 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import EXIT_USAGE, SUBWAY_MARKERS, haversine_km  # noqa: E402
+from common import SUBWAY_MARKERS, haversine_km  # noqa: E402
+from transitlm.status import EXIT_USAGE  # noqa: E402
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
 REQUIRED_COLUMNS = {

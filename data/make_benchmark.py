@@ -43,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from common import DP_RATIO, EXIT_USAGE, is_subway_line, parse_distance_km  # noqa: E402
+from common import DP_RATIO, is_subway_line, parse_distance_km  # noqa: E402
+from transitlm.status import EXIT_USAGE  # noqa: E402
 from general_llm.route_eval import CITY_CODES  # noqa: E402
 from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
 import routing  # noqa: E402

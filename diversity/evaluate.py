@@ -15,6 +15,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
+import transitlm.engine  # noqa: E402
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 
 KEYS = common.ROUTE_KEYS
 
@@ -75,7 +79,7 @@ def best_match(routes, label_first, reachable):
     return None
 
 
-class Diversity(common.Benchmark):
+class Diversity(transitlm.engine.Benchmark):
     name = "diversity"
     title = "TransitLM benchmark 3: route diversity"
     default_input = "benchmark3_diversity_example.csv"
@@ -167,7 +171,7 @@ class Diversity(common.Benchmark):
         return DiversityTotals(protocol)
 
     def render(self, out, report):
-        common.render_funnel(out, report["rounds"], {
+        transitlm.reports.render_funnel(out, report["rounds"], {
             "reachability": "Part A  Round 1  Reachability of the first route",
             "grounding": "Part A  Round 2  Station grounding and distance plausibility",
             "overlap": "Part A  Round 3  Overlap (best match)",
@@ -184,7 +188,7 @@ class DiversityTotals(object):
         self.reach = {key: [0, 0] for key in KEYS}        # present, reachable
         self.all_reachable = 0
         self.distribution = {}
-        # [sum, rows]: sums start at 0.0, counts at 0 (see common.Aggregate)
+        # [sum, rows]: sums start at 0.0, counts at 0 (see transitlm.records.Aggregate)
         self.rd = [0.0, 0]
         self.rd_label = [0.0, 0]
         self.route_scores = {key: [0.0, 0] for key in KEYS}
@@ -205,7 +209,7 @@ class DiversityTotals(object):
         for key, route in routes.items():
             self.reach[key][0] += 1
             self.reach[key][1] += bool(route["reachable"])
-            self.route_scores[key][0] += common._number(route["score"])
+            self.route_scores[key][0] += transitlm.records._number(route["score"])
             self.route_scores[key][1] += 1
         self.all_reachable += bool(record["all_routes_reachable"])
         count = str(record["route_count"])
@@ -242,7 +246,7 @@ class DiversityTotals(object):
 
 
 def _fold(total, value):
-    total[0] += common._number(value)
+    total[0] += transitlm.records._number(value)
     total[1] += 1
 
 
@@ -260,22 +264,22 @@ def render_diversity(out, parts, protocol):
     for key in KEYS:
         row = parts["route_reachability"][key]
         out.text("  %-12s %8d %10d  %s" % (key, row["present"], row["reachable"],
-                                          common.fmt_pct(row["reachable"], row["present"])))
+                                          transitlm.reports.fmt_pct(row["reachable"], row["present"])))
     out.count("rows whose routes are all reachable", parts["all_routes_reachable"])
     out.title("Part C  Route diversity")
     for count, rows in parts["route_count_distribution"].items():
         out.count("rows with %s route(s)" % count, rows)
     scope = "all rows" if protocol.rd_over_all_rows else "rows with >= 2"
-    out.value("RD mean, prediction (%s)" % scope, common.fmt_num(parts["rd_mean"], 4))
-    out.value("RD mean, label (%s)" % scope, common.fmt_num(parts["rd_label_mean"], 4))
+    out.value("RD mean, prediction (%s)" % scope, transitlm.reports.fmt_num(parts["rd_mean"], 4))
+    out.value("RD mean, label (%s)" % scope, transitlm.reports.fmt_num(parts["rd_label_mean"], 4))
     out.title("Part D  Expert score per route")
     for key in KEYS:
         out.value("%s route mean" % key,
-                  common.fmt_num(parts["route_expert_score_mean"][key], 2))
+                  transitlm.reports.fmt_num(parts["route_expert_score_mean"][key], 2))
     out.value("first route mean (label score > 0)",
-              common.fmt_num(parts["first_expert_score_mean"], 2))
-    out.value("label first route mean", common.fmt_num(parts["label_first_expert_score_mean"], 2))
+              transitlm.reports.fmt_num(parts["first_expert_score_mean"], 2))
+    out.value("label first route mean", transitlm.reports.fmt_num(parts["label_first_expert_score_mean"], 2))
 
 
 if __name__ == "__main__":
-    common.script_main(Diversity())
+    transitlm.cli.script_main(Diversity())

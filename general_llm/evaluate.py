@@ -16,6 +16,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
+import transitlm.engine  # noqa: E402
+import transitlm.status  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
 API_ENV = "TRANSIT_LM_API"
@@ -48,7 +51,7 @@ class LocalRouteEval(object):
         return route_eval.evaluate_cases(cases, self.lines, self.network)
 
 
-class GeneralLLM(common.Benchmark):
+class GeneralLLM(transitlm.engine.Benchmark):
     name = "general_llm"
     title = "TransitLM general-purpose LLM evaluation"
     default_input = "general_llm_example.csv"
@@ -71,7 +74,7 @@ class GeneralLLM(common.Benchmark):
         parser.add_argument("--line_info", metavar="CSV",
                             help="line file for the in-process route-eval check (default: "
                                  "$%s/line_info.csv if set, else the bundled "
-                                 "data/line_info.csv)" % common.DATA_ENV)
+                                 "data/line_info.csv)" % transitlm.engine.DATA_ENV)
         parser.add_argument("--api_url", metavar="URL", default=os.environ.get(API_ENV),
                             help="route-eval service to ask instead of checking in-process "
                                  "(default: $%s; unset = in-process)" % API_ENV)
@@ -110,8 +113,8 @@ class GeneralLLM(common.Benchmark):
             except ValueError as exc:
                 raise common.InputError(str(exc))
         else:
-            self.line_info_path = options.line_info or common.default_data_file(
-                common.LINE_FILE_NAMES)
+            self.line_info_path = options.line_info or transitlm.engine.default_data_file(
+                transitlm.engine.LINE_FILE_NAMES)
             self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
                                         context.network)
 
@@ -181,7 +184,7 @@ class GeneralLLM(common.Benchmark):
         try:
             return self.judge.evaluate(cases, on_batch_failure=policy)
         except ServiceUnavailable as exc:
-            raise common.ServiceError(
+            raise transitlm.status.ServiceError(
                 "%s\n(no figures were computed; --allow_service_errors counts the cases of "
                 "failed requests as unreachable instead)" % exc)
 
@@ -257,4 +260,4 @@ def stop_coords(network, stop):
 
 
 if __name__ == "__main__":
-    common.script_main(GeneralLLM())
+    transitlm.cli.script_main(GeneralLLM())

@@ -41,8 +41,8 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from common import (  # noqa: E402
-    EXIT_OK, EXIT_USAGE, MAX_JSON_DEPTH, InputError, StationNetwork)
+from common import MAX_JSON_DEPTH, InputError, StationNetwork  # noqa: E402
+from transitlm.status import EXIT_OK, EXIT_USAGE  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     LineTable, evaluate_cases, json_shape_problem)
 

@@ -12,6 +12,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
+import transitlm.engine  # noqa: E402
+import transitlm.reports  # noqa: E402
 
 FEWER_TRANSFERS, NO_SUBWAY, SUBWAY_FIRST, SHORTER_TIME = 2, 5, 7, 8
 PREFERENCE_NAMES = {FEWER_TRANSFERS: "fewer_transfers", NO_SUBWAY: "no_subway",
@@ -75,7 +78,7 @@ def preference_name(req_type, protocol):
     return PREFERENCE_NAMES[req_type]
 
 
-class Personalized(common.Benchmark):
+class Personalized(transitlm.engine.Benchmark):
     name = "personalized"
     title = "TransitLM benchmark 2: personalized preferences"
     default_input = "benchmark2_personalized_example.csv"
@@ -112,7 +115,7 @@ class Personalized(common.Benchmark):
         return PreferenceTotals(protocol)
 
     def render(self, out, report):
-        common.render_funnel(out, report["rounds"])
+        transitlm.reports.render_funnel(out, report["rounds"])
         render_preference(out, report["rounds"]["preference"])
 
 
@@ -168,9 +171,9 @@ def render_preference(out, preference):
     for key, row in preference["by_req_type"].items():
         out.text("  %-4s %-18s %8d %8d  %s %8d  %s" % (
             key, row["name"], row["samples"], row["compliant"],
-            common.fmt_pct(row["compliant"], row["samples"]), row["label_compliant"],
-            common.fmt_pct(row["label_compliant"], row["samples"])))
+            transitlm.reports.fmt_pct(row["compliant"], row["samples"]), row["label_compliant"],
+            transitlm.reports.fmt_pct(row["label_compliant"], row["samples"])))
 
 
 if __name__ == "__main__":
-    common.script_main(Personalized())
+    transitlm.cli.script_main(Personalized())

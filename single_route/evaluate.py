@@ -11,9 +11,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
+import transitlm.engine  # noqa: E402
 
 
-class SingleRoute(common.Benchmark):
+class SingleRoute(transitlm.engine.Benchmark):
     name = "single_route"
     title = "TransitLM benchmark 1: single route"
     default_input = "benchmark1_single_route_example.csv"
@@ -24,4 +26,4 @@ class SingleRoute(common.Benchmark):
 
 
 if __name__ == "__main__":
-    common.script_main(SingleRoute())
+    transitlm.cli.script_main(SingleRoute())

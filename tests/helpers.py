@@ -9,6 +9,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import common  # noqa: E402
+import transitlm.cli  # noqa: E402
 
 # The tests do not write station caches into the user's cache folder (the
 # station cache tests choose their own folder).
@@ -92,7 +93,7 @@ def run_evaluator(benchmark, argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = common.run(benchmark, argv)
+            status = transitlm.cli.run(benchmark, argv)
         except SystemExit as exc:         # argparse usage errors
             status = exc.code
     return status, out.getvalue(), err.getvalue()

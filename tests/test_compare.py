@@ -21,6 +21,8 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import common  # noqa: E402
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 import compare  # noqa: E402
 import significance  # noqa: E402
 
@@ -107,8 +109,8 @@ def synthetic_records(n, reach_rate, seed, exact_rate=0.8, cities=("北京", "�
 
 def metrics_of(benchmark, protocol, records):
     """The metrics as a report JSON holds them (the engine's aggregation)."""
-    folded = common.aggregate_records(benchmark, protocol, records)
-    return json.loads(json.dumps(common._finite(folded["metrics"])))
+    folded = transitlm.records.aggregate_records(benchmark, protocol, records)
+    return json.loads(json.dumps(transitlm.reports._finite(folded["metrics"])))
 
 
 def write_run(folder, records, benchmark="single_route", protocol="reference",

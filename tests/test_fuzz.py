@@ -20,6 +20,7 @@ import tempfile
 import unittest
 
 from tests.helpers import REPO, common
+import transitlm.cli  # noqa: E402
 
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized
@@ -70,7 +71,7 @@ class Fuzz(unittest.TestCase):
                 os.remove(stale)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = common.run(cls(), ["--input", path, "--details", details,
+            status = transitlm.cli.run(cls(), ["--input", path, "--details", details,
                                         "--json", report_path, "--workers", "1"])
         return status, out.getvalue(), err.getvalue(), details, report_path
 

@@ -12,6 +12,8 @@ import tempfile
 import unittest
 
 import common
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 import html_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -198,34 +200,7 @@ def fixture_records(benchmark):
 
 def fixture_report(benchmark, records):
     """report.json as the contract defines it, figures computed by the engine."""
-    aggregate = getattr(common, "aggregate_records", None)
-    if aggregate is not None:
-        figures = aggregate(benchmark, "reference", records)
-    else:       # before the run-folder change lands: the same engine, by hand
-        rounds = common.funnel_rounds(records)
-        diversity = None
-        if benchmark == "personalized":
-            judged = [r for r in records if "compliant" in r]
-            rounds["preference"] = {
-                "input": len(judged), "compliant": sum(1 for r in judged if r["compliant"]),
-                "label_compliant": len(judged),
-                "by_req_type": {"2": {"name": "fewer_transfers", "samples": 3,
-                                      "compliant": 2, "label_compliant": 3}}}
-        if benchmark == "diversity":
-            diversity = {"best_match_hits": {"first": 3, "second": 0, "third": 0},
-                         "route_reachability": {key: {"present": 5, "reachable": 4}
-                                                for key in common.ROUTE_KEYS},
-                         "all_routes_reachable": 4,
-                         "route_count_distribution": {"3": 5}, "rd_mean": 0.5,
-                         "rd_label_mean": 0.4}
-        figures = {"counts": {"samples": len(records),
-                              "evaluated": sum(r["status"] == "evaluated" for r in records),
-                              "errors": sum(r["status"] == "error" for r in records),
-                              "no_response": sum(r["status"] == "no_response"
-                                                 for r in records)},
-                   "rounds": rounds, "metrics": common.metrics_block(rounds, diversity)}
-        if diversity:
-            figures["diversity"] = diversity
+    figures = transitlm.records.aggregate_records(benchmark, "reference", records)
     report = {"schema_version": 2, "version": "1.1.0", "benchmark": benchmark,
               "protocol": "reference",
               "signature": "transitlm:1.1.0|%s|protocol:reference|rows:%d"
@@ -455,7 +430,7 @@ class EvaluatorPageTest(TempDir):
         shown = {key: html_report.fmt_metric(key, value)
                  for key, value in report["metrics"].items()}
         self.assertEqual(parser.metrics, shown)
-        self.assertIn(html.escape(common.summary_line(report["metrics"]), quote=True), text)
+        self.assertIn(html.escape(transitlm.reports.summary_line(report["metrics"]), quote=True), text)
         self.assertEqual(parser.listed_rows, len(records))
         self.assertEqual(parser.maps, parser.listed_rows)
         return parser

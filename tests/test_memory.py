@@ -16,6 +16,8 @@ import tempfile
 import unittest
 
 from tests.helpers import common, prompt, route, write_samples, write_station_file
+import transitlm.cli  # noqa: E402
+import transitlm.records  # noqa: E402
 
 
 def mixed_rows(count):
@@ -51,7 +53,7 @@ class NoCyclesPerRow(unittest.TestCase):
                 # Cyclic garbage is kept (not freed) from here on, whenever found.
                 gc.set_debug(gc.DEBUG_SAVEALL)
                 with contextlib.redirect_stdout(io.StringIO()):
-                    status = common.run(common.load_benchmark(benchmark),
+                    status = transitlm.cli.run(transitlm.records.load_benchmark(benchmark),
                                         ["--input", path, "--station_info", stations,
                                          "--details", os.path.join(tmp, "d.jsonl")])
                 self.assertEqual(status, 0)

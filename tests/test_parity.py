@@ -12,6 +12,7 @@ import unittest
 
 from tests.golden import PARITY, golden_differences, load_golden, parity_cases
 from tests.helpers import common  # noqa: F401  (puts the repo on sys.path)
+import transitlm.cli  # noqa: E402
 
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized
@@ -31,7 +32,7 @@ def run_report(benchmark, folder, sample_name, protocol):
         if "line_info" in benchmark.option_defaults():
             argv += ["--line_info", os.path.join(folder, "line_info.csv")]
         with contextlib.redirect_stdout(io.StringIO()):
-            status = common.run(benchmark, argv)
+            status = transitlm.cli.run(benchmark, argv)
         assert status == 0, "exit status %d" % status
         with open(out_path, encoding="utf-8") as handle:
             return json.load(handle)

@@ -16,6 +16,8 @@ import unittest
 
 from tests.golden import PARITY
 from tests.helpers import REPO, common
+import transitlm.api  # noqa: E402
+import transitlm.records  # noqa: E402
 
 EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
               "general": "general_llm"}
@@ -61,7 +63,7 @@ def code_problems(report, rows):
     for row in rows:
         codes = row["failure_codes"]
         stages = [code.split(".")[0] for code in codes]
-        if stages != sorted(stages, key=common.STAGES.index):
+        if stages != sorted(stages, key=transitlm.records.STAGES.index):
             problems.append("row %d: codes out of stage order %s" % (row["row"], codes))
         if row["status"] == "error" and (len(codes) != 1 or not codes[0].startswith("error.")):
             problems.append("row %d: error row with codes %s" % (row["row"], codes))
@@ -148,7 +150,7 @@ class FailureCodes(unittest.TestCase):
                         for row in rows:
                             for code in row["failure_codes"]:
                                 stage, _, reason = code.partition(".")
-                                self.assertIn(stage, common.STAGES)
+                                self.assertIn(stage, transitlm.records.STAGES)
                                 self.assertTrue(reason.replace("_", "").isalnum()
                                                 or code == "no_response", code)
                         checked += 1
@@ -226,8 +228,8 @@ class PythonApi(unittest.TestCase):
         import csv
         with open(os.path.join(REPO, "data", BUNDLED["b1"]), encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
-        report, records = common.evaluate("single_route", rows, protocol="paper")
-        _, file_records = common.evaluate("single_route", protocol="paper")
+        report, records = transitlm.api.evaluate("single_route", rows, protocol="paper")
+        _, file_records = transitlm.api.evaluate("single_route", protocol="paper")
         self.assertEqual(len(records), len(rows))
         self.assertEqual([r["failure_codes"] for r in records],
                          [r["failure_codes"] for r in file_records])
@@ -244,11 +246,11 @@ class PythonApi(unittest.TestCase):
                  "generate_results": route()},
                 {"index_id": "b", "sft_prompt": prompt(), "sft_label": route(),
                  "generate_results": route(station_sequence=["A", "C"])}]
-        report, records = common.evaluate("single_route", rows, station_info=stations)
+        report, records = transitlm.api.evaluate("single_route", rows, station_info=stations)
         self.assertEqual(report["metrics"]["conn"], 0.5)
         self.assertEqual(records[1]["failure_codes"], ["reachability.broken_hop"])
         with self.assertRaises(common.InputError):
-            common.evaluate("single_route", rows, station_info=stations, protcol="paper")
+            transitlm.api.evaluate("single_route", rows, station_info=stations, protcol="paper")
 
     def test_aggregate_records_equals_the_report(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -256,7 +258,7 @@ class PythonApi(unittest.TestCase):
                 for protocol in ("reference", "paper"):
                     folder = os.path.join(tmp, short + protocol)
                     report, rows, _, _ = run_to_folder(short, folder, protocol)
-                    figures = common.aggregate_records(report["benchmark"], protocol, rows)
+                    figures = transitlm.records.aggregate_records(report["benchmark"], protocol, rows)
                     for key in ("counts", "rounds", "metrics", "diversity"):
                         self.assertEqual(figures.get(key), report.get(key), (short, key))
 

@@ -9,6 +9,8 @@ import unittest
 
 from tests.helpers import (common, east, evaluate_to_files, prompt, route, write_samples,
                            write_station_file)
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 from personalized.evaluate import Personalized, preference_compliance, transfers
 from diversity.evaluate import Diversity, best_match, present_routes, route_diversity
 from single_route.evaluate import SingleRoute
@@ -44,7 +46,7 @@ class FunnelAndMetrics(unittest.TestCase):
             {"status": "error", "in_funnel": False, "reachable": False},
             self.record(time_accurate=False, overall_accurate=False, time_mape_pct=30.0),
         ]
-        rounds = common.funnel_rounds(records)
+        rounds = transitlm.records.funnel_rounds(records)
         self.assertEqual(rounds["reachability"], {"input": 5, "passed": 3})
         self.assertEqual(rounds["grounding"]["input"], 3)
         self.assertEqual(rounds["grounding"]["station_grounding"], 2)
@@ -56,7 +58,7 @@ class FunnelAndMetrics(unittest.TestCase):
         acc = rounds["accuracy"]
         self.assertEqual((acc["input"], acc["time"], acc["overall"]), (2, 1, 1))
         self.assertAlmostEqual(acc["time_mape_pct"], 15.0)
-        metrics = common.metrics_block(rounds)
+        metrics = transitlm.records.metrics_block(rounds)
         self.assertAlmostEqual(metrics["conn"], 3 / 5)
         self.assertAlmostEqual(metrics["sg"], 2 / 3)
         self.assertAlmostEqual(metrics["rem"], 2 / 3)
@@ -64,22 +66,22 @@ class FunnelAndMetrics(unittest.TestCase):
         self.assertAlmostEqual(metrics["mape"], 5.0)          # (0 + 15 + 0) / 3
 
     def test_empty_denominators_give_null(self):
-        rounds = common.funnel_rounds([{"status": "error", "in_funnel": True,
+        rounds = transitlm.records.funnel_rounds([{"status": "error", "in_funnel": True,
                                         "reachable": False}])
-        metrics = common.metrics_block(rounds)
+        metrics = transitlm.records.metrics_block(rounds)
         self.assertEqual(metrics["conn"], 0.0)
         for key in ("sg", "dp", "lo", "sso", "rem", "ea", "mape"):
             self.assertIsNone(metrics[key], key)
-        self.assertIsNone(common.metrics_block(common.funnel_rounds([]))["conn"])
+        self.assertIsNone(transitlm.records.metrics_block(transitlm.records.funnel_rounds([]))["conn"])
         with_pc = dict(rounds, preference={"input": 0, "compliant": 0})
-        self.assertIsNone(common.metrics_block(with_pc)["pc"])
+        self.assertIsNone(transitlm.records.metrics_block(with_pc)["pc"])
 
     def test_summary_line_layout(self):
-        line = common.summary_line({"conn": 0.97, "sg": 0.985, "dp": 0.91, "lo": 0.828,
+        line = transitlm.reports.summary_line({"conn": 0.97, "sg": 0.985, "dp": 0.91, "lo": 0.828,
                                     "sso": 0.838, "rem": 0.71, "ea": 0.985, "mape": 1.33})
         self.assertEqual(line, "Conn 97.0% | SG 98.5% | DP 91.0% | LO 0.828 | SSO 0.838 | "
                                "REM 71.0% | EA 98.5% | MAPE 1.33%")
-        self.assertIn("EA - | MAPE -", common.summary_line({"ea": None, "mape": None}))
+        self.assertIn("EA - | MAPE -", transitlm.reports.summary_line({"ea": None, "mape": None}))
 
 
 class Preferences(unittest.TestCase):

@@ -8,6 +8,10 @@ import unittest
 
 from tests.golden import PARITY
 from tests.helpers import common, run_evaluator
+import transitlm.engine  # noqa: E402
+import transitlm.reading  # noqa: E402
+import transitlm.records  # noqa: E402
+import transitlm.reports  # noqa: E402
 from single_route.evaluate import SingleRoute
 from diversity.evaluate import Diversity
 from general_llm.evaluate import GeneralLLM
@@ -16,7 +20,7 @@ GENERATED = os.path.join(PARITY, "generated")
 
 
 @unittest.skipUnless(os.path.isdir(GENERATED), "../shared/parity is not available")
-@unittest.skipUnless(common._can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.engine._can_fork(), "no fork on this platform")
 class Workers(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -68,29 +72,29 @@ class ChunkHelpers(unittest.TestCase):
     """The pure helpers of chunked reading, by hand."""
 
     def test_csv_lines(self):
-        self.assertEqual(common.csv_lines(b""), 0)
-        self.assertEqual(common.csv_lines(b"a\nb\n"), 2)
-        self.assertEqual(common.csv_lines(b"a\r\nb\r\n"), 2)
-        self.assertEqual(common.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
+        self.assertEqual(transitlm.reading.csv_lines(b""), 0)
+        self.assertEqual(transitlm.reading.csv_lines(b"a\nb\n"), 2)
+        self.assertEqual(transitlm.reading.csv_lines(b"a\r\nb\r\n"), 2)
+        self.assertEqual(transitlm.reading.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
 
     def test_count_sparse(self):
-        self.assertEqual(common.count_sparse(b"", b"\n"), 0)
-        self.assertEqual(common.count_sparse(b"abc", b"\n"), 0)
-        self.assertEqual(common.count_sparse(b"\n", b"\n"), 1)
+        self.assertEqual(transitlm.reading.count_sparse(b"", b"\n"), 0)
+        self.assertEqual(transitlm.reading.count_sparse(b"abc", b"\n"), 0)
+        self.assertEqual(transitlm.reading.count_sparse(b"\n", b"\n"), 1)
         data = b"x\ny\r\n\n" * 50
         for steps in (1, 2, 3, 99, 1000):       # counted with data.count after `steps` hits
             with self.subTest(steps=steps):
-                self.assertEqual(common.count_sparse(data, b"\n", steps), 150)
+                self.assertEqual(transitlm.reading.count_sparse(data, b"\n", steps), 150)
 
     def test_lone_returns(self):
-        self.assertEqual(common.lone_returns(b""), 0)
-        self.assertEqual(common.lone_returns(b"\r"), 1)
-        self.assertEqual(common.lone_returns(b"\r\n"), 0)
-        self.assertEqual(common.lone_returns(b"a\r\rb\r\n\n\r"), 3)
+        self.assertEqual(transitlm.reading.lone_returns(b""), 0)
+        self.assertEqual(transitlm.reading.lone_returns(b"\r"), 1)
+        self.assertEqual(transitlm.reading.lone_returns(b"\r\n"), 0)
+        self.assertEqual(transitlm.reading.lone_returns(b"a\r\rb\r\n\n\r"), 3)
         data = b"a\r\rb\r\n\n\r" * 40
         for steps in (1, 2, 3, 4, 99, 1000):
             with self.subTest(steps=steps):
-                self.assertEqual(common.lone_returns(data, steps), 120)
+                self.assertEqual(transitlm.reading.lone_returns(data, steps), 120)
 
     def test_text_lines_are_the_csv_modules_lines(self):
         import io
@@ -99,21 +103,21 @@ class ChunkHelpers(unittest.TestCase):
                  'x,"a\u2028b\x85c\x0cd\x1ce"\ny\n', "\u2029\n\v"]
         for text in texts:
             with self.subTest(text=text):
-                self.assertEqual(common.text_lines(text, False),
+                self.assertEqual(transitlm.reading.text_lines(text, False),
                                  list(io.StringIO(text, newline="")))
         # A lone \r ends a line too: then the lines come from io.StringIO.
-        self.assertEqual(list(common.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
+        self.assertEqual(list(transitlm.reading.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
 
     def test_record_end(self):
-        self.assertEqual(common.record_end(b""), -1)
-        self.assertEqual(common.record_end(b"abc"), -1)
-        self.assertEqual(common.record_end(b"a\nb\nc"), 4)
+        self.assertEqual(transitlm.reading.record_end(b""), -1)
+        self.assertEqual(transitlm.reading.record_end(b"abc"), -1)
+        self.assertEqual(transitlm.reading.record_end(b"a\nb\nc"), 4)
         # The last line break is inside a quoted cell: the one before it.
-        self.assertEqual(common.record_end(b'a\n"b\nc'), 2)
-        self.assertEqual(common.record_end(b'"x\ny"\n"b\nc'), 6)
-        self.assertEqual(common.record_end(b'"a\nb'), -1)
+        self.assertEqual(transitlm.reading.record_end(b'a\n"b\nc'), 2)
+        self.assertEqual(transitlm.reading.record_end(b'"x\ny"\n"b\nc'), 6)
+        self.assertEqual(transitlm.reading.record_end(b'"a\nb'), -1)
         # Counted from ``start``.
-        self.assertEqual(common.record_end(b'"\nx\n', 1), 4)
+        self.assertEqual(transitlm.reading.record_end(b'"\nx\n', 1), 4)
 
     def test_details_parts_are_json_dumps(self):
         import json
@@ -121,56 +125,56 @@ class ChunkHelpers(unittest.TestCase):
                    {"city": "北京", "row": 1, "status": "error", "error": "\ud800"},
                    {"row": 2, "score": float("nan"), "a": "\x1b[31m"},
                    # A value that holds the row mark: the parts are made key by key.
-                   {"error": common._ROW_MARK, "row": 4, "z": common._ROW_MARK}]
+                   {"error": transitlm.reports._ROW_MARK, "row": 4, "z": transitlm.reports._ROW_MARK}]
         for record in records:
             with self.subTest(record=record):
-                safe = common._finite(record)
+                safe = transitlm.reports._finite(record)
                 try:
                     text = json.dumps(safe, ensure_ascii=False, sort_keys=True)
                     text.encode("utf-8")
                 except UnicodeEncodeError:
                     text = json.dumps(safe, ensure_ascii=True, sort_keys=True)
-                self.assertEqual(common.details_bytes(record), text.encode("utf-8") + b"\n")
-                head, tail = common.details_parts(record)
-                self.assertEqual(common.details_line(head, 41, tail),
-                                 common.details_bytes(dict(record, row=41)))
-                self.assertEqual(common._details_parts_by_keys(record), (head, tail))
+                self.assertEqual(transitlm.reports.details_bytes(record), text.encode("utf-8") + b"\n")
+                head, tail = transitlm.reports.details_parts(record)
+                self.assertEqual(transitlm.reports.details_line(head, 41, tail),
+                                 transitlm.reports.details_bytes(dict(record, row=41)))
+                self.assertEqual(transitlm.reports._details_parts_by_keys(record), (head, tail))
 
     def test_failure_line_parts(self):
         record = {"row": 5, "index_id": "x\x1by", "status": "error", "error": "bad"}
-        self.assertEqual(common.failure_line(record), "  row 5      x\\x1by  error: bad\n")
-        self.assertEqual(common.failure_line_for(1234567, common.failure_text(record)),
+        self.assertEqual(transitlm.reports.failure_line(record), "  row 5      x\\x1by  error: bad\n")
+        self.assertEqual(transitlm.reports.failure_line_for(1234567, transitlm.reports.failure_text(record)),
                          "  row 1234567 x\\x1by  error: bad\n")
 
     def test_parse_chunk_finds_a_split_record(self):
         layout = ("f.csv", (0, 1, 2, 3, None), 4)
-        rows = list(common.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
+        rows = list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
         self.assertEqual([row.index_id for row in rows], ["a", "e"])
         self.assertEqual(rows[1].row, 2)
-        with self.assertRaises(common.SplitRecord):
-            list(common.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
+        with self.assertRaises(transitlm.reading.SplitRecord):
+            list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
         # The file's last chunk may end inside a quote: that is the row as read.
-        last = list(common.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
+        last = list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
         self.assertEqual(last[1].prediction, "")
         self.assertEqual(last[1].problem[0], "malformed_row")
 
 
-@unittest.skipUnless(common._can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.engine._can_fork(), "no fork on this platform")
 class ChunkedReading(unittest.TestCase):
     """Workers that read their own chunks of the file give the same outputs as one
     process, whatever the chunk size and however odd the CSV."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.saved = common.CHUNK_BYTES
+        self.saved = transitlm.reading.CHUNK_BYTES
 
     def tearDown(self):
-        common.CHUNK_BYTES = self.saved
+        transitlm.reading.CHUNK_BYTES = self.saved
         self.tmp.cleanup()
 
     def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=()):
         if chunk_bytes:
-            common.CHUNK_BYTES = chunk_bytes
+            transitlm.reading.CHUNK_BYTES = chunk_bytes
         tag = "%s-%s" % (workers, chunk_bytes)
         json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
         details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
@@ -180,7 +184,7 @@ class ChunkedReading(unittest.TestCase):
                 "--workers", str(workers), "--json", json_path, "--details", details]
                 + list(extra))
         finally:
-            common.CHUNK_BYTES = self.saved
+            transitlm.reading.CHUNK_BYTES = self.saved
         if status != 0:
             return status, err
         with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
@@ -257,13 +261,13 @@ class ChunkedReading(unittest.TestCase):
     def spy_on(self, name):
         """Record the calls of SampleReader.<name> (their arguments after self)."""
         calls = []
-        original = getattr(common.SampleReader, name)
+        original = getattr(transitlm.reading.SampleReader, name)
 
         def spy(reader, *args):
             calls.append(args)
             return original(reader, *args)
-        setattr(common.SampleReader, name, spy)
-        self.addCleanup(setattr, common.SampleReader, name, original)
+        setattr(transitlm.reading.SampleReader, name, spy)
+        self.addCleanup(setattr, transitlm.reading.SampleReader, name, original)
         return calls
 
     def test_line_break_in_a_cell_cuts_again(self):
@@ -308,13 +312,13 @@ class ChunkedReading(unittest.TestCase):
         # A regular file: workers get where their chunk lies (span tasks) and
         # read it themselves; the outputs are those of one process.
         spans = []
-        original = common._byte_tasks
+        original = transitlm.engine._byte_tasks
 
         def spy(chunks, spans_wanted=False):
             spans.append(spans_wanted)
             return original(chunks, spans_wanted)
-        common._byte_tasks = spy
-        self.addCleanup(setattr, common, "_byte_tasks", original)
+        transitlm.engine._byte_tasks = spy
+        self.addCleanup(setattr, transitlm.engine, "_byte_tasks", original)
         self.assert_same(self.bundled())
         self.assertEqual(set(spans), {True})
 
@@ -322,15 +326,15 @@ class ChunkedReading(unittest.TestCase):
         """Run two workers on a copy of the bundled file, calling change(path)
         once the first chunks have been handed out -> (status, stderr)."""
         sample = self.write("changing.csv", self.bundled())
-        original = common.SampleReader.chunks
+        original = transitlm.reading.SampleReader.chunks
 
         def chunks(reader):
             for count, chunk in enumerate(original(reader)):
                 if count == 3:
                     change(sample)
                 yield chunk
-        common.SampleReader.chunks = chunks
-        self.addCleanup(setattr, common.SampleReader, "chunks", original)
+        transitlm.reading.SampleReader.chunks = chunks
+        self.addCleanup(setattr, transitlm.reading.SampleReader, "chunks", original)
         return self.outputs(sample, 2, 400)
 
     def test_a_file_written_during_the_run_is_refused(self):
@@ -346,14 +350,14 @@ class ChunkedReading(unittest.TestCase):
         # The out-of-memory killer, say: exit status 1, one line naming the
         # signal, and no output file (multiprocessing.Pool waited for ever).
         import signal
-        original = common._evaluate_task
+        original = transitlm.engine._evaluate_task
 
         def dies_past_line_20(task):       # ("span", offset, length, first line, final)
             if task[3] > 20:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(task)
-        common._evaluate_task = dies_past_line_20
-        self.addCleanup(setattr, common, "_evaluate_task", original)
+        transitlm.engine._evaluate_task = dies_past_line_20
+        self.addCleanup(setattr, transitlm.engine, "_evaluate_task", original)
         sample = self.write("s.csv", self.bundled())
         status, err = self.outputs(sample, 2, 400)
         self.assertEqual(status, 1)
@@ -375,10 +379,10 @@ class ChunkedReading(unittest.TestCase):
         path = self.write("span.bin", b"0123456789")
         with open(path, "rb") as handle:
             fd = handle.fileno()
-            self.assertEqual(common.read_span(fd, 2, 3), b"234")
-            self.assertEqual(common.read_span(fd, 8, 5), b"89")     # the file ends first
-            self.assertEqual(common.read_span(fd, 20, 5), b"")
-            self.assertEqual(common.read_span(fd, 0, 0), b"")
+            self.assertEqual(transitlm.reading.read_span(fd, 2, 3), b"234")
+            self.assertEqual(transitlm.reading.read_span(fd, 8, 5), b"89")     # the file ends first
+            self.assertEqual(transitlm.reading.read_span(fd, 20, 5), b"")
+            self.assertEqual(transitlm.reading.read_span(fd, 0, 0), b"")
             self.assertEqual(handle.read(), b"0123456789")         # position untouched
 
     def test_input_error_names_the_line(self):
@@ -397,7 +401,7 @@ class ChunkedReading(unittest.TestCase):
         import sys
         data = self.bundled()
         script = os.path.join(os.path.dirname(BUNDLED), "single_route", "evaluate.py")
-        code = ("import common, runpy, sys; common.CHUNK_BYTES = 300; "
+        code = ("import transitlm.reading, runpy, sys; transitlm.reading.CHUNK_BYTES = 300; "
                 "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
         outputs = []
         for workers in ("1", "2"):
@@ -452,9 +456,9 @@ class RouteDrawings(unittest.TestCase):
         network = common.StationNetwork.from_dict({"A": (0.0, 0.0, ["B"]),
                                                    "B": (0.001, 0.0, ["A"])})
         label = {"station_sequence": ["A", "B"], "line_sequence": ["L1"]}
-        row = common.DecodedRow(common.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
+        row = transitlm.engine.DecodedRow(transitlm.reading.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
                                 (0.001, 0.0), "", label, dict(label))
-        context = common.Context(common.Options(SingleRoute()), common.REFERENCE, network)
+        context = transitlm.engine.Context(transitlm.engine.Options(SingleRoute()), common.REFERENCE, network)
         self.assertIn("prediction_routes", SingleRoute().evaluate(row, context))
         context.route_drawings = False
         fields = SingleRoute().evaluate(row, context)
@@ -468,12 +472,12 @@ class DeferredTotals(unittest.TestCase):
 
     def test_merge_adds_in_order(self):
         # (1e16 + 1) - 1e16 is 0.0 in floats; any other order gives 1.0.
-        self.assertEqual(common._merge_totals(0, [1e16, 1.0, -1e16]), 0.0)
-        self.assertEqual(common._merge_totals({"a": 1}, {"a": [True, 2], "b": 3}),
+        self.assertEqual(transitlm.records._merge_totals(0, [1e16, 1.0, -1e16]), 0.0)
+        self.assertEqual(transitlm.records._merge_totals({"a": 1}, {"a": [True, 2], "b": 3}),
                          {"a": 4, "b": 3})
-        self.assertEqual(common._merge_totals([0, 0.5], ([1], [0.25, 0.25])), [1, 1.0])
+        self.assertEqual(transitlm.records._merge_totals([0, 0.5], ([1], [0.25, 0.25])), [1, 1.0])
         with self.assertRaises(TypeError):        # a float added out of order
-            common._merge_totals(0, 0.5)
+            transitlm.records._merge_totals(0, 0.5)
 
     def test_aggregate_merge_equals_one_fold(self):
         from tests.helpers import evaluate_to_files
@@ -482,8 +486,8 @@ class DeferredTotals(unittest.TestCase):
                 "--input", os.path.join(BUNDLED, "benchmark1_single_route_example.csv"),
                 "--station_info", os.path.join(BUNDLED, "station_info.csv")], folder)
         from common import PROTOCOLS
-        one = common.Aggregate(SingleRoute(), PROTOCOLS["reference"])
-        merged = common.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        one = transitlm.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        merged = transitlm.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
         for start in range(0, len(records), 5):
             part = merged.deferred()
             for record in records[start:start + 5]:

@@ -1,0 +1,23 @@
+"""The machinery of the TransitLM evaluators, beside the rules in ``common.py``.
+
+One module per concern; dependencies run one way (scenario scripts and
+workflow tools -> this package -> ``common``):
+
+- ``reading``: the sample CSV (streamed, chunked, hashed) and predictions files;
+- ``records``: per-row records, failure codes and their aggregation;
+- ``reports``: the JSON report, the details lines, the text report, the signature;
+- ``engine``: ``Benchmark`` (what a scenario script subclasses) and the row stream;
+- ``worker_pool``: the forked worker processes of ``--workers``;
+- ``cli``: the command line every evaluator shares;
+- ``api``: ``evaluate()``, the Python API;
+- ``terminal``: escaping text for a terminal, the progress line;
+- ``status``: exit statuses and the errors that stop a run.
+
+With the repository root on ``sys.path``::
+
+    import transitlm
+    report, records = transitlm.evaluate("single_route", input="data/benchmark1_single_route_example.csv")
+"""
+
+from common import VERSION  # noqa: F401  (the project's version)
+from transitlm.api import evaluate  # noqa: F401

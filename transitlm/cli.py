@@ -1,0 +1,379 @@
+"""The command line every evaluator shares: flags, output files, exit statuses.
+
+Standard library only; Python 3.8+.
+"""
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+
+from common import InputError, PROTOCOLS
+from transitlm.engine import (
+    DATA_DIR, DATA_ENV, MIN_ROWS_PER_WORKER, Options, RowSinks, evaluate_stream)
+from transitlm.reading import CHUNK_BYTES
+from transitlm.reports import failures_title, render_text_head, render_text_tail, report_json
+from transitlm.status import (
+    EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed)
+from transitlm.terminal import printable
+
+# -- the command line -------------------------------------------------------------
+
+def build_parser(benchmark):
+    parser = argparse.ArgumentParser(
+        prog=os.path.join(os.path.basename(os.path.dirname(sys.argv[0]) or "."),
+                          os.path.basename(sys.argv[0])),
+        description="%s: score model routes against the station graph (TransitLM)."
+        % benchmark.title)
+    parser.add_argument("--input", default=os.path.join(DATA_DIR, benchmark.default_input),
+                        help="sample CSV (default: the bundled example data/%s)"
+                        % benchmark.default_input)
+    parser.add_argument("--input_field", choices=("generate_results", "sft_label"),
+                        default="generate_results",
+                        help="column holding the prediction; sft_label scores the label "
+                             "against itself (a sanity check)")
+    parser.add_argument("--predictions", metavar="PATH",
+                        help="model outputs in a separate file (JSON Lines or CSV with "
+                             "index_id/indexid and generate_results), joined to the test "
+                             "rows by id")
+    parser.add_argument("--strict_json", action="store_true",
+                        help="refuse predictions with text around the JSON (error rows), "
+                             "as the published evaluator does")
+    parser.add_argument("--sample_count", type=_non_negative_int, metavar="N",
+                        help="evaluate only the first N rows")
+    parser.add_argument("--station_info", metavar="CSV",
+                        help="station file (default: $%s/station_info.csv or "
+                             "transit-lm-station-info.csv if set, else the bundled "
+                             "data/station_info.csv)" % DATA_ENV)
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
+                        help="reference: the published evaluator's rules, quirks included "
+                             "(default); paper: the TransitLM paper's definitions")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write a run folder: DIR/report.json, DIR/details.jsonl, "
+                             "DIR/report.txt and DIR/report.html (DIR is created)")
+    parser.add_argument("--json", metavar="PATH",
+                        help="write the JSON report to PATH ('-' = stdout, replacing the "
+                             "text report)")
+    parser.add_argument("--details", metavar="PATH",
+                        help="write one JSON line per input row (verdicts, reasons, failure "
+                             "codes); '-' = stdout, replacing the text report")
+    parser.add_argument("--html", metavar="PATH",
+                        help="write a self-contained HTML report (funnel, failure reasons, "
+                             "row explorer with route maps)")
+    parser.add_argument("--html_rows", type=_non_negative_int, default=500, metavar="N",
+                        help="rows listed (with a map each) in the HTML report: failures "
+                             "first, then a sample of passed rows (default 500)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no per-row failure lines and no progress line")
+    parser.add_argument("--workers", type=_non_negative_int, default=0, metavar="N",
+                        help="evaluate in up to N forked worker processes (where fork is "
+                             "available; each takes chunks of about %d KB of the file, or "
+                             "with --predictions or --sample_count at least %d rows); every "
+                             "output is identical to a single-process run. 0 = one per CPU "
+                             "core (default); 1 = a single process"
+                             % (CHUNK_BYTES // 1024, MIN_ROWS_PER_WORKER))
+    benchmark.add_arguments(parser)
+    return parser
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+# Flags of the command line that are not evaluation options (where outputs go).
+OUTPUT_FLAGS = ("out", "json", "details", "html", "html_rows")
+
+
+def options_from_args(benchmark, args):
+    values = {key: value for key, value in vars(args).items() if key not in OUTPUT_FLAGS}
+    return Options(benchmark, **values)
+
+
+class OutputFile(object):
+    """A file written through a temporary name and renamed when the run succeeds,
+    so a failed run leaves no half-written output."""
+
+    def __init__(self, path, binary=False):
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            handle, self.temp = tempfile.mkstemp(prefix=".transitlm-", dir=folder)
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
+        self.handle = os.fdopen(handle, "wb" if binary else "w",
+                                **({} if binary else {"encoding": "utf-8", "newline": "\n"}))
+
+    def write(self, data):
+        try:
+            self.handle.write(data)
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
+
+    def commit(self):
+        try:
+            self.handle.close()
+            os.chmod(self.temp, 0o644)
+            os.replace(self.temp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
+
+    def discard(self):
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        if os.path.exists(self.temp):
+            os.remove(self.temp)
+
+
+def _output_plan(args):
+    """Where each output goes -> dict of role -> path ('-' = stdout); exit 2 on
+    clashes (two outputs to one file, two to stdout)."""
+    plan = {"json": args.json, "details": args.details, "html": args.html}
+    if args.out:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as exc:
+            raise InputError("cannot create run folder %s: %s" % (args.out, exc.strerror or exc))
+        plan["out_json"] = os.path.join(args.out, "report.json")
+        plan["out_details"] = os.path.join(args.out, "details.jsonl")
+        plan["out_text"] = os.path.join(args.out, "report.txt")
+        plan["out_html"] = os.path.join(args.out, "report.html")
+    to_stdout = [role for role, path in plan.items() if path == "-"]
+    if len(to_stdout) > 1:
+        raise InputError("only one output can go to stdout ('-'), not --%s"
+                         % " and --".join(to_stdout))
+    if plan["html"] == "-":
+        raise InputError("--html needs a file name")
+    seen = {}
+    inputs = {os.path.realpath(path) for path in (args.input, args.predictions,
+                                                  args.station_info) if path}
+    for role, path in plan.items():
+        if not path or path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InputError("%s and %s would both be written to %s"
+                             % (_role_name(seen[real]), _role_name(role), path))
+        if real in inputs:
+            raise InputError("%s would overwrite the input file %s" % (_role_name(role), path))
+        seen[real] = role
+    return plan
+
+
+def _role_name(role):
+    return {"json": "--json", "details": "--details", "html": "--html",
+            "out_json": "--out's report.json", "out_details": "--out's details.jsonl",
+            "out_text": "--out's report.txt", "out_html": "--out's report.html"}[role]
+
+
+def run(benchmark, argv=None):
+    """Parse arguments, evaluate, write the reports; return the exit status."""
+    parser = build_parser(benchmark)
+    args = parser.parse_args(argv)
+    # Nothing the evaluators build holds a reference cycle: reference counting
+    # frees it all, and the cyclic collector would only re-scan the station index.
+    gc.disable()
+    try:
+        return _run(benchmark, args)
+    except InputError as exc:
+        sys.stderr.write("error: %s\n" % printable(exc))
+        return EXIT_USAGE
+    except ServiceError as exc:
+        sys.stderr.write("error: %s\n" % printable(exc))
+        return EXIT_SERVICE
+    except WorkerFailed as exc:
+        sys.stderr.write("error: %s\n" % printable(exc))
+        return EXIT_WORKER
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return 130
+    finally:
+        gc.enable()
+
+
+def _run(benchmark, args):
+    options = options_from_args(benchmark, args)
+    plan = _output_plan(args)
+    files = []                         # OutputFiles, committed only when all went well
+
+    def output(path, binary=False):
+        handle = OutputFile(path, binary)
+        files.append(handle)
+        return handle
+
+    spools = []
+
+    def spool(binary=False):
+        handle = _Spool(binary)
+        spools.append(handle)
+        return handle
+
+    try:
+        details_path = plan.get("out_details") or (
+            plan["details"] if plan["details"] not in (None, "-") else None)
+        details = None
+        if details_path:
+            details = output(details_path, binary=True)
+        elif plan["details"] == "-" or plan["html"]:
+            details = spool(binary=True)
+        text_wanted = not any(plan[role] == "-" for role in ("json", "details")) \
+            or plan.get("out_text")
+        failures = None
+        if text_wanted and not options.quiet:
+            failures = spool()
+
+        report, sinks, network = evaluate_stream(
+            benchmark, options, lambda aggregate: RowSinks(aggregate, details, failures))
+
+        json_text = report_json(report)
+        for role in ("json", "out_json"):
+            if plan.get(role) and plan[role] != "-":
+                output(plan[role]).write(json_text)
+        if details is not None and plan["details"] not in (None, "-") \
+                and plan["details"] != details_path:
+            _copy_spool(details, output(plan["details"], binary=True))
+        text_parts = None
+        if text_wanted:
+            head = render_text_head(benchmark, report)
+            tail = render_text_tail(report)
+            text_parts = (head, failures, sinks.failing, report["counts"]["samples"], tail)
+            if plan.get("out_text"):
+                _write_text_report(output(plan["out_text"]), text_parts)
+        for role in ("html", "out_html"):
+            if plan.get(role):
+                _write_html(output(plan[role]), report, details, network, args.html_rows)
+        for handle in files:
+            handle.commit()
+        files = []
+        if plan["json"] == "-":
+            _stdout_write(json_text)
+        elif plan["details"] == "-":
+            _stdout_copy(details)
+        else:
+            _write_text_report(_StdoutWriter(), text_parts)
+        _stdout_flush()
+    finally:
+        for handle in files:
+            handle.discard()
+        for handle in spools:
+            handle.handle.close()
+    return EXIT_OK
+
+
+class _Spool(object):
+    """A temporary file for an output assembled after the rounds (failure lines,
+    details for stdout or the HTML page)."""
+
+    def __init__(self, binary=False):
+        self.handle = tempfile.NamedTemporaryFile(
+            mode="w+b" if binary else "w+", prefix="transitlm-",
+            **({} if binary else {"encoding": "utf-8", "newline": "\n"}))
+        self.path = self.handle.name
+
+    def write(self, data):
+        self.handle.write(data)
+
+    def chunks(self):
+        self.handle.flush()
+        self.handle.seek(0)
+        return iter(lambda: self.handle.read(1 << 20), self.handle.read(0))
+
+
+def _copy_spool(source, target):
+    if isinstance(source, OutputFile):
+        source.handle.flush()
+        with open(source.temp, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                target.write(block)
+    else:
+        for block in source.chunks():
+            target.write(block)
+
+
+def _write_text_report(target, parts):
+    head, failures, failing, samples, tail = parts
+    target.write(head)
+    if failures is not None:
+        target.write(failures_title(failing, samples))
+        for block in failures.chunks():
+            target.write(block)
+    target.write(tail)
+
+
+def _write_html(target, report, details, network, html_rows):
+    try:
+        import html_report
+    except ImportError:
+        raise InputError("the HTML report needs html_report.py beside common.py")
+    if isinstance(details, OutputFile):
+        details.handle.flush()
+        path = details.temp
+    else:
+        details.handle.flush()
+        path = details.path
+    target.write(html_report.evaluator_page(report, path, network, html_rows))
+
+
+class _StdoutWriter(object):
+    def write(self, text):
+        _stdout_write(text)
+
+
+def _stdout_write(text):
+    try:
+        sys.stdout.write(text)
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
+
+
+def _stdout_copy(spool):
+    try:
+        sys.stdout.flush()
+        out = sys.stdout.buffer
+        for block in spool.chunks():
+            out.write(block)
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
+
+
+def _stdout_flush():
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
+
+
+def script_main(benchmark):
+    """Entry point of a scenario script: run and exit with its status."""
+    # Text the output encoding cannot hold (PYTHONIOENCODING=ascii, a lone
+    # surrogate) is printed as escapes instead of failing.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
+    try:
+        status = run(benchmark)
+    except BrokenPipeError:
+        # `evaluate.py | head` closed stdout: nothing more to say.
+        status = EXIT_OK
+    try:
+        sys.stdout.flush()
+    except OSError:
+        status = status or EXIT_USAGE
+    # The interpreter's own final flush must not print a traceback (full disk,
+    # closed pipe): stdout is done with.
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(status)

@@ -1,0 +1,575 @@
+"""The run engine: a ``Benchmark`` (what a scenario script subclasses), the row
+stream from samples to records, and the worker-process glue.
+
+Standard library only; Python 3.8+.
+"""
+
+import collections
+import itertools
+import os
+import sys
+
+from common import (
+    InputError, PROTOCOLS, RowError, StationNetwork, decode_json, read_prompt,
+    station_cache_folder)
+from transitlm.reading import (
+    PredictionsFile, RowsSource, SampleReader, SampleRow, SplitRecord, parse_chunk, read_span)
+from transitlm.records import (
+    Aggregate, NO_RESPONSE, PROJECT_DIR, base_record, error_record, finish_record)
+from transitlm.reports import (
+    build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
+    failure_text, render_funnel)
+from transitlm.status import WorkerFailed
+from transitlm.terminal import Progress
+
+DATA_DIR = os.path.join(PROJECT_DIR, "data")
+DATA_ENV = "TRANSITLM_DATA"
+STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
+LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")
+BATCH_ROWS = 256                 # rows decoded and judged together
+
+
+def default_data_file(names):
+    """A data file from $TRANSITLM_DATA if it holds one, else the bundled one."""
+    folder = os.environ.get(DATA_ENV)
+    if folder:
+        for name in names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return os.path.join(DATA_DIR, names[0])
+
+
+class Benchmark(object):
+    """What a scenario script provides to the engine; subclass and override.
+
+    Every hook returns values; none edits the report.
+    """
+
+    name = ""                    # report "benchmark"
+    title = ""
+    default_input = ""           # file name in data/
+    needs_req_type = False
+    empty_prediction_is_no_response = False
+    station_names = False        # routes name stations (general LLM) instead of ids
+
+    def option_defaults(self):
+        """The scenario's own options and their defaults (beside Options.DEFAULTS)."""
+        return {}
+
+    def figure_options(self):
+        """Scenario options that can change a figure (recorded in the report)."""
+        return ()
+
+    def add_arguments(self, parser):
+        pass
+
+    def prepare(self, context):
+        """Load what the scenario needs (called once, after the station file)."""
+
+    def inputs(self, context):
+        """Scenario input files and services -> dict for the report's ``inputs``."""
+        return {}
+
+    def input_hashes(self, context):
+        """SHA-256 of the scenario's input files by role (``inputs.sha256``)."""
+        return {}
+
+    def sample_fields(self, sample):
+        """Fields every record of this sample carries, error rows included."""
+        return {}
+
+    def in_funnel_default(self, protocol):
+        """Do error and no-response rows enter Round 1?"""
+        return True
+
+    def evaluate(self, row, context):
+        """Evaluate one decoded row -> record fields (raise RowError if it can't)."""
+        raise NotImplementedError
+
+    def evaluate_batch(self, rows, context):
+        """Evaluate decoded rows -> a list of record fields or RowError, in order."""
+        out = []
+        for row in rows:
+            try:
+                out.append(self.evaluate(row, context))
+            except RowError as exc:
+                out.append(exc.detached())      # see RowError
+        return out
+
+    def scenario_codes(self, record, protocol):
+        """Failure codes of the scenario's own stages (preference, diversity)."""
+        return []
+
+    def totals(self, protocol):
+        """Running totals of the scenario's sections (an object with add(record)
+        and sections() -> {"rounds": {...}} and/or other report keys), or None."""
+        return None
+
+    def can_run_in_workers(self, context):
+        """May rows be split across worker processes (--workers)?"""
+        return True
+
+    def render(self, out, report):
+        render_funnel(out, report["rounds"])
+
+    def warnings(self, context):
+        """Lines for the report's warnings (after the run)."""
+        return []
+
+
+class Options(object):
+    """What a run depends on besides its rows: the CLI's flags or the API's keywords.
+
+    The engine reads only this (never an argparse namespace).
+    """
+
+    DEFAULTS = {"input": None, "input_field": "generate_results", "predictions": None,
+                "strict_json": False, "sample_count": None, "station_info": None,
+                "protocol": "reference", "workers": 1, "quiet": True}
+    # Options that can change a figure or the row set: recorded in the report.
+    FIGURE_OPTIONS = ("protocol", "input_field", "sample_count", "strict_json")
+
+    def __init__(self, benchmark, **values):
+        defaults = dict(self.DEFAULTS)
+        defaults.update(benchmark.option_defaults())
+        unknown = sorted(set(values) - set(defaults))
+        if unknown:
+            raise InputError("unknown option(s) %s (known: %s)"
+                             % (", ".join(unknown), ", ".join(sorted(defaults))))
+        defaults.update(values)
+        self.__dict__.update(defaults)
+        if self.protocol not in PROTOCOLS:
+            raise InputError("unknown protocol %r (known: %s)"
+                             % (self.protocol, ", ".join(sorted(PROTOCOLS))))
+        self.figure_options = self.FIGURE_OPTIONS + tuple(benchmark.figure_options())
+
+    def recorded(self):
+        return {key: getattr(self, key) for key in self.figure_options}
+
+
+class DecodedRow(object):
+    """A sample whose cells are decoded: origin, destination, city, label, prediction."""
+
+    __slots__ = ("sample", "origin", "destination", "city", "label", "prediction", "index")
+
+    def __init__(self, sample, origin, destination, city, label, prediction):
+        self.index = None
+        self.sample = sample
+        self.origin = origin
+        self.destination = destination
+        self.city = city
+        self.label = label
+        self.prediction = prediction
+
+
+class Context(object):
+    """What evaluation needs besides the row: network, protocol, options."""
+
+    def __init__(self, options, protocol, network):
+        self.options = options
+        self.protocol = protocol
+        self.network = network
+        # Records carry the routes as judged (prediction_routes, label_routes:
+        # see route_json) only for an output that shows them: the details, the
+        # HTML page (drawn from the details) and the Python API's records.
+        self.route_drawings = True
+        # Counts reported under input_notes (e.g. json_extracted: predictions
+        # whose JSON was cut out of surrounding text); summed across workers.
+        self.tally = {}
+
+    def count(self, key, amount=1):
+        self.tally[key] = self.tally.get(key, 0) + amount
+
+
+# -- the row stream -----------------------------------------------------------
+
+def _is_empty_prediction(sample):
+    value = sample.prediction
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+class RowJudge(object):
+    """Turns samples into finished records: decoding, the scenario's checks,
+    failure codes.  One per run (and per worker process)."""
+
+    def __init__(self, benchmark, context):
+        self.benchmark = benchmark
+        self.context = context
+        self.protocol = context.protocol
+        options = context.options
+        self.lenient = bool(options.predictions) and not options.strict_json
+        self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
+                                     or bool(options.predictions))
+        self.in_funnel = benchmark.in_funnel_default(context.protocol)
+
+    def _not_evaluated(self, sample, message, status="error", code=None, prompt=None):
+        record = error_record(sample, message, self.in_funnel, status, code)
+        if prompt is not None:
+            record["origin"], record["destination"], record["city"] = prompt
+        record.update(self.benchmark.sample_fields(sample))
+        if sample.generator_error is not None:
+            record["generator_error"] = sample.generator_error
+        return record
+
+    def decode(self, sample):
+        """A sample -> DecodedRow, or the finished record of a row not evaluated."""
+        if sample.problem:
+            code, message = sample.problem
+            return self._not_evaluated(sample, message, code=code)
+        try:
+            prompt = read_prompt(sample.prompt)
+        except RowError as exc:
+            return self._not_evaluated(sample, str(exc), code=exc.code)
+        origin, destination, city = prompt
+        if not sample.has_prediction:
+            message = ("generator error: %s" % sample.generator_error
+                       if sample.generator_error is not None else "no prediction for this id")
+            return self._not_evaluated(sample, message, NO_RESPONSE, prompt=prompt)
+        # An empty output: the general-LLM evaluator (as published) and a
+        # predictions file call it no response; inline it is unreadable JSON.
+        if self.empty_is_no_response and _is_empty_prediction(sample):
+            return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
+        try:
+            label, _ = decode_json(sample.label, "sft_label", code="invalid_label")
+            prediction, extracted = decode_json(sample.prediction, "prediction", self.lenient)
+        except RowError as exc:
+            return self._not_evaluated(sample, str(exc), code=exc.code, prompt=prompt)
+        if extracted:
+            self.context.count("json_extracted")
+        return DecodedRow(sample, origin, destination, city, label, prediction)
+
+    def records(self, samples):
+        """Samples (an iterator) -> finished records, one per sample, in order.
+
+        Rows go through in batches of BATCH_ROWS (the general LLM judges a
+        batch with one request), so memory holds one batch, never the run.
+        """
+        batch = []
+        for sample in samples:
+            batch.append(self.decode(sample))
+            if len(batch) >= BATCH_ROWS:
+                for record in self._judge(batch):
+                    yield record
+                batch = []
+        if batch:
+            for record in self._judge(batch):
+                yield record
+
+    def _judge(self, batch):
+        rows = [item for item in batch if isinstance(item, DecodedRow)]
+        results = iter(self.benchmark.evaluate_batch(rows, self.context) if rows else ())
+        for item in batch:
+            if not isinstance(item, DecodedRow):
+                yield item
+                continue
+            fields = next(results)
+            sample = item.sample
+            prompt = (item.origin, item.destination, item.city)
+            if isinstance(fields, RowError):
+                yield self._not_evaluated(sample, str(fields), code=fields.code, prompt=prompt)
+                continue
+            record = base_record(sample)
+            record["origin"], record["destination"], record["city"] = prompt
+            record.update(self.benchmark.sample_fields(sample))
+            record.update(fields)
+            yield finish_record(record, self.benchmark, self.protocol)
+
+
+class RowSinks(object):
+    """Where each finished row goes: the details file, the failure listing
+    (spooled to a temporary file, printed after the rounds), the running
+    aggregate and, for the Python API, a list."""
+
+    def __init__(self, aggregate, details=None, failures=None, collect=None):
+        self.aggregate = aggregate
+        self.details = details          # binary file or None
+        self.failures = failures        # text spool or None
+        self.failing = 0
+        self.collect = collect          # list or None
+
+    def add(self, record):
+        if self.details is not None:
+            self.details.write(details_bytes(record))
+        if self.failures is not None:
+            line = failure_line(record)
+            if line is not None:
+                self.failures.write(line)
+                self.failing += 1
+        if self.collect is not None:
+            self.collect.append(record)
+        self.aggregate.add(record)
+
+    def render_chunk(self, records):
+        """A worker's side of add() for a chunk of records (an iterator, taken
+        one at a time): their row numbers, details lines (in two parts around
+        the row number: see details_parts), failure lines (without the row
+        number) and the state of a deferred Aggregate of them.  add_chunk in
+        the parent writes them, the row numbers shifted by ``offset``."""
+        rows = []
+        details = [] if self.details is not None else None
+        failures = [] if self.failures is not None else None
+        aggregate = self.aggregate.deferred()
+        fold = aggregate.add
+        for index, record in enumerate(records):
+            rows.append(record["row"])
+            fold(record)
+            if details is not None:
+                details.append(details_parts(record))
+            if failures is not None:
+                text = failure_text(record)
+                if text is not None:
+                    failures.append((index, text))
+        return rows, details, failures, aggregate.state()
+
+    def add_chunk(self, rows, details, failures, totals, offset=0):
+        if self.details is not None:
+            self.details.write(b"".join([details_line(head, row + offset, tail)
+                                         for row, (head, tail) in zip(rows, details)]))
+        if self.failures is not None:
+            self.failures.write("".join([failure_line_for(rows[index] + offset, text)
+                                         for index, text in failures]))
+            self.failing += len(failures)
+        self.aggregate.merge(totals)
+
+
+MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
+CHUNK_ROWS = 1000                # rows a worker evaluates per task (read row by row)
+_FORKED = None                   # (judge, sinks, sample file layout) inherited by workers
+# The layout is (path, columns, width, file descriptor or None): see _evaluate_task.
+
+
+def _can_fork():
+    """Can --workers fork worker processes here (worker_pool needs fork and poll)?"""
+    import select
+    return hasattr(os, "fork") and hasattr(select, "poll")
+
+
+def _evaluate_task(task):
+    """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
+    plus the context's tally), None when a chunk ("bytes" or "span") did not
+    end at the end of a record, or the message of an input-file error.
+
+    A task is ("rows", SampleRow states), ("bytes", data, first line, final)
+    (a chunk of the sample file that the worker parses itself: parse_chunk)
+    or ("span", offset, length, first line, final): such a chunk, which the
+    worker reads from the file itself (the descriptor it inherited).
+    """
+    judge, sinks, layout = _FORKED
+    judge.context.tally = {}
+    try:
+        if task[0] == "span":
+            path, columns, width, fd = layout
+            data = read_span(fd, task[1], task[2])
+            if len(data) != task[2]:
+                return ("input file %s changed while it was evaluated (it is shorter "
+                        "now); run again on a file that is not being written" % path)
+            samples = parse_chunk(data, task[3], path, columns, width, final=task[4])
+        elif task[0] == "bytes":
+            samples = parse_chunk(task[1], task[2], *layout[:3], final=task[3])
+        else:
+            samples = map(SampleRow.from_state, task[1])
+        outputs = sinks.render_chunk(judge.records(samples))
+    except SplitRecord:
+        return None
+    except InputError as exc:
+        return str(exc)
+    return outputs + (judge.context.tally,)
+
+
+def _row_tasks(samples):
+    """SampleRows -> (task, None) pairs of CHUNK_ROWS rows each."""
+    chunk = []
+    for sample in samples:
+        chunk.append(sample.state())
+        if len(chunk) == CHUNK_ROWS:
+            yield ("rows", chunk), None
+            chunk = []
+    if chunk:
+        yield ("rows", chunk), None
+
+
+def _byte_tasks(chunks, spans=False):
+    """SampleReader.chunks() -> (task, chunk) pairs: the chunk's bytes sent to
+    the worker, or only where they lie in the file (``spans``: see span_file)."""
+    for chunk in chunks:
+        data, first_line, final, offset = chunk
+        if spans:
+            yield ("span", offset, len(data), first_line, final), chunk
+        else:
+            yield ("bytes", data, first_line, final), chunk
+
+
+def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
+    """Stream tasks (see _evaluate_task) through ``workers`` forked processes.
+
+    This process hands out the tasks (at most two per worker in flight, so
+    memory stays bounded) and adds every chunk's outputs in input order, so
+    every output is byte-identical to a single-process run.  With "bytes"
+    and "span" tasks it only reads and hashes the file: the workers parse
+    it (and, for "span" tasks, read their chunk from the file themselves, so
+    it is not sent through a pipe).  ``tasks`` yields (task, chunk) pairs
+    (_byte_tasks, _row_tasks).  When a
+    chunk turns out not to end at a record's end, the file is cut again from
+    that chunk's first byte (``reader``'s recut) or, if that was done
+    already, read row by row from there (rows_from).  The workers
+    inherit the loaded network.  Returns False (nothing consumed) when no
+    process pool can be made here.
+    """
+    from transitlm import worker_pool
+    global _FORKED
+    layout = None
+    if reader is not None:
+        layout = (reader.path, reader.columns, reader.width, reader.span_file())
+    _FORKED = (judge, sinks, layout)
+    chunks_sent = collections.deque()   # the chunk of every task in flight, in order
+    rows_done = 0
+    try:
+        pool = worker_pool.ForkedWorkers(workers, _evaluate_task)
+    except OSError:                   # no more processes here: one process
+        _FORKED = None
+        return False
+    try:
+        with pool:
+            while True:
+                while pool.busy < 2 * workers:
+                    task, chunk = next(tasks, (None, None))
+                    if task is None:
+                        break
+                    pool.submit(task)
+                    chunks_sent.append(chunk)
+                if not pool.busy:
+                    break
+                outputs = pool.result()
+                chunk = chunks_sent.popleft()
+                if outputs is None:
+                    # A record runs past this chunk (a line break inside a
+                    # cell): from its first byte on, cut where the quotes are
+                    # even or, if they already were, read row by row.
+                    unread = [chunk] + list(chunks_sent)
+                    chunks_sent.clear()
+                    pool.discard()
+                    chunks = reader.recut(unread)
+                    tasks = (_byte_tasks(chunks, layout[3] is not None) if chunks is not None
+                             else _row_tasks(reader.rows_from(unread, rows_done + 1)))
+                    continue
+                if isinstance(outputs, str):
+                    raise InputError(outputs)
+                rows, details, failures, totals, tally = outputs
+                sinks.add_chunk(rows, details, failures, totals,
+                                rows_done if chunk is not None else 0)
+                rows_done += len(rows)
+                for key, amount in tally.items():
+                    judge.context.count(key, amount)
+                progress.step(len(rows))
+    except worker_pool.WorkerFailure as exc:
+        raise WorkerFailed("%s while evaluating (out of memory?); nothing was written: run "
+                           "again, or with --workers 1" % exc)
+    finally:
+        _FORKED = None
+    return True
+
+
+def evaluate_stream(benchmark, options, sinks_for, rows=None):
+    """The engine: stream the rows through the checks into the sinks.
+
+    ``sinks_for(aggregate)`` makes the RowSinks once the aggregate exists;
+    ``rows`` (dicts) replaces the input file.  Returns (report, sinks, network).
+    """
+    protocol = PROTOCOLS[options.protocol]
+    station_path = options.station_info or default_data_file(STATION_FILE_NAMES)
+    prediction_column = None if options.predictions else options.input_field
+    warnings = []
+    workers = options.workers or os.cpu_count() or 1
+    if rows is not None:
+        source = RowsSource(rows, prediction_column, benchmark.needs_req_type,
+                            options.sample_count)
+    else:
+        # With worker processes, they may parse the file themselves (chunked).
+        source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
+                              options.sample_count,
+                              chunked=workers > 1 and not options.predictions)
+    with source:
+        predictions = None
+        if options.predictions:
+            predictions = PredictionsFile.read(options.predictions)
+        network = StationNetwork.load(station_path, station_cache_folder())
+        context = Context(options, protocol, network)
+        benchmark.prepare(context)
+        aggregate = Aggregate(benchmark, protocol)
+        sinks = sinks_for(aggregate)
+        context.route_drawings = sinks.details is not None or sinks.collect is not None
+        samples = iter(source)
+        if predictions is not None:
+            samples = predictions.join(samples)
+        progress = Progress(None, sys.stderr.isatty() and not options.quiet,
+                            fraction=source.fraction_read)
+        try:
+            done = False
+            if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
+                    and benchmark.can_run_in_workers(context)):
+                judge = RowJudge(benchmark, context)
+                if source.chunked:
+                    # Read ahead a chunk per worker, to know how many the file can feed.
+                    chunks = source.chunks()
+                    head = list(itertools.islice(chunks, workers))
+                    if len(head) > 1:
+                        spans = source.span_file() is not None
+                        done = evaluate_in_workers(
+                            judge, _byte_tasks(itertools.chain(head, chunks), spans), sinks,
+                            progress, len(head), source)
+                    if not done:
+                        samples = source.rows_from(head, 1)
+                else:
+                    # Read ahead enough rows to know how many workers the file can feed.
+                    samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
+                    workers = samples.known // MIN_ROWS_PER_WORKER
+                    if workers > 1:
+                        done = evaluate_in_workers(judge, _row_tasks(samples), sinks,
+                                                   progress, workers)
+            if not done:
+                for record in RowJudge(benchmark, context).records(samples):
+                    sinks.add(record)
+                    progress.step()
+        finally:
+            progress.finish()
+        input_hash = source.finish()
+    sha = {"input": input_hash, "station_info": network.sha256}
+    inputs = {"input": options.input if rows is None else "<rows>",
+              "input_field": options.input_field, "predictions": options.predictions,
+              "station_info": station_path, "line_info": None,
+              "options": options.recorded(), "sha256": sha}
+    inputs.update(benchmark.inputs(context))
+    sha.update(benchmark.input_hashes(context))
+    notes = {}
+    warnings.extend(source.warnings)
+    warnings.extend(network.warnings)
+    if predictions is not None:
+        sha["predictions"] = predictions.sha256
+        notes["predictions_join"] = predictions.statistics()
+        warnings.extend(predictions.warnings())
+    notes.update(sorted(context.tally.items()))
+    warnings.extend(benchmark.warnings(context))
+    report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
+    return report, sinks, network
+
+
+class _MinimumRows(object):
+    """An iterator that first reads ahead up to ``limit`` items (``known`` of
+    them were there), to tell how many worker processes a stream can feed."""
+
+    def __init__(self, items, limit):
+        self._items = iter(items)
+        self._head = []
+        for item in self._items:
+            self._head.append(item)
+            if len(self._head) >= limit:
+                break
+        self.known = len(self._head)
+
+    def __iter__(self):
+        head, self._head = self._head, []
+        for item in head:
+            yield item
+        for item in self._items:
+            yield item

@@ -1,0 +1,343 @@
+"""Reports: the JSON report, the per-row details lines, the text report and the
+signature.
+
+Standard library only; Python 3.8+.
+"""
+
+import json
+import math
+import os
+
+from common import VERSION
+from transitlm.records import NO_RESPONSE
+from transitlm.terminal import encodable, printable
+
+SCHEMA_VERSION = 2               # report.json / details.jsonl layout (README changelog)
+
+
+def report_json(report):
+    """The report as deterministic JSON text (sorted keys, no NaN)."""
+    text = json.dumps(_finite(report), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return text if encodable(text) else \
+        json.dumps(_finite(report), ensure_ascii=True, indent=1, sort_keys=True) + "\n"
+
+
+def _finite(value):
+    # A model may write "NaN" as a distance and float() accepts it; JSON cannot
+    # hold NaN, so a non-finite figure is written as null.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+# A value no input can hold (a random nonce between NUL characters): the row
+# number's place in a details line rendered in one go (details_parts).
+_ROW_MARK = "\x00row-%s\x00" % os.urandom(16).hex()
+_ROW_MARK_BYTES = json.dumps(_ROW_MARK).encode()
+
+
+def _details_text(record, ensure_ascii=False):
+    try:
+        return json.dumps(record, ensure_ascii=ensure_ascii, sort_keys=True, allow_nan=False)
+    except ValueError:                  # a non-finite figure: written as null
+        return json.dumps(_finite(record), ensure_ascii=ensure_ascii, sort_keys=True)
+
+
+def details_parts(record):
+    """A details line in two parts around the row number, as UTF-8 bytes.
+
+    A worker process that reads its own rows numbers them from 1; the parent,
+    which knows how many rows came before, writes ``head + N + tail``
+    (details_line): the same bytes as json.dumps of the whole record with
+    sorted keys, \\u escapes where UTF-8 cannot go, non-finite figures as null.
+    """
+    marked = dict(record, row=_ROW_MARK)
+    try:
+        data = _details_text(marked).encode("utf-8")
+    except UnicodeEncodeError:
+        data = _details_text(marked, ensure_ascii=True).encode()
+    if data.count(_ROW_MARK_BYTES) == 1:          # always, unless the nonce is guessed
+        head, _, tail = data.partition(_ROW_MARK_BYTES)
+        return head, tail + b"\n"
+    return _details_parts_by_keys(record)
+
+
+def _details_parts_by_keys(record):
+    """details_parts without the mark: the keys before and after "row" rendered apart."""
+    before = {key: value for key, value in record.items() if key < "row"}
+    after = {key: value for key, value in record.items() if key > "row"}
+    texts = [_details_text(part) for part in (before, after)]
+    try:
+        head, tail = (text.encode("utf-8") for text in texts)
+    except UnicodeEncodeError:
+        head, tail = (_details_text(part, ensure_ascii=True).encode() for part in (before, after))
+    # '{"a": 1}' and '{"z": 2}' -> '{"a": 1, "row": ' and ', "z": 2}\n'
+    head = head[:-1] + (b", " if len(head) > 2 else b"") + b'"row": '
+    tail = (b", " if len(tail) > 2 else b"") + tail[1:] + b"\n"
+    return head, tail
+
+
+def details_line(head, row, tail):
+    return b"%s%d%s" % (head, row, tail)
+
+
+def details_bytes(record):
+    """One details line as UTF-8 bytes (sorted keys; \\u escapes where UTF-8 cannot go)."""
+    head, tail = details_parts(record)
+    return details_line(head, record["row"], tail)
+
+
+def fmt_pct(part, whole):
+    return "%5.1f%%" % (100.0 * part / whole) if whole else "    - "
+
+
+def fmt_num(value, decimals):
+    return "-" if value is None else "%.*f" % (decimals, value)
+
+
+class TextReport(object):
+    """Aligned plain-text lines: sections, counted rows and value rows."""
+
+    LABEL_WIDTH = 38
+
+    def __init__(self):
+        self.lines = []
+
+    def title(self, text):
+        if self.lines:
+            self.lines.append("")
+        self.lines.append(text)
+
+    def count(self, label, value, whole=None):
+        pct = "  " + fmt_pct(value, whole) if whole is not None else ""
+        self.lines.append("  %-*s %8d%s" % (self.LABEL_WIDTH, label, value, pct))
+
+    def value(self, label, text):
+        self.lines.append("  %-*s %8s" % (self.LABEL_WIDTH, label, text))
+
+    def text(self, line):
+        self.lines.append(line)
+
+    def render(self):
+        return "\n".join(self.lines) + "\n"
+
+
+def render_funnel(out, rounds, labels=None):
+    """Rounds 1-4 as text; ``labels`` renames a round's title."""
+    labels = labels or {}
+    reach, ground = rounds["reachability"], rounds["grounding"]
+    overlap, acc = rounds["overlap"], rounds["accuracy"]
+    out.title(labels.get("reachability", "Round 1  Reachability"))
+    out.count("input", reach["input"])
+    out.count("reachable", reach["passed"], reach["input"])
+    out.title(labels.get("grounding", "Round 2  Station grounding and distance plausibility"))
+    out.count("input (reachable)", ground["input"])
+    out.count("station grounding", ground["station_grounding"], ground["input"])
+    out.count("distance plausibility", ground["distance_plausibility"], ground["input"])
+    out.title(labels.get("overlap", "Round 3  Line and station overlap"))
+    out.count("input (reachable)", overlap["input"])
+    out.value("line IoU mean", fmt_num(overlap["line_iou_mean"], 4))
+    out.value("station IoU mean", fmt_num(overlap["station_iou_mean"], 4))
+    out.count("station IoU = 1", overlap["station_iou_exact"], overlap["input"])
+    out.count("exact match", overlap["exact_match"], overlap["input"])
+    out.value("expert score mean (prediction)", fmt_num(overlap["expert_score_mean"], 2))
+    out.value("expert score mean (label)", fmt_num(overlap["label_expert_score_mean"], 2))
+    out.value("score deviation mean (%)", fmt_num(overlap["score_deviation_pct_mean"], 2))
+    out.count("score worse than label", overlap["score_worse"], overlap["input"])
+    out.count("score better than label", overlap["score_better"], overlap["input"])
+    out.count("score same as label (within 0.1%)", overlap["score_same"], overlap["input"])
+    out.title(labels.get("accuracy", "Round 4  Estimation accuracy"))
+    out.count("input (exact matches)", acc["input"])
+    for key, label in (("distance", "distance (10% or 0.5 km)"),
+                       ("time", "time (10% or 5 min)"),
+                       ("fare", "fare (10% or 1 CNY)"),
+                       ("transfer", "access distances (0.5 km)"),
+                       ("overall", "overall (distance, time and fare)")):
+        out.count(label, acc[key], acc["input"])
+    out.value("distance MAPE (%)", fmt_num(acc["distance_mape_pct"], 2))
+    out.value("time MAPE (%)", fmt_num(acc["time_mape_pct"], 2))
+    out.value("fare MAPE (%)", fmt_num(acc["fare_mape_pct"], 2))
+    out.value("expert score mean (prediction)", fmt_num(acc["expert_score_mean"], 2))
+    out.value("expert score mean (label)", fmt_num(acc["label_expert_score_mean"], 2))
+
+
+def summary_line(metrics):
+    """The paper's layout: Conn 97.0% | SG 98.5% | ... | MAPE 1.33%."""
+    def pct(key):
+        value = metrics.get(key)
+        return "-" if value is None else "%.1f%%" % (100.0 * value)
+
+    def frac(key):
+        value = metrics.get(key)
+        return "-" if value is None else "%.3f" % value
+
+    parts = ["Conn " + pct("conn"), "SG " + pct("sg"), "DP " + pct("dp"),
+             "LO " + frac("lo"), "SSO " + frac("sso"), "REM " + pct("rem"),
+             "EA " + pct("ea"),
+             "MAPE " + ("-" if metrics.get("mape") is None else "%.2f%%" % metrics["mape"])]
+    if "pc" in metrics:
+        parts.append("PC " + pct("pc"))
+    if "rd" in metrics:
+        parts.append("RD " + frac("rd"))
+    return " | ".join(parts)
+
+
+def render_header(out, report, title):
+    counts = report["counts"]
+    inputs = report["inputs"]
+    out.text("%s   (protocol: %s)" % (title, report["protocol"]))
+    out.text("  input         %s  (field %s)" % (printable(inputs["input"]),
+                                                 inputs["input_field"]))
+    if inputs.get("predictions"):
+        out.text("  predictions   %s" % printable(inputs["predictions"]))
+    out.text("  stations      %s" % printable(inputs["station_info"]))
+    if inputs.get("line_info"):
+        out.text("  lines         %s" % printable(inputs["line_info"]))
+    if inputs.get("api_url"):
+        out.text("  route-eval    %s" % printable(inputs["api_url"]))
+    out.text("  samples %d   evaluated %d   errors %d   no response %d"
+             % (counts["samples"], counts["evaluated"], counts["errors"],
+                counts["no_response"]))
+    notes = report.get("input_notes", {})
+    join = notes.get("predictions_join")
+    if join:
+        out.text("  predictions: %d read, %d joined, %d test rows without one"
+                 % (join["predictions"], join["joined"], join["missing"]))
+    for warning in report.get("warnings", ()):
+        out.text("  WARNING: " + printable(warning))
+    if notes.get("json_extracted"):
+        out.text("  %d prediction(s) had text around the JSON; the first JSON object was used"
+                 % notes["json_extracted"])
+
+
+def overlap_reason(record):
+    """Why a reachable route is not an exact match, in words."""
+    parts = []
+    if record["station_iou"] != 1:
+        parts.append("station IoU %.3f" % record["station_iou"])
+    if record["line_iou"] != 1:
+        parts.append("line IoU %.3f" % record["line_iou"])
+    if not record["transfer_mode_match"]:
+        parts.append("access modes differ from the label")
+    return ", ".join(parts) or "not an exact match"
+
+
+def accuracy_reason(record):
+    parts = []
+    for field in ("distance", "time", "fare"):
+        if not record[field + "_accurate"]:
+            parts.append("%s off by %.1f%%" % (field, record[field + "_mape_pct"]))
+    return ", ".join(parts) or "accurate"
+
+
+def row_failures(record):
+    """Every failed check of a row as "topic: reason" strings (text report)."""
+    if record["status"] == "error":
+        return ["error: " + record["error"]]
+    if record["status"] == NO_RESPONSE:
+        return ["no response: " + record["error"]]
+    out = []
+    if record.get("in_funnel"):
+        if not record.get("reachable"):
+            out.append("reachability: " + record["reachable_reason"])
+        else:
+            if not record["station_grounding"]:
+                out.append("grounding: " + record["station_grounding_reason"])
+            if not record["distance_plausibility"]:
+                out.append("plausibility: " + record["distance_plausibility_reason"])
+            if not record["exact_match"]:
+                out.append("overlap: " + overlap_reason(record))
+            elif not record["overall_accurate"]:
+                out.append("accuracy: " + accuracy_reason(record))
+    out.extend(record.get("other_failures", ()))
+    return out
+
+
+def failure_text(record):
+    """The text report's line for a row with a failed check, without its row
+    number (failure_line_for adds it), or None."""
+    failures = row_failures(record)
+    if not failures:
+        return None
+    return printable("%s  %s" % (record["index_id"] or "(no id)", "; ".join(failures))) + "\n"
+
+
+def failure_line_for(row, text):
+    return "  row %-6d %s" % (row, text)
+
+
+def failure_line(record):
+    """The text report's line for a row with a failed check, or None."""
+    text = failure_text(record)
+    return None if text is None else failure_line_for(record["row"], text)
+
+
+def failures_title(failing, samples):
+    return "\nRows with a failed check (%d of %d)\n" % (failing, samples)
+
+
+def render_summary(out, report):
+    out.title("Summary (%s protocol)" % report["protocol"])
+    out.text("  " + summary_line(report["metrics"]))
+    out.text("  signature: " + printable(report["signature"]))
+
+
+# -- inputs and the report ------------------------------------------------------
+
+def short_hash(hex_digest):
+    return (hex_digest or "none")[:8]
+
+
+def signature_line(report):
+    """One line naming everything the figures depend on (as sacreBLEU's signature):
+    transitlm:1.1.0|single_route|protocol:reference|field:generate_results|rows:38|
+    stations:889a5dbf|input:da737ae5, plus predictions, lines, service and any
+    figure option that is not at its default."""
+    inputs = report["inputs"]
+    sha = inputs["sha256"]
+    options = inputs["options"]
+    parts = ["transitlm:" + report["version"], report["benchmark"],
+             "protocol:" + report["protocol"], "field:" + options["input_field"],
+             "rows:%d" % report["counts"]["samples"],
+             "stations:" + short_hash(sha.get("station_info")),
+             "input:" + short_hash(sha.get("input"))]
+    if sha.get("predictions"):
+        parts.append("predictions:" + short_hash(sha["predictions"]))
+    if sha.get("line_info"):
+        parts.append("lines:" + short_hash(sha["line_info"]))
+    if inputs.get("api_url"):
+        parts.append("service:" + inputs["api_url"])
+    for key in sorted(options):
+        value = options[key]
+        if key in ("protocol", "input_field") or value in (None, False):
+            continue
+        parts.append(key if value is True else "%s:%s" % (key, value))
+    return "|".join(parts)
+
+
+def build_report(benchmark, aggregate, context, inputs, notes, warnings):
+    report = {"schema_version": SCHEMA_VERSION, "version": VERSION,
+              "benchmark": benchmark.name, "protocol": context.protocol.name,
+              "inputs": inputs, "warnings": warnings}
+    report.update(aggregate.figures())
+    if notes:
+        report["input_notes"] = notes
+    report["signature"] = signature_line(report)
+    return report
+
+
+def render_text_head(benchmark, report):
+    out = TextReport()
+    render_header(out, report, benchmark.title)
+    benchmark.render(out, report)
+    return out.render()
+
+
+def render_text_tail(report):
+    out = TextReport()
+    render_summary(out, report)
+    return "\n" + out.render()

@@ -1,0 +1,81 @@
+"""Text for a terminal: escaping what files and servers wrote, and the progress line.
+
+Standard library only; Python 3.8+.
+"""
+
+import re
+import sys
+import time
+
+
+def encodable(text):
+    # A lone surrogate ("\ud800" from a JSON escape in model output) cannot be
+    # written as UTF-8; such text is written with \u escapes instead.
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+# Control characters (C0, DEL, C1) in model text would reach the terminal raw
+# (ANSI escape sequences): everything printed goes through printable().
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text):
+    """Text safe to print: control characters as \\x.. escapes, lone surrogates as \\u...."""
+    text = _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group()), str(text))
+    if not encodable(text):
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+class Progress(object):
+    """One updating progress line (rows done, rows/s, ETA) for long runs.
+
+    Shown only when enabled (stderr is a terminal and not --quiet), and only
+    after DELAY seconds, so short runs print nothing.
+    """
+
+    DELAY = 2.0
+    INTERVAL = 0.25
+
+    def __init__(self, total, enabled, stream=None, clock=time.time, fraction=None):
+        self.total = total              # None when the row count is not known yet
+        self.fraction = fraction        # () -> share of the input read, for the ETA
+        self.done = 0
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.clock = clock
+        self.start = clock()
+        self.last = self.start
+        self.shown = False
+
+    def step(self, count=1):
+        self.done += count
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self.start < self.DELAY or now - self.last < self.INTERVAL:
+            return
+        self.last = now
+        rate = self.done / (now - self.start)
+        share = self.fraction() if self.fraction else None
+        if self.total:
+            eta = (self.total - self.done) / rate if rate else 0.0
+            line = "\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (self.done, self.total, rate, eta)
+        elif share:
+            eta = (now - self.start) * (1.0 - share) / share
+            line = "\r  %d rows  %.0f%%  %.0f rows/s  ETA %.0f s " % (
+                self.done, 100.0 * share, rate, eta)
+        else:
+            line = "\r  %d rows  %.0f rows/s " % (self.done, rate)
+        self.stream.write(line)
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self):
+        if self.shown:
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
