@@ -1107,14 +1107,10 @@ def write_file(path, text):
 
 def html_page(result):
     try:
-        import html_report
+        from transitlm.pages import comparison_page
     except ImportError:
-        raise CompareError("--html needs html_report.py, which is not in this checkout")
-    page = getattr(html_report, "comparison_page", None)
-    if page is None:
-        raise CompareError("--html needs html_report.comparison_page, which this "
-                           "html_report.py lacks")
-    return page(result)
+        raise CompareError("--html needs the transitlm.pages package, which is not in this checkout")
+    return comparison_page(result)
 
 
 def main(argv=None):

@@ -3,7 +3,7 @@
 
 Builds (once) 10,000-row sample files on a 20,000-station network with
 data/make_demo.py into bench/scale/html/ (not committed), runs each evaluator
-with --out, then builds the page with html_report.evaluator_page (default
+with --out, then builds the page with transitlm.pages.evaluator_page (default
 --html_rows 500) and prints: the page size, the time to build it, and the time
 headless Chromium takes to render it to a screenshot minus the time it takes
 for an empty page (best of --repeat).  Figures go in the README.
@@ -26,7 +26,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
 import common  # noqa: E402
-import html_report  # noqa: E402
+import transitlm.pages.evaluator  # noqa: E402
 from benchmark import build_scale_data  # noqa: E402  (the same make_demo.py build)
 
 BENCHMARKS = [("single_route", "benchmark1_single_route_example.csv"),
@@ -88,7 +88,7 @@ def main():
                 report = json.load(handle)
             page = os.path.join(work, name + ".html")
             start = time.perf_counter()
-            html_report.write_evaluator_page(page, report, os.path.join(out, "details.jsonl"),
+            transitlm.pages.evaluator.write_evaluator_page(page, report, os.path.join(out, "details.jsonl"),
                                              network, args.html_rows)
             build = time.perf_counter() - start
             render = "-"

@@ -661,7 +661,7 @@ class CompareCommandTest(TempDirTest):
         self.assertIn("personalized", err)
 
     def test_html_wiring(self):
-        import html_report
+        import transitlm.pages.comparison
         path = self.path("c.html")
         status, _, err = run_compare([self.a, self.b, "--html", path,
                                       "--json", self.path("c.json")])
@@ -669,13 +669,13 @@ class CompareCommandTest(TempDirTest):
         with open(self.path("c.json"), encoding="utf-8") as handle:
             result = json.load(handle)
         with open(path, encoding="utf-8") as handle:
-            self.assertEqual(handle.read(), html_report.comparison_page(result))
+            self.assertEqual(handle.read(), transitlm.pages.comparison.comparison_page(result))
 
     def test_html_without_its_module_is_a_usage_error(self):
-        with mock.patch.dict(sys.modules, {"html_report": None}):
+        with mock.patch.dict(sys.modules, {"transitlm.pages": None}):
             status, out, err = run_compare([self.a, "--html", self.path("c.html")])
         self.assertEqual(status, 2)
-        self.assertIn("html_report", err)
+        self.assertIn("transitlm.pages", err)
         self.assertFalse(os.path.exists(self.path("c.html")))
 
 

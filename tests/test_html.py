@@ -1,4 +1,4 @@
-"""HTML report pages (html_report.py): parsing, self-containment, figures equal
+"""HTML report pages (transitlm.pages): parsing, self-containment, figures equal
 to the JSON report, one map per listed row, row selection, escaping, maps."""
 
 import html.parser
@@ -14,7 +14,10 @@ import unittest
 import common
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
-import html_report
+import transitlm.pages.comparison
+import transitlm.pages.evaluator
+import transitlm.pages.layout
+import transitlm.pages.maps
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVALUATORS = ("single_route", "personalized", "diversity", "general_llm")
@@ -239,7 +242,7 @@ class TempDir(unittest.TestCase):
         records = fixture_records(benchmark) if records is None else records
         report = fixture_report(benchmark, records)
         path = write_details(self.folder, records)
-        text = html_report.evaluator_page(report, path, net or network(), html_rows)
+        text = transitlm.pages.evaluator.evaluator_page(report, path, net or network(), html_rows)
         return report, text
 
 
@@ -249,54 +252,54 @@ class TempDir(unittest.TestCase):
 
 class TextTest(unittest.TestCase):
     def test_clean_text_escapes_surrogates_and_controls(self):
-        self.assertEqual(html_report.clean_text("a\udcffb"), "a\\udcffb")
-        self.assertEqual(html_report.clean_text("\x1b[31mred"), "\\x1b[31mred")
-        self.assertEqual(html_report.clean_text("tab\tnl\n"), "tab\tnl\n")
-        self.assertEqual(html_report.clean_text(12), "12")
+        self.assertEqual(transitlm.pages.layout.clean_text("a\udcffb"), "a\\udcffb")
+        self.assertEqual(transitlm.pages.layout.clean_text("\x1b[31mred"), "\\x1b[31mred")
+        self.assertEqual(transitlm.pages.layout.clean_text("tab\tnl\n"), "tab\tnl\n")
+        self.assertEqual(transitlm.pages.layout.clean_text(12), "12")
 
     def test_esc(self):
-        self.assertEqual(html_report.esc("<script>\"'&"),
+        self.assertEqual(transitlm.pages.layout.esc("<script>\"'&"),
                          "&lt;script&gt;&quot;&#x27;&amp;")
-        self.assertEqual(html_report.esc(None), "")
+        self.assertEqual(transitlm.pages.layout.esc(None), "")
 
     def test_fmt_metric(self):
-        self.assertEqual(html_report.fmt_metric("conn", 0.8421), "84.2%")
-        self.assertEqual(html_report.fmt_metric("lo", 0.77083), "0.771")
-        self.assertEqual(html_report.fmt_metric("mape", 7.2345), "7.23%")
-        self.assertEqual(html_report.fmt_metric("conn", None), "-")
-        self.assertEqual(html_report.fmt_metric("conn", float("nan")), "-")
+        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", 0.8421), "84.2%")
+        self.assertEqual(transitlm.pages.layout.fmt_metric("lo", 0.77083), "0.771")
+        self.assertEqual(transitlm.pages.layout.fmt_metric("mape", 7.2345), "7.23%")
+        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", None), "-")
+        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", float("nan")), "-")
 
     def test_fmt_delta(self):
-        self.assertEqual(html_report.fmt_delta("rem", 0.031), "+3.1 pp")
-        self.assertEqual(html_report.fmt_delta("sso", -0.0123), "-0.012")
-        self.assertEqual(html_report.fmt_delta("mape", None), "-")
+        self.assertEqual(transitlm.pages.layout.fmt_delta("rem", 0.031), "+3.1 pp")
+        self.assertEqual(transitlm.pages.layout.fmt_delta("sso", -0.0123), "-0.012")
+        self.assertEqual(transitlm.pages.layout.fmt_delta("mape", None), "-")
 
     def test_fmt_count_pct(self):
-        self.assertEqual(html_report.fmt_count_pct(32, 38), "32 (84.2%)")
-        self.assertEqual(html_report.fmt_count_pct(0, 0), "0")
+        self.assertEqual(transitlm.pages.layout.fmt_count_pct(32, 38), "32 (84.2%)")
+        self.assertEqual(transitlm.pages.layout.fmt_count_pct(0, 0), "0")
 
 
 class GeometryTest(unittest.TestCase):
     def test_scale_bar_picks_largest_fitting_length(self):
-        self.assertEqual(html_report.scale_bar_km(10.0, 110), 10)
-        self.assertEqual(html_report.scale_bar_km(10.0, 99), 5)
-        self.assertEqual(html_report.scale_bar_km(1e6, 10), 0.05)   # nothing fits: smallest
+        self.assertEqual(transitlm.pages.maps.scale_bar_km(10.0, 110), 10)
+        self.assertEqual(transitlm.pages.maps.scale_bar_km(10.0, 99), 5)
+        self.assertEqual(transitlm.pages.maps.scale_bar_km(1e6, 10), 0.05)   # nothing fits: smallest
 
     def test_projection_north_up_and_same_scale_both_axes(self):
         # Mean latitude 60: a degree of longitude is cos(60) = half a degree of latitude.
-        project = html_report.Projection([(10.0, 59.5), (12.0, 60.5)])
+        project = transitlm.pages.maps.Projection([(10.0, 59.5), (12.0, 60.5)])
         west, east = project((10.0, 60.0)), project((12.0, 60.0))
         south, north = project((10.0, 59.5)), project((10.0, 60.5))
         self.assertLess(north[1], south[1])
         self.assertAlmostEqual(east[0] - west[0], south[1] - north[1], delta=0.5)
 
     def test_projection_of_one_point_or_none(self):
-        x, y = html_report.Projection([(116.0, 40.0)])((116.0, 40.0))
-        self.assertTrue(0 < x < html_report.MAP_WIDTH and 0 < y < html_report.MAP_HEIGHT)
-        html_report.Projection([])((0.0, 0.0))      # no crash
+        x, y = transitlm.pages.maps.Projection([(116.0, 40.0)])((116.0, 40.0))
+        self.assertTrue(0 < x < transitlm.pages.maps.MAP_WIDTH and 0 < y < transitlm.pages.maps.MAP_HEIGHT)
+        transitlm.pages.maps.Projection([])((0.0, 0.0))      # no crash
 
     def test_split_legs(self):
-        split = html_report.split_legs
+        split = transitlm.pages.maps.split_legs
         self.assertEqual(split(["a", "b", common.TRANSFER, "c", "d"]),
                          [["a", "b"], ["c", "d"]])
         self.assertEqual(split(["a", "b", "b", "c"]), [["a", "b"], ["b", "c"]])
@@ -309,11 +312,11 @@ class GeometryTest(unittest.TestCase):
         self.assertEqual(split(["a", "b"], [0, 2]), [["a", "b"]])
 
     def test_valid_point(self):
-        self.assertTrue(html_report.valid_point([116.0, 39.0]))
-        self.assertFalse(html_report.valid_point([116.0, 99.0]))
-        self.assertFalse(html_report.valid_point(None))
-        self.assertFalse(html_report.valid_point(["x", 1]))
-        self.assertFalse(html_report.valid_point([float("nan"), 1]))
+        self.assertTrue(transitlm.pages.maps.valid_point([116.0, 39.0]))
+        self.assertFalse(transitlm.pages.maps.valid_point([116.0, 99.0]))
+        self.assertFalse(transitlm.pages.maps.valid_point(None))
+        self.assertFalse(transitlm.pages.maps.valid_point(["x", 1]))
+        self.assertFalse(transitlm.pages.maps.valid_point([float("nan"), 1]))
 
 
 class StopsTest(unittest.TestCase):
@@ -322,21 +325,21 @@ class StopsTest(unittest.TestCase):
             def coords(self, stop):
                 raise common.InputError("line 3: coord_x/coord_y of stop x is malformed")
             next_hops = name = coords
-        stops = html_report.Stops(Broken())
+        stops = transitlm.pages.maps.Stops(Broken())
         self.assertIsNone(stops.coords("x"))
         self.assertIsNone(stops.name("x"))
         self.assertIsNone(stops.connected("x", "y"))
 
     def test_prefix_fallback_only_for_general_llm(self):
         net = network()
-        self.assertIsNone(html_report.Stops(net).coords("1"))
-        fallback = html_report.Stops(net, prefix_fallback=True)
+        self.assertIsNone(transitlm.pages.maps.Stops(net).coords("1"))
+        fallback = transitlm.pages.maps.Stops(net, prefix_fallback=True)
         self.assertEqual(fallback.coords("1"), (116.30, 39.90))
         self.assertTrue(fallback.connected("1", "2"))
         self.assertFalse(fallback.connected("1", "3"))
 
     def test_no_network(self):
-        self.assertIsNone(html_report.Stops(None).coords("bus-1"))
+        self.assertIsNone(transitlm.pages.maps.Stops(None).coords("bus-1"))
 
 
 # ---------------------------------------------------------------------------
@@ -345,7 +348,7 @@ class StopsTest(unittest.TestCase):
 
 class SelectionTest(TempDir):
     def scan(self, records, limit):
-        scan = html_report.DetailsScan(limit)
+        scan = transitlm.pages.evaluator.DetailsScan(limit)
         for number, record in enumerate(records, start=1):
             scan.add(number, record)
         return scan
@@ -379,27 +382,27 @@ class SelectionTest(TempDir):
         self.assertEqual(scan.by_city["深圳"].get("exact", 0), 0)
 
     def test_codes_of_schema_1_details(self):
-        self.assertEqual(html_report.failure_codes({"status": "error"}), ["error"])
-        self.assertEqual(html_report.failure_codes({"status": "evaluated",
+        self.assertEqual(transitlm.pages.evaluator.failure_codes({"status": "error"}), ["error"])
+        self.assertEqual(transitlm.pages.evaluator.failure_codes({"status": "evaluated",
                                                     "failed_round": "overlap"}), ["overlap"])
-        self.assertEqual(html_report.failure_codes({"status": "evaluated"}), [])
+        self.assertEqual(transitlm.pages.evaluator.failure_codes({"status": "evaluated"}), [])
 
     def test_fetch_rows_returns_only_wanted_lines(self):
         path = write_details(self.folder, fixture_records("single_route"))
-        rows = html_report.fetch_rows(path, [2, 5])
+        rows = transitlm.pages.evaluator.fetch_rows(path, [2, 5])
         self.assertEqual(sorted(rows), [2, 5])
         self.assertEqual(rows[5]["status"], "error")
-        self.assertEqual(html_report.fetch_rows(path, []), {})
+        self.assertEqual(transitlm.pages.evaluator.fetch_rows(path, []), {})
 
     def test_bad_details_file_is_an_input_error(self):
         path = os.path.join(self.folder, "bad.jsonl")
         with open(path, "w") as handle:
             handle.write('{"row": 1}\nnot json\n')
         with self.assertRaises(common.InputError) as caught:
-            html_report.scan_details(path, 5)
+            transitlm.pages.evaluator.scan_details(path, 5)
         self.assertIn("line 2", str(caught.exception))
         with self.assertRaises(common.InputError):
-            html_report.scan_details(os.path.join(self.folder, "missing.jsonl"), 5)
+            transitlm.pages.evaluator.scan_details(os.path.join(self.folder, "missing.jsonl"), 5)
 
 
 # ---------------------------------------------------------------------------
@@ -427,7 +430,7 @@ class EvaluatorPageTest(TempDir):
         if "preference" in rounds:
             expected["preference-compliant"] = rounds["preference"]["compliant"]
         self.assertEqual(funnel_table(parser), expected)
-        shown = {key: html_report.fmt_metric(key, value)
+        shown = {key: transitlm.pages.layout.fmt_metric(key, value)
                  for key, value in report["metrics"].items()}
         self.assertEqual(parser.metrics, shown)
         self.assertIn(html.escape(transitlm.reports.summary_line(report["metrics"]), quote=True), text)
@@ -453,7 +456,7 @@ class EvaluatorPageTest(TempDir):
     def test_broken_hop_dashed_red_and_missing_stations_listed(self):
         _, text = self.page_for("single_route")
         self.assertIn("bus-1 \u2192 bus-3 not connected", text)
-        self.assertIn('stroke="%s"' % html_report.BROKEN_RED, text)
+        self.assertIn('stroke="%s"' % transitlm.pages.maps.BROKEN_RED, text)
         self.assertIn("Not in the station file: bus-404 (prediction)", text)
 
     def test_access_circles_scale_with_the_mode(self):
@@ -475,7 +478,7 @@ class EvaluatorPageTest(TempDir):
     def test_diversity_routes_in_three_colours(self):
         _, text = self.page_for("diversity")
         for key in common.ROUTE_KEYS:
-            self.assertIn('stroke="%s"' % html_report.ROUTE_COLOURS[key], text)
+            self.assertIn('stroke="%s"' % transitlm.pages.maps.ROUTE_COLOURS[key], text)
             self.assertIn("%s route:" % key, text)
 
     def test_row_limit_and_left_out_count(self):
@@ -499,7 +502,7 @@ class EvaluatorPageTest(TempDir):
         self.assertEqual(parse_page(text).script_types, [""])      # only our own script
         self.assertNotIn("\x1b", text)
         path = os.path.join(self.folder, "page.html")
-        html_report.write_evaluator_page(path, report,
+        transitlm.pages.evaluator.write_evaluator_page(path, report,
                                          os.path.join(self.folder, "details.jsonl"),
                                          network())
         with open(path, encoding="utf-8") as handle:
@@ -523,7 +526,7 @@ class EvaluatorPageTest(TempDir):
         report = fixture_report("single_route", records)
         path = write_details(self.folder, records)
         with self.assertRaises(common.InputError) as caught:
-            html_report.write_evaluator_page(self.folder, report, path, network())
+            transitlm.pages.evaluator.write_evaluator_page(self.folder, report, path, network())
         self.assertTrue(str(caught.exception).startswith("cannot write "))
 
 
@@ -550,7 +553,7 @@ COMPARISON = {
 
 class ComparisonPageTest(unittest.TestCase):
     def test_page(self):
-        text = html_report.comparison_page(COMPARISON)
+        text = transitlm.pages.comparison.comparison_page(COMPARISON)
         parser = parse_page(text)
         self.assertEqual(external_references(parser), [])
         self.assertNotIn("<new>", text)
@@ -563,7 +566,7 @@ class ComparisonPageTest(unittest.TestCase):
         self.assertIn("北京", text)
 
     def test_empty_result(self):
-        text = html_report.comparison_page({})
+        text = transitlm.pages.comparison.comparison_page({})
         parse_page(text)
         self.assertIn("No comparisons.", text)
 
@@ -586,7 +589,7 @@ class RunFolderTest(TempDir):
                 details = os.path.join(out, "details.jsonl")
                 with open(details, encoding="utf-8") as handle:
                     records = [json.loads(line) for line in handle]
-                text = html_report.evaluator_page(report, details, net)
+                text = transitlm.pages.evaluator.evaluator_page(report, details, net)
                 EvaluatorPageTest.check_page(self, benchmark, report, text, records)
 
 

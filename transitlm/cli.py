@@ -310,17 +310,14 @@ def _write_text_report(target, parts):
 
 
 def _write_html(target, report, details, network, html_rows):
-    try:
-        import html_report
-    except ImportError:
-        raise InputError("the HTML report needs html_report.py beside common.py")
+    from transitlm import pages
     if isinstance(details, OutputFile):
         details.handle.flush()
         path = details.temp
     else:
         details.handle.flush()
         path = details.path
-    target.write(html_report.evaluator_page(report, path, network, html_rows))
+    target.write(pages.evaluator_page(report, path, network, html_rows))
 
 
 class _StdoutWriter(object):

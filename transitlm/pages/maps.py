@@ -1,0 +1,476 @@
+"""Route maps: inline SVG of a row's predicted and label routes on the stations'
+coordinates (projection, scale bar, legs, legend).
+"""
+
+import math
+import common
+from general_llm.route_eval import BUS_STOP_PREFIX
+from transitlm.pages.layout import TEXT_COLOUR, esc, fmt_value, n
+
+
+# Colour-blind-safe hues (Okabe-Ito), each at least 4.5:1 on white except
+# where a text label always accompanies them.
+LINE_COLOURS = ("#0065a8", "#b34700", "#007a5a", "#a8428f", "#8a6100", "#3d3d99")
+ROUTE_COLOURS = {"first": "#0065a8", "second": "#b34700", "third": "#007a5a"}
+DIVERSITY_WIDTHS = {"first": 7, "second": 4.5, "third": 2}
+LABEL_GREY = "#a6a6a6"
+BROKEN_RED = "#c81e1e"
+
+MAP_WIDTH = 440
+MAP_HEIGHT = 300
+MAP_PAD = 28
+KM_PER_DEGREE = common.EARTH_RADIUS_KM * math.pi / 180.0
+NICE_KM = (0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 500, 1000)
+
+
+# ---------------------------------------------------------------------------
+# Station lookups (a malformed stop line reads as an unknown stop)
+# ---------------------------------------------------------------------------
+
+class Stops(object):
+    """Safe lookups on the station network, with the bus- prefix fallback of
+    the general-LLM route-eval check when ``prefix_fallback``."""
+
+    def __init__(self, network, prefix_fallback=False):
+        self.network = network
+        self.prefix_fallback = prefix_fallback
+
+    def _ask(self, method, stop):
+        if self.network is None or not isinstance(stop, str) or not stop:
+            return None
+        try:
+            value = getattr(self.network, method)(stop)
+            if value is None and self.prefix_fallback:
+                value = getattr(self.network, method)(BUS_STOP_PREFIX + stop)
+        except common.InputError:
+            return None
+        return value
+
+    def coords(self, stop):
+        point = self._ask("coords", stop)
+        return point if valid_point(point) else None
+
+    def name(self, stop):
+        value = self._ask("name", stop)
+        return value if value else None
+
+    def connected(self, here, there):
+        """True / False, or None when ``here`` has no next-hop information."""
+        hops = self._ask("next_hops", here)
+        if hops is None:
+            return None
+        if there in hops:
+            return True
+        return self.prefix_fallback and (BUS_STOP_PREFIX + there) in hops
+
+
+def valid_point(point):
+    """A (lng, lat) pair of finite numbers within the globe."""
+    try:
+        lng, lat = float(point[0]), float(point[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return False
+    return math.isfinite(lng) and math.isfinite(lat) and abs(lat) <= 90 and abs(lng) <= 360
+
+
+# ---------------------------------------------------------------------------
+# Route maps
+# ---------------------------------------------------------------------------
+
+class Projection(object):
+    """Equirectangular projection, longitude scaled by cos(mean latitude),
+    north up, fitted into the map box with one scale for both axes."""
+
+    def __init__(self, points, width=MAP_WIDTH, height=MAP_HEIGHT, pad=MAP_PAD):
+        points = [(float(p[0]), float(p[1])) for p in points]
+        self.width, self.height = width, height
+        lat0 = sum(p[1] for p in points) / len(points) if points else 0.0
+        self.cos_lat = max(math.cos(math.radians(lat0)), 0.01)
+        xs = [p[0] * self.cos_lat * KM_PER_DEGREE for p in points] or [0.0]
+        ys = [p[1] * KM_PER_DEGREE for p in points] or [0.0]
+        span_x = max(max(xs) - min(xs), 1e-9)
+        span_y = max(max(ys) - min(ys), 1e-9)
+        # A single point (or none) shows 1 km across.
+        span = max(span_x, span_y)
+        if span < 1e-6:
+            span_x = span_y = 1.0
+        self.px_per_km = min((width - 2 * pad) / span_x, (height - 2 * pad - 16) / span_y)
+        self.center_x = (max(xs) + min(xs)) / 2.0
+        self.center_y = (max(ys) + min(ys)) / 2.0
+
+    def __call__(self, point):
+        x_km = float(point[0]) * self.cos_lat * KM_PER_DEGREE
+        y_km = float(point[1]) * KM_PER_DEGREE
+        x = self.width / 2.0 + (x_km - self.center_x) * self.px_per_km
+        y = (self.height - 16) / 2.0 - (y_km - self.center_y) * self.px_per_km
+        return x, y
+
+
+def scale_bar_km(px_per_km, max_px):
+    """The largest 'nice' length in km whose bar fits in max_px pixels."""
+    best = NICE_KM[0]
+    for km in NICE_KM:
+        if km * px_per_km <= max_px:
+            best = km
+    return best
+
+
+def split_legs(stations, sizes=None):
+    """Stop ids -> legs: by the details' ``leg_sizes`` when they fit, else split
+    at 【换乘】 markers, else at a repeated stop (a transfer at one shared stop)."""
+    if (isinstance(sizes, list) and sizes and all(isinstance(n, int) and n > 0 for n in sizes)
+            and sum(sizes) == len(stations)):
+        legs, start = [], 0
+        for size in sizes:
+            legs.append(stations[start:start + size])
+            start += size
+        return legs
+    if any(stop == common.TRANSFER for stop in stations):
+        legs, current = [], []
+        for stop in stations:
+            if stop == common.TRANSFER:
+                legs.append(current)
+                current = []
+            elif str(stop).strip():
+                current.append(stop)
+        legs.append(current)
+        return [leg for leg in legs if leg]
+    legs, current = [], []
+    for stop in stations:
+        if current and stop == current[-1]:
+            legs.append(current)
+            current = []
+        current.append(stop)
+    if current:
+        legs.append(current)
+    return legs
+
+
+def route_of(routes, key):
+    route = routes.get(key) if isinstance(routes, dict) else None
+    return route if isinstance(route, dict) else None
+
+
+def text_items(value):
+    """A list of texts from a JSON value (non-lists -> empty)."""
+    if not isinstance(value, list):
+        return []
+    return [item if isinstance(item, str) else fmt_value(item) for item in value]
+
+
+class MapBuilder(object):
+    """The SVG of one row's routes, plus the notes listed under it."""
+
+    def __init__(self, stops):
+        self.stops = stops
+        self.layers = {"circles": [], "label": [], "access": [], "pred": [], "broken": [],
+                       "dots": [], "marks": []}
+        self.points = []          # every projected point, to fit the box
+        self.missing = []         # (stop, which route)
+        self.broken = []          # "a -> b" texts
+        self.legend = []          # (colour, style, text)
+        self._pending = []        # drawing callbacks run once the projection is known
+
+    # Phase 1: gather; phase 2 (render): project and draw.
+    def locate(self, stop, which):
+        point = self.stops.coords(stop)
+        if point is None:
+            if (stop, which) not in self.missing:
+                self.missing.append((stop, which))
+            return None
+        self.points.append(point)
+        return point
+
+    def add_route(self, stations, lines, colour_for_leg, which, label_style=False, width=3,
+                  leg_sizes=None):
+        """Queue a route of stop ids: legs coloured, broken hops dashed red."""
+        legs = split_legs([s for s in stations if isinstance(s, str)], leg_sizes)
+        transit_lines = [name for name in lines if name.strip() and name != common.TRANSFER]
+        by_line = len(legs) == len(transit_lines) and not label_style
+        located = []
+        for index, leg in enumerate(legs):
+            colour = colour_for_leg(index if by_line else 0)
+            for stop in leg:
+                located.append((stop, self.locate(stop, which), colour))
+        self._pending.append(("route", located, which, label_style, width))
+        return located, by_line, transit_lines
+
+    def add_segment(self, a, b, colour, dashed, title, layer="pred", width=2.5):
+        if a is None or b is None:
+            return
+        self.points.extend((a, b))
+        self._pending.append(("segment", a, b, colour, dashed, title, layer, width))
+
+    def add_access(self, point, stop_point, mode, title, colour):
+        if point is None:
+            return
+        self.points.append(point)
+        limit = common.access_threshold_km(mode)
+        self._pending.append(("circle", point, limit, mode))
+        if stop_point is not None:
+            self._pending.append(("segment", point, stop_point, colour, "1 4", title,
+                                  "access", 2))
+            straight = common.haversine_km(point[0], point[1], stop_point[0], stop_point[1])
+            self._pending.append(("access_label", point, stop_point,
+                                  "%s %.1f km" % (mode or common.WALK, straight)))
+
+    def add_dot(self, point, title, colour):
+        if point is not None:
+            self.points.append(point)
+            self._pending.append(("dot", point, title, colour))
+
+    def add_mark(self, point, text):
+        if point is not None:
+            self.points.append(point)
+            self._pending.append(("mark", point, text))
+
+    def render(self, aria_label):
+        if not self.points:     # still one map per row: an empty one that says why
+            return ('<svg class="map" viewBox="0 0 %d 60" width="%d" height="60" role="img" '
+                    'aria-label="%s"><rect class="bg" width="%d" height="60" /><text x="12" '
+                    'y="34">No coordinates to draw: origin, destination and stations unknown.'
+                    '</text></svg>' % (MAP_WIDTH, MAP_WIDTH, esc(aria_label), MAP_WIDTH))
+        project = Projection(self.points)
+        for item in self._pending:
+            getattr(self, "_draw_" + item[0])(project, *item[1:])
+        bar_km = scale_bar_km(project.px_per_km, MAP_WIDTH / 4.0)
+        bar_px = bar_km * project.px_per_km
+        y = MAP_HEIGHT - 12
+        scale = ('<g class="scale"><path d="M%s %sv-5h%sv5" /><text x="%s" y="%s">%s km</text>'
+                 '</g>' % (n(12), n(y), n(bar_px), n(18 + bar_px), n(y), ("%g" % bar_km)))
+        north = '<text class="north" x="%s" y="16">N \u2191</text>' % n(MAP_WIDTH - 30)
+        body = "".join("".join(self.layers[name]) for name in
+                       ("circles", "label", "access", "pred", "broken", "dots", "marks"))
+        return ('<svg class="map" viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
+                'aria-label="%s"><rect class="bg" width="%d" height="%d" />%s%s%s</svg>'
+                % (MAP_WIDTH, MAP_HEIGHT, MAP_WIDTH, MAP_HEIGHT, esc(aria_label),
+                   MAP_WIDTH, MAP_HEIGHT, body, scale, north))
+
+    def _draw_route(self, project, located, which, label_style, leg_width):
+        """Connected hops of one colour as one polyline; a broken hop as a
+        dashed red line; stations as dots named on hover."""
+        runs = []                 # (colour, width, [points]) drawn as polylines
+        dots = []
+        previous = None
+        for stop, point, colour in located:
+            if point is not None:
+                name = self.stops.name(stop)
+                dots.append((point, "%s (%s)" % (name, stop) if name else stop, colour))
+            if previous is not None and previous[1] is not None and point is not None:
+                here = previous[0]
+                if label_style:
+                    runs.append((LABEL_GREY, 7, [previous[1], point]))
+                elif self.stops.connected(here, stop):
+                    same_leg = previous[2] == colour
+                    runs.append((colour if same_leg else TEXT_COLOUR,
+                                 leg_width if same_leg else 1.5,
+                                 [previous[1], point]))
+                else:
+                    text = "%s \u2192 %s not connected" % (here, stop)
+                    self.broken.append("%s: %s" % (which, text))
+                    self.layers["broken"].append(_line(project, previous[1], point,
+                                                       BROKEN_RED, "6 4", 2.5, text))
+            previous = (stop, point, colour)
+        merged = []
+        for colour, width, points in runs:
+            if merged and merged[-1][0] == colour and merged[-1][1] == width \
+                    and merged[-1][2][-1] == points[0]:
+                merged[-1][2].append(points[1])
+            else:
+                merged.append((colour, width, list(points)))
+        layer = self.layers["label" if label_style else "pred"]
+        for colour, width, points in merged:
+            layer.append('<polyline points="%s" stroke="%s" stroke-width="%s"><title>%s</title>'
+                         '</polyline>' % (" ".join("%s,%s" % tuple(n(v) for v in project(p))
+                                                   for p in points), colour, width,
+                                          esc(which)))
+        target = self.layers["label" if label_style else "dots"]
+        for colour in sorted({colour for _, _, colour in dots}):
+            target.append('<g class="stops" fill="%s">%s</g>' % (colour, "".join(
+                '<circle cx="%s" cy="%s" r="%s"><title>%s</title></circle>'
+                % (n(project(point)[0]), n(project(point)[1]), 2.6 if label_style else 3.4,
+                   esc(title + " \u2014 " + which))
+                for point, title, dot_colour in dots if dot_colour == colour)))
+
+    def _draw_segment(self, project, a, b, colour, dashed, title, layer, width):
+        self.layers[layer].append(_line(project, a, b, colour, dashed, width, title))
+
+    def _draw_circle(self, project, point, limit_km, mode):
+        x, y = project(point)
+        self.layers["circles"].append(
+            '<circle class="limit" cx="%s" cy="%s" r="%s"><title>access limit %g km (%s)'
+            '</title></circle>' % (n(x), n(y), n(limit_km * project.px_per_km), limit_km,
+                                   esc(mode or common.WALK)))
+
+    def _draw_access_label(self, project, a, b, text):
+        (x1, y1), (x2, y2) = project(a), project(b)
+        x, y = (x1 + x2) / 2, (y1 + y2) / 2 - 6
+        left = x > MAP_WIDTH - 90
+        self.layers["marks"].append('<text class="acc" x="%s" y="%s"%s>%s</text>'
+                                    % (n(x - 6 if left else x + 6), n(y),
+                                       ' text-anchor="end"' if left else "", esc(text)))
+
+    def _draw_dot(self, project, point, title, colour):
+        self.layers["dots"].append(_dot(project, point, title, colour, 4.5))
+
+    def _draw_mark(self, project, point, text):
+        x, y = project(point)
+        # Near the right edge the label goes to the left of the marker.
+        left = x > MAP_WIDTH - 90
+        self.layers["marks"].append(
+            '<g class="mark"><rect x="%s" y="%s" width="12" height="12" /><text x="%s" y="%s"%s>'
+            '%s</text><title>%s</title></g>'
+            % (n(x - 6), n(y - 6), n(x - 9 if left else x + 9), n(y + 4),
+               ' text-anchor="end"' if left else "", esc(text), esc(text)))
+
+
+def _line(project, a, b, colour, dashed, width, title, css="seg"):
+    x1, y1 = project(a)
+    x2, y2 = project(b)
+    dash = ' stroke-dasharray="%s"' % dashed if dashed else ""
+    return ('<line class="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s>'
+            '<title>%s</title></line>' % (css, n(x1), n(y1), n(x2), n(y2), colour, width, dash,
+                                          esc(title)))
+
+
+def _dot(project, point, title, colour, radius):
+    x, y = project(point)
+    return ('<circle class="stop" cx="%s" cy="%s" r="%s" fill="%s"><title>%s</title></circle>'
+            % (n(x), n(y), radius, colour, esc(title)))
+
+
+def point_of(value):
+    return (float(value[0]), float(value[1])) if isinstance(value, list) and valid_point(value) \
+        else None
+
+
+def row_map(record, benchmark, stops):
+    """One row's map: (svg text, notes html)."""
+    builder = MapBuilder(stops)
+    origin, destination = point_of(record.get("origin")), point_of(record.get("destination"))
+    preds = record.get("prediction_routes") or {}
+    labels = record.get("label_routes") or {}
+    legend = []
+    # Label routes first (grey, underneath).
+    label_keys = common.ROUTE_KEYS if benchmark == "diversity" else ("first",)
+    label_drawn = False
+    for key in label_keys:
+        route = route_of(labels, key)
+        if route is None:
+            continue
+        stations = text_items(route.get("stations"))
+        if benchmark == "general_llm" and not any(stops.coords(s) for s in stations):
+            continue            # names, not stop ids: nothing to place
+        builder.add_route(stations, [], lambda i: LABEL_GREY, "label " + key, label_style=True)
+        label_drawn = label_drawn or bool(stations)
+    if label_drawn:
+        legend.append((LABEL_GREY, "solid", "label route (grey, wide)"))
+    if benchmark == "general_llm":
+        first_stop, last_stop = _general_llm_legs(builder, record, legend)
+        start_mode, end_mode = _modes(route_of(preds, "first"))
+        pred_keys = ()
+    else:
+        pred_keys = common.ROUTE_KEYS if benchmark == "diversity" else ("first",)
+        first_stop = last_stop = None
+        start_mode = end_mode = ""
+    for key in pred_keys:
+        route = route_of(preds, key)
+        if route is None:
+            continue
+        stations = text_items(route.get("stations"))
+        lines = text_items(route.get("lines"))
+        if benchmark == "diversity":
+            colour = ROUTE_COLOURS[key]
+            # Wide under narrow: overlapping routes stay visible.
+            located, _, _ = builder.add_route(stations, [], lambda i, c=colour: c, key,
+                                              width=DIVERSITY_WIDTHS[key])
+            legend.append((colour, "solid", "%s route: %s" % (key, ", ".join(lines) or
+                                                              "no lines")))
+        else:
+            located, by_line, transit = builder.add_route(
+                stations, lines, lambda i: LINE_COLOURS[i % len(LINE_COLOURS)], "prediction",
+                leg_sizes=route.get("leg_sizes"))
+            if by_line:
+                for index, name in enumerate(transit):
+                    legend.append((LINE_COLOURS[index % len(LINE_COLOURS)], "solid", name))
+            else:
+                legend.append((LINE_COLOURS[0], "solid", "prediction: %s"
+                               % (", ".join(lines) or "no lines")))
+        if key == "first":
+            start_mode, end_mode = _modes(route)
+            placed = [item for item in located if item[1] is not None]
+            if placed:
+                first_stop, last_stop = placed[0][1], placed[-1][1]
+    builder.add_access(origin, first_stop, start_mode,
+                       "access from the origin (%s)" % (start_mode or common.WALK), TEXT_COLOUR)
+    builder.add_access(destination, last_stop, end_mode,
+                       "access to the destination (%s)" % (end_mode or common.WALK),
+                       TEXT_COLOUR)
+    builder.add_mark(origin, "origin")
+    builder.add_mark(destination, "destination")
+    svg = builder.render("route map of row %s" % record.get("row"))
+    notes = []
+    if legend:
+        legend.append((TEXT_COLOUR, "dotted", "access legs; dashed circles: access limits "
+                       "(%g / %g / %g km walk / bike / taxi)"
+                       % (common.WALK_LIMIT_KM, common.CYCLE_LIMIT_KM, common.TAXI_LIMIT_KM)))
+        notes.append('<ul class="legend">%s</ul>' % "".join(
+            '<li><span class="swatch %s" style="border-color:%s"></span>%s</li>'
+            % (style, colour, esc(text)) for colour, style, text in legend))
+    if builder.broken:
+        notes.append('<p class="broken">Not connected (dashed red): %s</p>'
+                     % esc("; ".join(builder.broken)))
+    if builder.missing:
+        notes.append('<p class="missing">Not in the station file: %s</p>' % esc(
+            ", ".join("%s (%s)" % (stop, which) for stop, which in builder.missing)))
+    return svg, "".join(notes)
+
+
+def _modes(route):
+    if route is None:
+        return "", ""
+    start, end = route.get("start_mode"), route.get("end_mode")
+    return (start if isinstance(start, str) else "", end if isinstance(end, str) else "")
+
+
+def _general_llm_legs(builder, record, legend):
+    """Matched legs of a general-LLM row: boarding -> alighting per line.
+    -> (first stop point, last stop point)."""
+    legs = record.get("match_details")
+    legs = [leg for leg in legs if isinstance(leg, dict)] if isinstance(legs, list) else []
+    stops = builder.stops
+    first = last = None
+    previous = None           # (stop id, point) of the previous alighting
+    for index, leg in enumerate(legs):
+        colour = LINE_COLOURS[index % len(LINE_COLOURS)]
+        line = leg.get("line_name") or leg.get("line_query") or "?"
+        legend.append((colour, "solid", "%s (asked: %s)" % (line, leg.get("line_query") or "?")))
+        ends = []
+        for side in ("boarding", "alighting"):
+            stop = leg.get(side + "_stop_id")
+            query = leg.get(side + "_query")
+            point = stops.coords(stop) if isinstance(stop, str) else None
+            if point is None:
+                builder.missing.append((stop or "no match for %s" % (query or "?"),
+                                        "%s of leg %d" % (side, index + 1)))
+            else:
+                builder.points.append(point)
+                builder.add_dot(point, "%s: %s (%s), asked: %s"
+                                % (side, leg.get(side + "_name") or "?", stop, query or "?"),
+                                colour)
+            ends.append((stop, point))
+        if previous is not None and previous[1] is not None and ends[0][1] is not None \
+                and previous[0] != ends[0][0]:
+            ok = stops.connected(previous[0], ends[0][0])
+            text = "transfer %s \u2192 %s" % (previous[0], ends[0][0])
+            if not ok:
+                builder.broken.append(text + " not connected")
+            builder.add_segment(previous[1], ends[0][1], TEXT_COLOUR if ok else BROKEN_RED,
+                                None if ok else "6 4", text + ("" if ok else " not connected"),
+                                layer="pred" if ok else "broken", width=1.5 if ok else 2.5)
+        builder.add_segment(ends[0][1], ends[1][1], colour, None,
+                            "%s (straight line between the matched stops)" % line, width=3)
+        first = first or ends[0][1]
+        last = ends[1][1] or last
+        previous = ends[1]
+    return first, last
