@@ -100,7 +100,7 @@ class Cli(unittest.TestCase):
         status, out1, _ = run("single_route", *args)
         self.assertEqual(status, 0)
         report = json.loads(out1)
-        self.assertEqual(report["schema_version"], 2)
+        self.assertEqual(report["schema_version"], 3)
         self.assertEqual(report["rounds"]["reachability"], {"input": 6, "passed": 3})
         self.assertEqual(report["inputs"]["station_info"], self.stations)
         with open(self.input, "rb") as handle:

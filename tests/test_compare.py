@@ -367,7 +367,7 @@ class TermsReproduceMetricsTest(unittest.TestCase):
         for benchmark, protocol, argv in cases:
             out = os.path.join(folder, "%s-%s" % (benchmark, protocol))
             command = [sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
-                       "--protocol", protocol, "--quiet", "--out", out] + argv
+                       "--protocol", protocol, "--quiet", "--out", out, "--overwrite"] + argv
             done = subprocess.run(command, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, universal_newlines=True)
             self.assertEqual(done.returncode, 0, done.stderr)

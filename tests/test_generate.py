@@ -937,6 +937,8 @@ class EvaluatorOnResults(unittest.TestCase):
                 if self.server:
                     self.server.close()
                 self.server = StandIn(lambda user, nth: ("ok", answers[user]))
+                self.dir = os.path.join(self.tmp.name, benchmark)    # a run of its own
+                os.mkdir(self.dir)
                 status, stdout, stderr, out = self.generate_and_evaluate(source, None)
                 self.assertEqual(status, 0, stderr)
                 self.assertIn("evaluating with %s/evaluate.py (from the file name)"

@@ -172,7 +172,7 @@ class RunFolder(unittest.TestCase):
             folder = os.path.join(tmp, "nested", "run")
             report, rows, text, stdout = run_to_folder("b1", folder, "reference")
             self.assertEqual(text, stdout)
-            self.assertEqual(report["schema_version"], 2)
+            self.assertEqual(report["schema_version"], 3)
             self.assertEqual(report["version"], common.VERSION)
             self.assertIn("signature: " + report["signature"], text)
             self.assertTrue(report["signature"].startswith(

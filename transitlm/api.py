@@ -1,15 +1,22 @@
-"""The Python API: ``evaluate()`` runs an evaluator in-process.
+"""The Python API: ``evaluate()`` runs an evaluator in-process and, with
+``out=DIR``, writes a run folder that ``compare.py`` accepts.
 
 Standard library only; Python 3.8+.
 """
 
 import os
 
+from transitlm.cli import OutputFile
 from transitlm.engine import DATA_DIR, Options, RowSinks, evaluate_stream
+from transitlm.provenance import (
+    check_run_folder, command_line, make_folders, read_generation, remove_folders, run_json,
+    run_record)
 from transitlm.records import load_benchmark
+from transitlm.reports import (
+    details_bytes, failure_line, failures_title, render_text_head, render_text_tail, report_json)
 
 
-def evaluate(benchmark_name, rows=None, **options):
+def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     """Score rows from Python -> (report, records).
 
     ``rows``: dicts with ``index_id`` (or ``indexid``), ``sft_prompt``,
@@ -18,13 +25,59 @@ def evaluate(benchmark_name, rows=None, **options):
     ``input=PATH``.  Other keywords are the CLI's options (``protocol``,
     ``station_info``, ``predictions``, ...).  Raises InputError for a
     problem with the inputs; bad rows become error records, as in the CLI.
+
+    ``out=DIR`` also writes a run folder (report.json, details.jsonl,
+    report.txt and run.json, as the CLI's ``--out`` does, without the HTML
+    page); a folder that already holds a run is refused unless ``overwrite``.
     """
     benchmark = load_benchmark(benchmark_name)
     if rows is None and not options.get("input"):
         options["input"] = os.path.join(DATA_DIR, benchmark.default_input)
+    if out is not None:
+        check_run_folder(out, overwrite)
     opts = Options(benchmark, **options)
     records = []
     report, _, _ = evaluate_stream(benchmark, opts,
                                    lambda aggregate: RowSinks(aggregate, collect=records),
                                    rows=rows)
+    if out is not None:
+        write_run_folder(out, report, records, overwrite=overwrite,
+                         generation=read_generation(options.get("predictions")))
     return report, records
+
+
+def write_run_folder(folder, report, records, overwrite=False, command=None, generation=None):
+    """Write a run folder from a report and its records (as evaluate() returns
+    them): every file through a temporary name, renamed when all are written;
+    a failure leaves no file and no folder it created."""
+    check_run_folder(folder, overwrite)
+    benchmark = load_benchmark(report["benchmark"])
+    created = []
+    files = []
+    try:
+        make_folders(folder, created)
+        def output(name, binary=False):
+            handle = OutputFile(os.path.join(folder, name), binary)
+            files.append(handle)
+            return handle
+        output("report.json").write(report_json(report))
+        details = output("details.jsonl", binary=True)
+        for record in records:
+            details.write(details_bytes(record))
+        text = output("report.txt")
+        text.write(render_text_head(benchmark, report))
+        lines = [line for line in map(failure_line, records) if line is not None]
+        text.write(failures_title(len(lines), report["counts"]["samples"]))
+        text.write("".join(lines))
+        text.write(render_text_tail(report))
+        record = run_record(report, command if command is not None else command_line(),
+                            generation)
+        output("run.json").write(run_json(record))
+        for handle in files:
+            handle.commit()
+        files = []
+        created = []
+    finally:
+        for handle in files:
+            handle.discard()
+        remove_folders(created)

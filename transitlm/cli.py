@@ -6,12 +6,16 @@ Standard library only; Python 3.8+.
 import argparse
 import gc
 import os
+import signal
 import sys
 import tempfile
 
-from common import InputError, PROTOCOLS
+from common import VERSION, InputError, PROTOCOLS
 from transitlm.engine import (
     DATA_DIR, DATA_ENV, MIN_ROWS_PER_WORKER, Options, RowSinks, evaluate_stream)
+from transitlm.provenance import (
+    check_run_folder, command_line, make_folders, read_generation, remove_folders, run_json,
+    run_record)
 from transitlm.reading import CHUNK_BYTES
 from transitlm.reports import failures_title, render_text_head, render_text_tail, report_json
 from transitlm.status import (
@@ -49,9 +53,15 @@ def build_parser(benchmark):
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                         help="reference: the published evaluator's rules, quirks included "
                              "(default); paper: the TransitLM paper's definitions")
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
+                        help="print the project's version and exit")
     parser.add_argument("--out", metavar="DIR",
                         help="write a run folder: DIR/report.json, DIR/details.jsonl, "
-                             "DIR/report.txt and DIR/report.html (DIR is created)")
+                             "DIR/report.txt, DIR/report.html and DIR/run.json (who made "
+                             "it); DIR is created. A folder that already holds a run is "
+                             "refused unless --overwrite")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --out replace the run a folder already holds")
     parser.add_argument("--json", metavar="PATH",
                         help="write the JSON report to PATH ('-' = stdout, replacing the "
                              "text report)")
@@ -88,7 +98,7 @@ def _non_negative_int(text):
 
 
 # Flags of the command line that are not evaluation options (where outputs go).
-OUTPUT_FLAGS = ("out", "json", "details", "html", "html_rows")
+OUTPUT_FLAGS = ("out", "overwrite", "json", "details", "html", "html_rows")
 
 
 def options_from_args(benchmark, args):
@@ -139,14 +149,11 @@ def _output_plan(args):
     clashes (two outputs to one file, two to stdout)."""
     plan = {"json": args.json, "details": args.details, "html": args.html}
     if args.out:
-        try:
-            os.makedirs(args.out, exist_ok=True)
-        except OSError as exc:
-            raise InputError("cannot create run folder %s: %s" % (args.out, exc.strerror or exc))
         plan["out_json"] = os.path.join(args.out, "report.json")
         plan["out_details"] = os.path.join(args.out, "details.jsonl")
         plan["out_text"] = os.path.join(args.out, "report.txt")
         plan["out_html"] = os.path.join(args.out, "report.html")
+        plan["out_run"] = os.path.join(args.out, "run.json")
     to_stdout = [role for role, path in plan.items() if path == "-"]
     if len(to_stdout) > 1:
         raise InputError("only one output can go to stdout ('-'), not --%s"
@@ -166,13 +173,16 @@ def _output_plan(args):
         if real in inputs:
             raise InputError("%s would overwrite the input file %s" % (_role_name(role), path))
         seen[real] = role
+    if args.out:
+        check_run_folder(args.out, args.overwrite)
     return plan
 
 
 def _role_name(role):
     return {"json": "--json", "details": "--details", "html": "--html",
             "out_json": "--out's report.json", "out_details": "--out's details.jsonl",
-            "out_text": "--out's report.txt", "out_html": "--out's report.html"}[role]
+            "out_text": "--out's report.txt", "out_html": "--out's report.html",
+            "out_run": "--out's run.json"}[role]
 
 
 def run(benchmark, argv=None):
@@ -203,6 +213,8 @@ def run(benchmark, argv=None):
 def _run(benchmark, args):
     options = options_from_args(benchmark, args)
     plan = _output_plan(args)
+    generation = read_generation(args.predictions) if args.out else None
+    created = []                       # folders this run made (removed unless it succeeds)
     files = []                         # OutputFiles, committed only when all went well
 
     def output(path, binary=False):
@@ -218,6 +230,10 @@ def _run(benchmark, args):
         return handle
 
     try:
+        # A run folder is created only now, after the plan's checks, and removed
+        # again (with the parents it needed) when the run does not succeed.
+        if args.out:
+            make_folders(args.out, created)
         details_path = plan.get("out_details") or (
             plan["details"] if plan["details"] not in (None, "-") else None)
         details = None
@@ -251,9 +267,13 @@ def _run(benchmark, args):
         for role in ("html", "out_html"):
             if plan.get(role):
                 _write_html(output(plan[role]), report, details, network, args.html_rows)
+        if plan.get("out_run"):
+            output(plan["out_run"]).write(run_json(run_record(report, command_line(),
+                                                              generation)))
         for handle in files:
             handle.commit()
         files = []
+        created = []
         if plan["json"] == "-":
             _stdout_write(json_text)
         elif plan["details"] == "-":
@@ -266,6 +286,7 @@ def _run(benchmark, args):
             handle.discard()
         for handle in spools:
             handle.handle.close()
+        remove_folders(created)
     return EXIT_OK
 
 
@@ -349,8 +370,27 @@ def _stdout_flush():
         raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 
 
+def stop_on_terminate():
+    """SIGTERM (a job scheduler's stop, `kill`) ends the run like Ctrl-C: outputs
+    and the folders it created are removed, exit status 130.  Forked workers
+    keep the default action (the main process ends them)."""
+    main = os.getpid()
+
+    def terminate(signum, frame):
+        if os.getpid() != main:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+    try:
+        signal.signal(signal.SIGTERM, terminate)
+    except (ValueError, OSError):       # not the main thread (an embedding program)
+        pass
+
+
 def script_main(benchmark):
     """Entry point of a scenario script: run and exit with its status."""
+    stop_on_terminate()
     # Text the output encoding cannot hold (PYTHONIOENCODING=ascii, a lone
     # surrogate) is printed as escapes instead of failing.
     for stream in (sys.stdout, sys.stderr):

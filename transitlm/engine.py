@@ -502,8 +502,11 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         samples = iter(source)
         if predictions is not None:
             samples = predictions.join(samples)
-        progress = Progress(None, sys.stderr.isatty() and not options.quiet,
-                            fraction=source.fraction_read)
+        # Under --sample_count the rows to evaluate are known: the line counts
+        # them, not the share of the whole file read.
+        progress = Progress(options.sample_count or None,
+                            sys.stderr.isatty() and not options.quiet,
+                            fraction=None if options.sample_count else source.fraction_read)
         try:
             done = False
             if (workers > 1 and rows is None and sinks.collect is None and _can_fork()

@@ -12,7 +12,7 @@ from common import VERSION
 from transitlm.records import NO_RESPONSE
 from transitlm.terminal import encodable, printable
 
-SCHEMA_VERSION = 2               # report.json / details.jsonl layout (README changelog)
+SCHEMA_VERSION = 3               # report.json / details.jsonl layout (README changelog)
 
 
 def report_json(report):
@@ -293,10 +293,14 @@ def short_hash(hex_digest):
 
 
 def signature_line(report):
-    """One line naming everything the figures depend on (as sacreBLEU's signature):
-    transitlm:1.1.0|single_route|protocol:reference|field:generate_results|rows:38|
-    stations:889a5dbf|input:da737ae5, plus predictions, lines, service and any
-    figure option that is not at its default."""
+    """One line naming what makes two runs' figures comparable (as sacreBLEU's
+    signature): transitlm:1.2.0|single_route|protocol:reference|
+    field:generate_results|rows:38|stations:889a5dbf|input:da737ae5, plus lines,
+    service and any figure option that is not at its default.
+
+    It names the test, not the model: two models scored on the same test file
+    and station file share it.  The predictions' hash is in
+    ``inputs.sha256.predictions``."""
     inputs = report["inputs"]
     sha = inputs["sha256"]
     options = inputs["options"]
@@ -305,8 +309,6 @@ def signature_line(report):
              "rows:%d" % report["counts"]["samples"],
              "stations:" + short_hash(sha.get("station_info")),
              "input:" + short_hash(sha.get("input"))]
-    if sha.get("predictions"):
-        parts.append("predictions:" + short_hash(sha["predictions"]))
     if sha.get("line_info"):
         parts.append("lines:" + short_hash(sha["line_info"]))
     if inputs.get("api_url"):

@@ -63,7 +63,7 @@ class Progress(object):
         rate = self.done / (now - self.start)
         share = self.fraction() if self.fraction else None
         if self.total:
-            eta = (self.total - self.done) / rate if rate else 0.0
+            eta = max(0.0, self.total - self.done) / rate if rate else 0.0
             line = "\r  %d/%d rows  %.0f rows/s  ETA %.0f s " % (self.done, self.total, rate, eta)
         elif share:
             eta = (now - self.start) * (1.0 - share) / share

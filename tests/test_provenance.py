@@ -1,0 +1,238 @@
+"""What produced a run (issue 22, the evaluators' side): run.json, a signature
+two models share, no silent overwrite, no debris, --version, the progress line."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+
+from tests.helpers import REPO, common
+import transitlm
+import transitlm.provenance
+import transitlm.terminal
+
+SCRIPTS = ("single_route", "personalized", "diversity", "general_llm")
+B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")
+
+
+def evaluator(script, *argv, **kwargs):
+    return subprocess.run([sys.executable, os.path.join(REPO, script, "evaluate.py")]
+                          + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, **kwargs)
+
+
+def predictions_from_labels(path, target, every=1):
+    """A predictions JSONL holding the labels of every ``every``-th row."""
+    import csv
+    with open(path, encoding="utf-8", newline="") as handle, \
+            open(target, "w", encoding="utf-8") as out:
+        for number, row in enumerate(csv.DictReader(handle)):
+            if number % every == 0:
+                out.write(json.dumps({"indexid": row.get("indexid", row.get("index_id")),
+                                      "generate_results": row["sft_label"]}) + "\n")
+
+
+class RunFile(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def path(self, *parts):
+        return os.path.join(self.tmp.name, *parts)
+
+    def test_run_json_says_who_made_the_run(self):
+        out = self.path("runs", "a")
+        done = evaluator("single_route", "--quiet", "--out", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(sorted(os.listdir(out)), ["details.jsonl", "report.html", "report.json",
+                                                   "report.txt", "run.json"])
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+            run = json.load(handle)
+        self.assertEqual(run["run_schema"], 1)
+        self.assertEqual(run["version"], common.VERSION)
+        self.assertEqual(run["benchmark"], "single_route")
+        self.assertEqual(run["protocol"], "reference")
+        self.assertEqual(run["command"][1:], ["--quiet", "--out", out])
+        self.assertTrue(run["command"][0].endswith(os.path.join("single_route", "evaluate.py")))
+        self.assertRegex(run["created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertIsNone(run["generation"])
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+            self.assertNotIn("created", handle.read())      # report.json stays deterministic
+
+    def test_the_model_that_made_the_predictions_is_recorded(self):
+        predictions = self.path("model.jsonl")
+        predictions_from_labels(B1, predictions)
+        settings = {"model": "qwen-7b-sft", "api_url": "http://127.0.0.1:8000/v1",
+                    "temperature": 0, "top_p": None, "max_tokens": 512, "extra_body": None,
+                    "system_prompt_sha256": None, "input_sha256": "ab" * 32,
+                    "version": common.VERSION}
+        with open(transitlm.provenance.settings_path(predictions), "w") as handle:
+            json.dump(settings, handle)
+        out = self.path("run")
+        done = evaluator("single_route", "--quiet", "--predictions", predictions, "--out", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["generation"], settings)
+
+    def test_an_unreadable_settings_file_stops_the_run(self):
+        predictions = self.path("model.jsonl")
+        predictions_from_labels(B1, predictions)
+        for content in ("not json", "[1, 2]", "{" * 100000):
+            with self.subTest(content=content[:10]):
+                with open(transitlm.provenance.settings_path(predictions), "w") as handle:
+                    handle.write(content)
+                out = self.path("never")
+                done = evaluator("single_route", "--quiet", "--predictions", predictions,
+                                 "--out", out)
+                self.assertEqual(done.returncode, 2)
+                self.assertRegex(done.stderr, r"^error: .*model\.jsonl\.settings\.json is not "
+                                              r"(valid JSON|a JSON object).*\n$")
+                self.assertFalse(os.path.exists(out))
+
+    def test_python_api_writes_a_run_folder_compare_accepts(self):
+        api = self.path("api")
+        transitlm.evaluate("single_route", out=api)
+        cli = self.path("cli")
+        self.assertEqual(evaluator("single_route", "--out", cli).returncode, 0)
+        for name in ("report.json", "details.jsonl", "report.txt"):
+            with open(os.path.join(api, name), "rb") as a, open(os.path.join(cli, name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), name)
+        labels = self.path("labels")
+        transitlm.evaluate("single_route", out=labels, input_field="sft_label")
+        done = subprocess.run([sys.executable, os.path.join(REPO, "compare.py"), api, labels,
+                               "--bootstrap", "50"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with self.assertRaises(common.InputError):
+            transitlm.evaluate("single_route", out=api)     # holds a run already
+        transitlm.evaluate("single_route", out=api, overwrite=True)
+
+
+class Signature(unittest.TestCase):
+    def test_two_models_on_the_same_test_share_the_signature(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            reports = []
+            for every in (1, 3):
+                predictions = os.path.join(tmp, "model%d.jsonl" % every)
+                predictions_from_labels(B1, predictions, every)
+                report, _ = transitlm.evaluate("single_route", predictions=predictions)
+                reports.append(report)
+        first, second = reports
+        self.assertNotEqual(first["metrics"], second["metrics"])
+        self.assertNotEqual(first["inputs"]["sha256"]["predictions"],
+                            second["inputs"]["sha256"]["predictions"])
+        self.assertEqual(first["signature"], second["signature"])
+        self.assertNotIn("predictions", first["signature"])
+        self.assertEqual(first["signature"],
+                         "transitlm:%s|single_route|protocol:reference|field:generate_results|"
+                         "rows:%d|stations:%s|input:%s" % (
+                             common.VERSION, first["counts"]["samples"],
+                             first["inputs"]["sha256"]["station_info"][:8],
+                             first["inputs"]["sha256"]["input"][:8]))
+        third, _ = transitlm.evaluate("single_route", protocol="paper")
+        self.assertNotEqual(third["signature"], first["signature"])
+
+
+class NoOverwriteNoDebris(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def test_out_onto_a_run_is_refused_unless_overwrite(self):
+        out = os.path.join(self.tmp.name, "run")
+        self.assertEqual(evaluator("single_route", "--quiet", "--out", out).returncode, 0)
+        before = {}
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), "rb") as handle:
+                before[name] = handle.read()
+        done = evaluator("single_route", "--quiet", "--protocol", "paper", "--out", out)
+        self.assertEqual(done.returncode, 2)
+        self.assertRegex(done.stderr, r"^error: run folder .*run already holds a run "
+                                      r"\(report\.json, .*\); pass --overwrite to replace it, "
+                                      r"or choose another --out\n$")
+        for name, data in before.items():
+            with open(os.path.join(out, name), "rb") as handle:
+                self.assertEqual(handle.read(), data, name)
+        done = evaluator("single_route", "--quiet", "--protocol", "paper", "--out", out,
+                         "--overwrite")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["protocol"], "paper")
+
+    def test_an_empty_or_unrelated_folder_is_fine(self):
+        out = os.path.join(self.tmp.name, "mine")
+        os.mkdir(out)
+        with open(os.path.join(out, "notes.md"), "w") as handle:
+            handle.write("mine")
+        self.assertEqual(evaluator("single_route", "--quiet", "--out", out).returncode, 0)
+        self.assertIn("notes.md", os.listdir(out))
+
+    def test_a_failed_run_leaves_no_folder_it_created(self):
+        out = os.path.join(self.tmp.name, "a", "b", "run")
+        bad = os.path.join(self.tmp.name, "bad.csv")
+        with open(bad, "w") as handle:
+            handle.write("no,such,columns\n1,2,3\n")
+        done = evaluator("single_route", "--quiet", "--input", bad, "--out", out)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["bad.csv"])
+        # A folder that was there before stays; only what the run made goes.
+        os.mkdir(os.path.join(self.tmp.name, "a"))
+        done = evaluator("single_route", "--quiet", "--input", bad, "--out", out)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(os.listdir(os.path.join(self.tmp.name, "a")), [])
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no FIFOs here")
+    def test_an_interrupted_run_leaves_no_folder_it_created(self):
+        fifo = os.path.join(self.tmp.name, "input.csv")
+        os.mkfifo(fifo)
+        out = os.path.join(self.tmp.name, "new", "run")
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(signal=stop.name):
+                process = subprocess.Popen(
+                    [sys.executable, os.path.join(REPO, "single_route", "evaluate.py"),
+                     "--quiet", "--input", fifo, "--out", out],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                deadline = time.time() + 20
+                while not os.path.isdir(out) and time.time() < deadline:
+                    time.sleep(0.02)        # the run made its folder and waits on the FIFO
+                self.assertTrue(os.path.isdir(out))
+                process.send_signal(stop)
+                _, err = process.communicate(timeout=20)
+                self.assertEqual(process.returncode, 130, err)
+                self.assertEqual(err, "\ninterrupted\n")
+                self.assertEqual(sorted(os.listdir(self.tmp.name)), ["input.csv"])
+
+
+class Version(unittest.TestCase):
+    def test_every_evaluator_answers_version(self):
+        for script in SCRIPTS:
+            with self.subTest(script=script):
+                done = evaluator(script, "--version")
+                self.assertEqual(done.returncode, 0)
+                self.assertEqual(done.stdout, "transitlm %s\n" % common.VERSION)
+
+
+class ProgressCount(unittest.TestCase):
+    def test_progress_counts_the_rows_to_evaluate_under_sample_count(self):
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+        stream = Terminal()
+        with mock.patch.object(sys, "stderr", stream), \
+                mock.patch.object(transitlm.terminal.Progress, "DELAY", 0.0), \
+                mock.patch.object(transitlm.terminal.Progress, "INTERVAL", 0.0):
+            transitlm.evaluate("single_route", sample_count=7, workers=1, quiet=False)
+        lines = [line for line in stream.getvalue().split("\r") if "rows" in line]
+        self.assertTrue(lines)
+        self.assertTrue(all(line.lstrip().split()[0].endswith("/7") for line in lines), lines)
+        self.assertNotIn("%", stream.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,133 @@
+"""What produced a run: the run folder's ``run.json`` and the rules that keep
+one run folder from silently replacing another.
+
+``report.json`` holds the figures and is byte-deterministic (the same inputs
+give the same bytes); ``run.json`` beside it says who made the run: when,
+with which command, project version and Python, and (when the predictions
+came from generate.py) the model and the settings that shaped its answers,
+copied from the predictions file's settings sidecar (``PATH.settings.json``).
+
+Standard library only; Python 3.8+.
+"""
+
+import datetime
+import json
+import os
+import platform
+import sys
+
+from common import VERSION, InputError
+
+RUN_SCHEMA = 1
+RUN_FILE = "run.json"
+# The files of a run folder; a folder holding any of them holds a run.
+RUN_FOLDER_FILES = ("report.json", "details.jsonl", "report.txt", "report.html", RUN_FILE)
+SETTINGS_SUFFIX = ".settings.json"      # generate.py's sidecar of a predictions file
+MAX_SETTINGS_BYTES = 1 << 20            # a sidecar larger than this is not read
+
+
+def settings_path(predictions_path):
+    """Where generate.py records the settings of a predictions file."""
+    return predictions_path + SETTINGS_SUFFIX
+
+
+def read_generation(predictions_path):
+    """The settings generate.py recorded for a predictions file -> dict or None
+    (no sidecar).  A sidecar that cannot be read as a JSON object is an
+    InputError: a run must not silently lose what made its predictions."""
+    if not predictions_path or predictions_path == "-":
+        return None
+    path = settings_path(predictions_path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SETTINGS_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError("cannot read %s: %s" % (path, exc.strerror or exc))
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise InputError("%s is larger than %d bytes: not a settings file of generate.py"
+                         % (path, MAX_SETTINGS_BYTES))
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InputError("%s is not valid JSON (the settings generate.py recorded for %s)"
+                         % (path, predictions_path))
+    if not isinstance(value, dict):
+        raise InputError("%s is not a JSON object (the settings generate.py recorded for %s)"
+                         % (path, predictions_path))
+    return value
+
+
+def run_record(report, command, generation=None, now=None):
+    """The run.json dict of a run: provenance, not figures."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return {"run_schema": RUN_SCHEMA,
+            "created": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "version": VERSION,
+            "command": list(command),
+            "python": platform.python_version(),
+            "benchmark": report.get("benchmark"),
+            "protocol": report.get("protocol"),
+            "generation": generation}
+
+
+def run_json(record):
+    return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def command_line(argv=None):
+    """The command as typed: the script path as given, then its arguments."""
+    argv = sys.argv if argv is None else argv
+    return [str(part) for part in argv]
+
+
+def held_run_files(folder):
+    """The run-folder files ``folder`` already holds (empty when none or no folder)."""
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return []
+    return [name for name in RUN_FOLDER_FILES if name in names]
+
+
+def check_run_folder(folder, overwrite):
+    """InputError when ``folder`` already holds a run and ``overwrite`` is off."""
+    held = held_run_files(folder)
+    if held and not overwrite:
+        raise InputError("run folder %s already holds a run (%s); pass --overwrite to "
+                         "replace it, or choose another --out" % (folder, ", ".join(held)))
+
+
+def make_folders(path, created):
+    """os.makedirs that appends each folder it creates to ``created`` as soon as
+    it exists, deepest last (so a run that fails or is interrupted, even
+    half-way through this call, can remove exactly those and nothing it did
+    not create)."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise InputError("cannot create run folder %s: a file of that name exists" % path)
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError("cannot create run folder %s: %s" % (folder, exc.strerror or exc))
+        created.append(folder)
+
+
+def remove_folders(created):
+    """Remove folders make_folders created, deepest first, where they are empty."""
+    for folder in reversed(created):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
