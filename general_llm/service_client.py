@@ -37,7 +37,7 @@ if _REPO not in sys.path:
 
 from common import MAX_JSON_DEPTH, type_name  # noqa: E402
 from general_llm.route_eval import error_result, json_shape_problem  # noqa: E402
-from http_deadline import AnswerTooLarge, deadline_opener, read_body  # noqa: E402
+from transitlm.http_client import AnswerTooLarge, deadline_opener, read_body  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 USER_AGENT = "TransitLM-evaluator/1.0"

@@ -20,7 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from tests.helpers import REPO
 
 sys.path.insert(0, REPO)
-import generate  # noqa: E402
+from transitlm import chat  # noqa: E402
+from transitlm import runner  # noqa: E402
+from transitlm import runner_cli  # noqa: E402
 
 B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")
 B2 = os.path.join(REPO, "data", "benchmark2_personalized_example.csv")
@@ -180,11 +182,11 @@ def answers_from(path, fence_every=2):
 
 
 def run_generate(argv, environ=None, sleep=None):
-    """generate.run in-process -> (status, stdout, stderr)."""
+    """runner_cli.run in-process -> (status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     try:
-        status = generate.run(argv, environ or {}, out, err, sleep=sleep)
-    except generate.UsageError as exc:
+        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep)
+    except runner.UsageError as exc:
         err.write("generate.py: %s\n" % exc)
         status = 2
     return status, out.getvalue(), err.getvalue()
@@ -196,107 +198,107 @@ def run_generate(argv, environ=None, sleep=None):
 
 class Helpers(unittest.TestCase):
     def test_backoff_full_jitter_capped(self):
-        self.assertEqual(generate.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
-        self.assertEqual(generate.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
-        self.assertEqual(generate.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
-        self.assertEqual(generate.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(generate.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(generate.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
+        self.assertEqual(chat.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
+        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
+        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
+        self.assertEqual(chat.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(chat.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(chat.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
 
     def test_retry_after_seconds_and_dates(self):
-        self.assertEqual(generate.parse_retry_after("2"), 2.0)
-        self.assertEqual(generate.parse_retry_after(" 0.5 "), 0.5)
-        self.assertEqual(generate.parse_retry_after("-3"), 0.0)
-        self.assertEqual(generate.parse_retry_after("99999"), generate.RETRY_AFTER_CAP_S)
-        self.assertIsNone(generate.parse_retry_after(None))
-        self.assertIsNone(generate.parse_retry_after(""))
-        self.assertIsNone(generate.parse_retry_after("soon"))
-        self.assertIsNone(generate.parse_retry_after("nan"))
+        self.assertEqual(chat.parse_retry_after("2"), 2.0)
+        self.assertEqual(chat.parse_retry_after(" 0.5 "), 0.5)
+        self.assertEqual(chat.parse_retry_after("-3"), 0.0)
+        self.assertEqual(chat.parse_retry_after("99999"), chat.RETRY_AFTER_CAP_S)
+        self.assertIsNone(chat.parse_retry_after(None))
+        self.assertIsNone(chat.parse_retry_after(""))
+        self.assertIsNone(chat.parse_retry_after("soon"))
+        self.assertIsNone(chat.parse_retry_after("nan"))
         # Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
         date = "Wed, 21 Oct 2015 07:28:00 GMT"
-        self.assertEqual(generate.parse_retry_after(date, now=1445412480 - 30), 30.0)
-        self.assertEqual(generate.parse_retry_after(date, now=1445412480 + 30), 0.0)
+        self.assertEqual(chat.parse_retry_after(date, now=1445412480 - 30), 30.0)
+        self.assertEqual(chat.parse_retry_after(date, now=1445412480 + 30), 0.0)
 
     def test_classify_status(self):
-        self.assertEqual(generate.classify_status(200), "ok")
+        self.assertEqual(chat.classify_status(200), "ok")
         for code in (429, 408, 500, 502, 503, 504, 599):
-            self.assertEqual(generate.classify_status(code), "retry", code)
+            self.assertEqual(chat.classify_status(code), "retry", code)
         for code in (401, 403, 404):
-            self.assertEqual(generate.classify_status(code), "fatal", code)
+            self.assertEqual(chat.classify_status(code), "fatal", code)
         for code in (400, 413, 422, 409):
-            self.assertEqual(generate.classify_status(code), "row_error", code)
+            self.assertEqual(chat.classify_status(code), "row_error", code)
 
     def test_server_message(self):
-        self.assertEqual(generate.server_message(b'{"error": {"message": "too  long\\n x"}}'),
+        self.assertEqual(chat.server_message(b'{"error": {"message": "too  long\\n x"}}'),
                          "too long x")
-        self.assertEqual(generate.server_message(b'{"error": "bad"}'), "bad")
-        self.assertEqual(generate.server_message(b'{"detail": "nope"}'), "nope")
-        self.assertEqual(generate.server_message(b'{"detail": [{"loc": 1}]}'), '[{"loc": 1}]')
-        self.assertEqual(generate.server_message(b"<html>Bad Gateway</html>"),
+        self.assertEqual(chat.server_message(b'{"error": "bad"}'), "bad")
+        self.assertEqual(chat.server_message(b'{"detail": "nope"}'), "nope")
+        self.assertEqual(chat.server_message(b'{"detail": [{"loc": 1}]}'), '[{"loc": 1}]')
+        self.assertEqual(chat.server_message(b"<html>Bad Gateway</html>"),
                          "<html>Bad Gateway</html>")
-        self.assertEqual(generate.server_message(b""), "(empty answer)")
-        self.assertEqual(len(generate.server_message(b"x" * 5000)), generate.MESSAGE_LIMIT)
-        self.assertEqual(generate.server_message(b"\xff\xfe"), "\ufffd\ufffd")
+        self.assertEqual(chat.server_message(b""), "(empty answer)")
+        self.assertEqual(len(chat.server_message(b"x" * 5000)), chat.MESSAGE_LIMIT)
+        self.assertEqual(chat.server_message(b"\xff\xfe"), "\ufffd\ufffd")
 
     def test_redact(self):
-        self.assertEqual(generate.redact("key sk-1 and sk-1", "sk-1"),
+        self.assertEqual(chat.redact("key sk-1 and sk-1", "sk-1"),
                          "key <redacted> and <redacted>")
-        self.assertEqual(generate.redact("text", None), "text")
-        self.assertEqual(generate.redact("", "k"), "")
+        self.assertEqual(chat.redact("text", None), "text")
+        self.assertEqual(chat.redact("", "k"), "")
 
     def test_build_body(self):
-        body = generate.build_body("m", "sys", "user", {"temperature": 0.0, "max_tokens": None,
+        body = chat.build_body("m", "sys", "user", {"temperature": 0.0, "max_tokens": None,
                                                         "top_p": 0.9}, {"top_k": 5, "top_p": 1})
         self.assertEqual(body, {"model": "m", "stream": False, "temperature": 0.0,
                                 "top_p": 1, "top_k": 5,
                                 "messages": [{"role": "system", "content": "sys"},
                                              {"role": "user", "content": "user"}]})
-        body = generate.build_body("m", "", "u", {}, None)
+        body = chat.build_body("m", "", "u", {}, None)
         self.assertEqual(body["messages"], [{"role": "user", "content": "u"}])
         self.assertNotIn("temperature", body)
 
     def test_chat_url(self):
-        self.assertEqual(generate.chat_url("http://h:8000/v1"), "http://h:8000/v1/chat/completions")
-        self.assertEqual(generate.chat_url("http://h:8000/v1/ "), "http://h:8000/v1/chat/completions")
-        self.assertEqual(generate.chat_url("https://a/v1/chat/completions"),
+        self.assertEqual(chat.chat_url("http://h:8000/v1"), "http://h:8000/v1/chat/completions")
+        self.assertEqual(chat.chat_url("http://h:8000/v1/ "), "http://h:8000/v1/chat/completions")
+        self.assertEqual(chat.chat_url("https://a/v1/chat/completions"),
                          "https://a/v1/chat/completions")
 
     def test_parse_completion(self):
         answer = {"model": "q", "usage": {"total_tokens": 3},
                   "choices": [{"finish_reason": "length", "message": {"content": "hi"}}]}
-        self.assertEqual(generate.parse_completion(json.dumps(answer).encode()),
+        self.assertEqual(chat.parse_completion(json.dumps(answer).encode()),
                          ("hi", "length", {"total_tokens": 3}, "q"))
         answer["choices"][0]["message"]["content"] = None
-        self.assertEqual(generate.parse_completion(json.dumps(answer))[0], "")
+        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "")
         answer["choices"][0]["message"]["content"] = [{"type": "text", "text": "a"},
                                                       {"type": "text", "text": "b"}]
-        self.assertEqual(generate.parse_completion(json.dumps(answer))[0], "ab")
+        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "ab")
         for bad in (b"not json", b"[]", b"{}", b'{"choices": []}', b'{"choices": [1]}',
                     b'{"choices": [{"message": 3}]}',
                     b'{"choices": [{"message": {"content": 5}}]}', b"\xff"):
             with self.assertRaises(ValueError, msg=bad):
-                generate.parse_completion(bad)
+                chat.parse_completion(bad)
 
     def test_token_count(self):
-        self.assertEqual(generate.token_count({"total_tokens": 7}, "total_tokens"), 7)
-        self.assertEqual(generate.token_count(None, "total_tokens"), 0)
-        self.assertEqual(generate.token_count({"total_tokens": "7"}, "total_tokens"), 0)
-        self.assertEqual(generate.token_count({"total_tokens": True}, "total_tokens"), 0)
+        self.assertEqual(chat.token_count({"total_tokens": 7}, "total_tokens"), 7)
+        self.assertEqual(chat.token_count(None, "total_tokens"), 0)
+        self.assertEqual(chat.token_count({"total_tokens": "7"}, "total_tokens"), 0)
+        self.assertEqual(chat.token_count({"total_tokens": True}, "total_tokens"), 0)
 
     def test_format_duration_and_progress(self):
-        self.assertEqual(generate.format_duration(42.4), "42 s")
-        self.assertEqual(generate.format_duration(185), "3 min 05 s")
-        self.assertEqual(generate.format_duration(7620), "2 h 07 min")
-        self.assertEqual(generate.format_duration(-1), "0 s")
-        self.assertEqual(generate.progress_text(120, 1000, 3, 450, 10.0),
+        self.assertEqual(runner.format_duration(42.4), "42 s")
+        self.assertEqual(runner.format_duration(185), "3 min 05 s")
+        self.assertEqual(runner.format_duration(7620), "2 h 07 min")
+        self.assertEqual(runner.format_duration(-1), "0 s")
+        self.assertEqual(runner.progress_text(120, 1000, 3, 450, 10.0),
                          "  120/1000 rows  12.0 rows/s  ETA 1 min 13 s  retries 3  45 tokens/s")
-        self.assertEqual(generate.progress_text(0, 10, 0, 0, 0.0),
+        self.assertEqual(runner.progress_text(0, 10, 0, 0, 0.0),
                          "  0/10 rows  0.0 rows/s  ETA ?  retries 0  0 tokens/s")
 
     def test_progress_line_rate_limited(self):
         stream, now = io.StringIO(), [0.0]
-        stats = generate.Stats()
-        line = generate.ProgressLine(10, stats, stream, clock=lambda: now[0])
+        stats = runner.Stats()
+        line = runner.ProgressLine(10, stats, stream, clock=lambda: now[0])
         line.tick()
         now[0] = 1.9          # the first 2 s: nothing
         line.tick()
@@ -312,12 +314,12 @@ class Helpers(unittest.TestCase):
         self.assertTrue(stream.getvalue().endswith("\r"))
 
     def test_run_dir_for(self):
-        self.assertEqual(generate.run_dir_for("out/p.jsonl"), "out/p.run")
-        self.assertEqual(generate.run_dir_for("p.txt"), "p.txt.run")
+        self.assertEqual(runner.run_dir_for("out/p.jsonl"), "out/p.run")
+        self.assertEqual(runner.run_dir_for("p.txt"), "p.txt.run")
 
     def test_transport_failures(self):
-        transport = generate.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
-        with self.assertRaises(generate.FatalAnswer):
+        transport = chat.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
+        with self.assertRaises(chat.FatalAnswer):
             transport._failure(socket.gaierror(-2, "Name or service not known"), 10.0)
         self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0).failure,
                          "no answer within 2.5 s")
@@ -327,23 +329,23 @@ class Helpers(unittest.TestCase):
 
     def test_rate_limiter(self):
         now = [100.0]
-        limiter = generate.RateLimiter(2.0, clock=lambda: now[0])
+        limiter = runner.RateLimiter(2.0, clock=lambda: now[0])
         self.assertEqual([limiter.reserve() for _ in range(3)], [0.0, 0.5, 1.0])
         now[0] = 105.0
         self.assertEqual(limiter.reserve(), 0.0)
         limiter.pause(3.0)
         self.assertEqual(limiter.reserve(), 3.0)
         self.assertEqual(limiter.reserve(), 3.5)
-        unlimited = generate.RateLimiter(None, clock=lambda: now[0])
+        unlimited = runner.RateLimiter(None, clock=lambda: now[0])
         self.assertEqual([unlimited.reserve() for _ in range(3)], [0.0, 0.0, 0.0])
         unlimited.pause(2.0)
         self.assertEqual(unlimited.reserve(), 2.0)
 
     def test_summary_lines(self):
-        stats = generate.Stats()
+        stats = runner.Stats()
         stats.add(answered=3, failed=1, retries=2, prompt_tokens=30, completion_tokens=12,
                   total_tokens=42)
-        lines = generate.summary_lines("p.jsonl", "m", 6, 2, 0, stats, 2.0, 1)
+        lines = runner.summary_lines("p.jsonl", "m", 6, 2, 0, stats, 2.0, 1)
         text = "\n".join(lines)
         self.assertEqual(lines[0], "generate.py: m -> p.jsonl")
         self.assertIn("  asked this run                  4\n", text)
@@ -352,7 +354,7 @@ class Helpers(unittest.TestCase):
         self.assertIn("(2.0 rows/s)", text)
         self.assertIn("1 superseded line dropped", text)
         self.assertNotIn("earlier errors kept", text)
-        empty = "\n".join(generate.summary_lines("p", "m", 0, 0, 0, generate.Stats(), 0.0, 0))
+        empty = "\n".join(runner.summary_lines("p", "m", 0, 0, 0, runner.Stats(), 0.0, 0))
         self.assertIn("(0.0 rows/s)", empty)
 
 
@@ -373,54 +375,54 @@ class InputFiles(unittest.TestCase):
     def test_scan_and_rows(self):
         path = self.write("t.csv", "indexid,system_prompt,sft_prompt,req_type\n"
                                    "a,S,p1,2\n\nb,S,p2,x\na,S,p3,0\n,S,p4,0\nc,S,p5\n")
-        scan = generate.scan_input(path)
+        scan = runner.scan_input(path)
         self.assertEqual(scan.ids, ["a", "b", "c"])
         self.assertEqual(scan.rows, 5)
         self.assertEqual(scan.duplicates, ["a"])
         self.assertEqual(scan.empty_ids, 1)
         self.assertTrue(scan.has_system_prompt)
         self.assertEqual(scan.req_types, {0, 2})
-        rows = list(generate.iter_input_rows(path, sample_count=2))
+        rows = list(runner.iter_input_rows(path, sample_count=2))
         self.assertEqual(rows, [(1, "a", "S", "p1"), (2, "b", "S", "p2")])
-        self.assertEqual(generate.scan_input(path, sample_count=2).ids, ["a", "b"])
-        state = generate.OutputState()
+        self.assertEqual(runner.scan_input(path, sample_count=2).ids, ["a", "b"])
+        state = runner.OutputState()
         state.results.add("b")
-        self.assertEqual(list(generate.pending_rows(path, None, state, True)),
+        self.assertEqual(list(runner.pending_rows(path, None, state, True)),
                          [("a", "S", "p1"), ("c", "S", "p5")])
 
     def test_bad_inputs_are_usage_errors(self):
         cases = {"empty.csv": "", "noid.csv": "x,sft_prompt\n1,2\n",
                  "noprompt.csv": "index_id,sft_label\n1,2\n"}
         for name, text in cases.items():
-            with self.assertRaises(generate.UsageError, msg=name):
-                generate.scan_input(self.write(name, text))
+            with self.assertRaises(runner.UsageError, msg=name):
+                runner.scan_input(self.write(name, text))
         binary = os.path.join(self.dir, "bin.csv")
         with open(binary, "wb") as handle:
             handle.write(b"index_id,sft_prompt\n\xff\xfe,\xff\n")
-        with self.assertRaises(generate.UsageError):
-            generate.scan_input(binary)
-        with self.assertRaises(generate.UsageError):
-            generate.scan_input(os.path.join(self.dir, "absent.csv"))
+        with self.assertRaises(runner.UsageError):
+            runner.scan_input(binary)
+        with self.assertRaises(runner.UsageError):
+            runner.scan_input(os.path.join(self.dir, "absent.csv"))
 
     def test_input_notes(self):
-        scan = generate.InputScan()
-        self.assertEqual(generate.input_notes(scan, True), [])
-        self.assertEqual(len(generate.input_notes(scan, False)), 1)
+        scan = runner.InputScan()
+        self.assertEqual(runner.input_notes(scan, True), [])
+        self.assertEqual(len(runner.input_notes(scan, False)), 1)
         scan.has_system_prompt = True
         scan.duplicates = ["a", "b", "a", "c"]
         scan.empty_ids = 1
-        self.assertEqual(generate.input_notes(scan, False), [
+        self.assertEqual(runner.input_notes(scan, False), [
             "input repeats 3 ids in 4 more rows (each id asked once), e.g. a, b, c",
             "1 input row without an id skipped (they cannot be joined)"])
 
     def test_infer_benchmark(self):
         def scan(label=None, req_types=()):
-            result = generate.InputScan()
-            keys, names = generate.label_shape(json.dumps(label, ensure_ascii=False))
+            result = runner.InputScan()
+            keys, names = runner.label_shape(json.dumps(label, ensure_ascii=False))
             result.label_keys, result.label_station_names = set(keys), names
             result.req_types = set(req_types)
             return result
-        infer = generate.infer_benchmark
+        infer = runner.infer_benchmark
         self.assertEqual(infer("/r/transit-lm-benchmark2-test.csv", scan())[0], "personalized")
         self.assertEqual(infer("transit-lm-benchmark3-test.csv", scan())[0], "diversity")
         self.assertEqual(infer("x/general_llm_example.csv", scan())[0], "general_llm")
@@ -434,9 +436,9 @@ class InputFiles(unittest.TestCase):
         self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 7]))[0], "personalized")
         self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 1]))[0], "single_route")
         self.assertEqual(infer("t.csv", scan())[0], "single_route")
-        self.assertEqual(generate.label_shape("not json"), ((), False))
-        self.assertEqual(generate.label_shape("[1]"), ((), False))
-        self.assertEqual(generate.label_shape('{"station_sequence": 3}'),
+        self.assertEqual(runner.label_shape("not json"), ((), False))
+        self.assertEqual(runner.label_shape("[1]"), ((), False))
+        self.assertEqual(runner.label_shape('{"station_sequence": 3}'),
                          (("station_sequence",), False))
 
     def test_infer_benchmark_on_bundled_data(self):
@@ -448,7 +450,7 @@ class InputFiles(unittest.TestCase):
             with open(source, encoding="utf-8") as src, open(renamed, "w",
                                                              encoding="utf-8") as dst:
                 dst.write(src.read())
-            self.assertEqual(generate.infer_benchmark(renamed, generate.scan_input(renamed))[0],
+            self.assertEqual(runner.infer_benchmark(renamed, runner.scan_input(renamed))[0],
                              expected, name)
 
 
@@ -465,10 +467,10 @@ class OutputFiles(unittest.TestCase):
             handle.write(data)
 
     def test_state_of_absent_and_empty_files(self):
-        state = generate.read_output_state(self.path)
+        state = runner.read_output_state(self.path)
         self.assertEqual((state.lines, state.ids, state.partial_bytes), (0, 0, 0))
         self.write(b"")
-        self.assertFalse(generate.read_output_state(self.path).needs_compaction)
+        self.assertFalse(runner.read_output_state(self.path).needs_compaction)
 
     def test_state_results_errors_and_partial_tail(self):
         self.write(b'{"indexid": "a", "error": "HTTP 500"}\n'
@@ -477,13 +479,13 @@ class OutputFiles(unittest.TestCase):
                    b'{"indexid": "c", "error": "HTTP 400"}\n'
                    b'{"index_id": "d", "generate_results": ""}\n'
                    b'{"indexid": "e", "genera')
-        state = generate.read_output_state(self.path)
+        state = runner.read_output_state(self.path)
         self.assertEqual(state.results, {"a", "b", "d"})
         self.assertEqual(state.errors, {"c"})
         self.assertEqual((state.lines, state.ids), (5, 4))
         self.assertTrue(state.needs_compaction)
         self.assertEqual(state.partial_bytes, len(b'{"indexid": "e", "genera'))
-        generate.drop_partial_line(self.path, state)
+        runner.drop_partial_line(self.path, state)
         with open(self.path, "rb") as handle:
             self.assertTrue(handle.read().endswith(b'"generate_results": ""}\n'))
 
@@ -491,8 +493,8 @@ class OutputFiles(unittest.TestCase):
         for data in (b"not json\n", b'{"indexid": "a"}\n', b'{"generate_results": "x"}\n',
                      b"[1]\n", b"\xff\n"):
             self.write(data)
-            with self.assertRaises(generate.UsageError, msg=data):
-                generate.read_output_state(self.path)
+            with self.assertRaises(runner.UsageError, msg=data):
+                runner.read_output_state(self.path)
 
     def test_compact_keeps_one_line_per_id(self):
         self.write(b'{"indexid": "a", "error": "1"}\n'
@@ -504,17 +506,17 @@ class OutputFiles(unittest.TestCase):
                    b'{"indexid": "a", "error": "3"}\n\n'
                    b'{"indexid": "z", "gen')
         os.chmod(self.path, 0o640)
-        self.assertEqual(generate.compact_output(self.path), 4)
+        self.assertEqual(runner.compact_output(self.path), 4)
         self.assertEqual(read_lines(self.path), [          # in file order
             {"indexid": "a", "generate_results": "first"},
             {"indexid": "b", "error": "2"},
             {"indexid": "c", "generate_results": "c"}])
         self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o640)
         self.assertEqual([n for n in os.listdir(self.tmp.name)], ["p.jsonl"])
-        self.assertEqual(generate.compact_output(self.path), 0)
+        self.assertEqual(runner.compact_output(self.path), 0)
 
     def test_writer_whole_lines_and_closed(self):
-        writer = generate.LineWriter(self.path)
+        writer = runner.LineWriter(self.path)
         self.assertTrue(writer.write({"indexid": "a", "generate_results": "路线\n"}))
         writer.close()
         self.assertFalse(writer.write({"indexid": "b", "generate_results": "x"}))
@@ -836,11 +838,11 @@ class ServerRuns(unittest.TestCase):
     def test_write_failure_stops_the_run(self):
         class Instant(object):
             def post(self, url, data, headers):
-                return generate.Answer(200, {}, json.dumps(
+                return chat.Answer(200, {}, json.dumps(
                     {"choices": [{"message": {"content": "x"}}]}).encode())
-        settings = generate.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
-        writer = generate.LineWriter("/dev/full")
-        run = generate.Run(settings, Instant(), writer, concurrency=2, rate_limit=None)
+        settings = runner.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
+        writer = runner.LineWriter("/dev/full")
+        run = runner.Run(settings, Instant(), writer, concurrency=2, rate_limit=None)
         run.start()
         fed = run.feed(iter([("a", "", "p"), ("b", "", "p"), ("c", "", "p")]))
         self.assertFalse(run.join() and fed)
@@ -855,7 +857,7 @@ class ServerRuns(unittest.TestCase):
         class Blocking(object):
             def post(self, url, data, headers):
                 release.wait(10)
-                return generate.Answer(200, {}, json.dumps(
+                return chat.Answer(200, {}, json.dumps(
                     {"choices": [{"message": {"content": "x"}}]}).encode())
 
         def rows():
@@ -863,9 +865,9 @@ class ServerRuns(unittest.TestCase):
                 consumed[0] += 1
                 yield "id%d" % number, "", "prompt"
 
-        settings = generate.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
-        writer = generate.LineWriter(self.out)
-        run = generate.Run(settings, Blocking(), writer, concurrency=3, rate_limit=None)
+        settings = runner.Settings("http://unused", {}, "m", {}, {}, None, 0, 1.0, 1.0, None)
+        writer = runner.LineWriter(self.out)
+        run = runner.Run(settings, Blocking(), writer, concurrency=3, rate_limit=None)
         run.start()
         feeder = threading.Thread(target=run.feed, args=(rows(),), daemon=True)
         feeder.start()
@@ -944,7 +946,7 @@ class EvaluatorOnResults(unittest.TestCase):
                 self.assertIn("evaluating with %s/evaluate.py (from the file name)"
                               % benchmark, stdout)
                 self.assertIn("Summary (reference protocol)", stdout)   # its text report
-                report, details = read_run(generate.run_dir_for(out))
+                report, details = read_run(runner.run_dir_for(out))
                 inline, inline_details = evaluator_run(
                     benchmark, ["--input", source], os.path.join(self.dir, "inline"))
                 self.assertEqual(figures(report), figures(inline))

@@ -1,0 +1,756 @@
+"""The runner of generate.py: the rows to ask, the output file, the run loop.
+
+- the input file: a streaming scan (ids, duplicates, hints for inferring the
+  benchmark) and the rows to ask for;
+- the output file: what an existing one holds (resuming), appending whole
+  lines, compacting to one line per id;
+- the run: worker threads that ask for each row (``ask_row``, with the
+  retries of ``transitlm.chat``), a shared rate limit, counters, the progress
+  line and the end-of-run summary.
+
+Standard library only; Python 3.8+.
+"""
+
+import csv
+import json
+import os
+import queue
+import random
+import sys
+import tempfile
+import threading
+import time
+
+from transitlm.chat import (FatalAnswer, backoff_delay, build_body, classify_status,
+                            header_value, one_line, parse_completion, parse_retry_after,
+                            redact, server_message, token_count)
+
+ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
+OUTPUT_ID = "indexid"                     # written to --out, as the release names it
+BENCHMARKS = ("single_route", "personalized", "diversity", "general_llm")
+PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
+INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
+PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
+PROGRESS_INTERVAL_S = 0.5
+
+
+class UsageError(Exception):
+    """A usage or input-file problem: one line on stderr, exit 2."""
+
+
+def _raise_csv_field_limit():
+    # Release cells (prompts, labels) can exceed the csv module's 128 kB default.
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:
+            limit //= 10
+
+
+_raise_csv_field_limit()
+
+
+def format_duration(seconds):
+    """Seconds -> ``42 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    seconds = int(round(max(seconds, 0)))
+    if seconds < 60:
+        return "%d s" % seconds
+    if seconds < 3600:
+        return "%d min %02d s" % (seconds // 60, seconds % 60)
+    return "%d h %02d min" % (seconds // 3600, seconds % 3600 // 60)
+
+
+def run_dir_for(out_path):
+    """Default run folder of --evaluate: the predictions path without .jsonl, + .run."""
+    base = out_path[:-len(".jsonl")] if out_path.endswith(".jsonl") else out_path
+    return base + ".run"
+
+
+# ---------------------------------------------------------------------------
+# The input file
+# ---------------------------------------------------------------------------
+
+class InputScan(object):
+    """What a first pass over the input tells: ids in order, duplicates, columns,
+    and hints for inferring the benchmark.  Holds ids, never prompts."""
+
+    def __init__(self):
+        self.ids = []                 # unique ids in input order
+        self.rows = 0                 # data rows read (within --sample_count)
+        self.duplicates = []          # ids seen again (each repeat once)
+        self.empty_ids = 0            # rows without an id (cannot be joined: skipped)
+        self.has_system_prompt = False
+        self.has_req_type = False
+        self.req_types = set()        # whole-number req_type values of the first rows
+        self.label_keys = set()       # keys of the first rows' sft_label objects
+        self.label_station_names = False   # a label's stations are names, not stop ids
+
+
+def _open_csv(path):
+    try:
+        handle = open(path, encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise UsageError("cannot read input file %s: %s" % (path, exc.strerror or exc))
+    return handle
+
+
+def _header_columns(reader, path):
+    header = next(reader, None)
+    if header is None:
+        raise UsageError("input file %s is empty" % path)
+    header = [cell.strip() for cell in header]
+    id_column = next((col for col in ID_COLUMNS if col in header), None)
+    missing = [] if id_column else ["index_id (or indexid)"]
+    if "sft_prompt" not in header:
+        missing.append("sft_prompt")
+    if missing:
+        raise UsageError("input file %s lacks column(s) %s (has: %s)"
+                         % (path, ", ".join(missing), ", ".join(header)))
+    return header, header.index(id_column)
+
+
+def _data_rows(reader, width, sample_count):
+    """Non-blank data rows padded to the header's width, at most ``sample_count``."""
+    count = 0
+    for cells in reader:
+        if sample_count is not None and count >= sample_count:
+            return
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue   # a blank line is not a row
+        count += 1
+        yield cells + [""] * (width - len(cells))
+
+
+def _whole_number(text):
+    try:
+        return int((text or "").strip())
+    except ValueError:
+        return None
+
+
+def scan_input(path, sample_count=None):
+    """First pass over the input CSV -> InputScan (streaming; keeps ids only)."""
+    scan = InputScan()
+    seen = set()
+    handle = _open_csv(path)
+    with handle:
+        try:
+            reader = csv.reader(handle)
+            header, i_id = _header_columns(reader, path)
+            scan.has_system_prompt = "system_prompt" in header
+            scan.has_req_type = "req_type" in header
+            i_req = header.index("req_type") if scan.has_req_type else None
+            i_label = header.index("sft_label") if "sft_label" in header else None
+            for cells in _data_rows(reader, len(header), sample_count):
+                scan.rows += 1
+                index_id = cells[i_id]
+                if not index_id.strip():
+                    scan.empty_ids += 1
+                elif index_id in seen:
+                    scan.duplicates.append(index_id)
+                else:
+                    seen.add(index_id)
+                    scan.ids.append(index_id)
+                if scan.rows <= INFER_SCAN_ROWS:
+                    if i_req is not None:
+                        value = _whole_number(cells[i_req])
+                        if value is not None:
+                            scan.req_types.add(value)
+                    if i_label is not None:
+                        keys, names = label_shape(cells[i_label])
+                        scan.label_keys.update(keys)
+                        scan.label_station_names = scan.label_station_names or names
+        except UnicodeDecodeError:
+            raise UsageError("input file %s is not UTF-8 text" % path)
+        except csv.Error as exc:
+            raise UsageError("input file %s is not valid CSV: %s" % (path, exc))
+    return scan
+
+
+TRANSFER_MARK = "\u3010\u6362\u4e58\u3011"   # 【换乘】 between legs of station_sequence
+
+
+def label_shape(text):
+    """A label cell -> (its JSON object's keys, does its station_sequence hold
+    station names?).  Stop ids are ASCII (``bus-100022``); the general-LLM
+    labels name stations in Chinese.  Not a JSON object: ((), False)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return (), False
+    if not isinstance(obj, dict):
+        return (), False
+    stations = obj.get("station_sequence")
+    names = isinstance(stations, list) and any(
+        isinstance(item, str) and item != TRANSFER_MARK and not item.isascii()
+        for item in stations)
+    return tuple(obj), names
+
+
+def iter_input_rows(path, sample_count=None):
+    """Second pass: yield (row number, id, system_prompt or "", sft_prompt), streaming."""
+    handle = _open_csv(path)
+    with handle:
+        try:
+            reader = csv.reader(handle)
+            header, i_id = _header_columns(reader, path)
+            i_system = header.index("system_prompt") if "system_prompt" in header else None
+            i_prompt = header.index("sft_prompt")
+            for row_no, cells in enumerate(_data_rows(reader, len(header), sample_count), 1):
+                system = cells[i_system] if i_system is not None else ""
+                yield row_no, cells[i_id], system, cells[i_prompt]
+        except UnicodeDecodeError:
+            raise UsageError("input file %s is not UTF-8 text" % path)
+        except csv.Error as exc:
+            raise UsageError("input file %s is not valid CSV: %s" % (path, exc))
+
+
+def pending_rows(input_path, sample_count, state, retry_errors):
+    """Rows to ask for: (id, system, user), each id once, none already answered."""
+    asked = set()
+    for _, index_id, system, user in iter_input_rows(input_path, sample_count):
+        if not index_id.strip() or index_id in asked or index_id in state.results:
+            continue
+        if index_id in state.errors and not retry_errors:
+            continue
+        asked.add(index_id)
+        yield index_id, system, user
+
+
+def input_notes(scan, has_system_override):
+    """Things about the input worth a line on stderr (list of text)."""
+    notes = []
+    if scan.duplicates:
+        distinct = list(dict.fromkeys(scan.duplicates))
+        notes.append("input repeats %d id%s in %d more row%s (each id asked once), e.g. %s"
+                     % (len(distinct), "" if len(distinct) == 1 else "s",
+                        len(scan.duplicates), "" if len(scan.duplicates) == 1 else "s",
+                        ", ".join(distinct[:3])))
+    if scan.empty_ids:
+        notes.append("%d input row%s without an id skipped (they cannot be joined)"
+                     % (scan.empty_ids, "" if scan.empty_ids == 1 else "s"))
+    if not has_system_override and not scan.has_system_prompt:
+        notes.append("input has no system_prompt column: requests carry only the user "
+                     "message (--system_prompt_file sets one)")
+    return notes
+
+
+def infer_benchmark(input_path, scan):
+    """-> (benchmark name, why).  The release's file names first
+    (transit-lm-benchmark{1,2,3}-test.csv), then the data: a label with
+    first/second/third routes is diversity, one naming stations (station_name,
+    or station names instead of stop ids in station_sequence) general_llm,
+    a req_type of 2/5/7/8 personalized, anything else single_route."""
+    name = os.path.basename(input_path).lower()
+    by_name = (("benchmark1", "single_route"), ("benchmark2", "personalized"),
+               ("benchmark3", "diversity"), ("general", "general_llm"),
+               ("single_route", "single_route"), ("personalized", "personalized"),
+               ("diversity", "diversity"))
+    for marker, benchmark in by_name:
+        if marker in name:
+            return benchmark, "from the file name"
+    if scan.label_keys & {"first", "second", "third"}:
+        return "diversity", "labels hold first/second/third routes"
+    if "station_name" in scan.label_keys or scan.label_station_names:
+        return "general_llm", "labels name stations instead of stop ids"
+    if scan.req_types & PERSONALIZED_REQ_TYPES:
+        return "personalized", "req_type column holds preference types"
+    return "single_route", "no sign of another benchmark in the file name or data"
+
+
+# ---------------------------------------------------------------------------
+# The output file: reading what is there, appending, compacting
+# ---------------------------------------------------------------------------
+
+def _line_id(obj):
+    for key in (OUTPUT_ID, "index_id"):
+        if key in obj:
+            return str(obj[key])
+    return None
+
+
+class OutputState(object):
+    """What an existing --out file holds."""
+
+    def __init__(self):
+        self.results = set()      # ids with a result line
+        self.errors = set()       # ids with an error line and no result line
+        self.lines = 0            # whole non-blank lines
+        self.ids = 0              # distinct ids
+        self.valid_end = 0        # byte offset after the last whole line
+        self.partial_bytes = 0    # bytes of a trailing line cut short (to drop)
+
+    @property
+    def needs_compaction(self):
+        return self.lines > self.ids
+
+
+def _whole_lines(handle):
+    """Yield (start offset, line bytes with newline) of whole lines; a trailing
+    line without its newline (a write cut short) is not yielded."""
+    offset = 0
+    for line in handle:
+        if not line.endswith(b"\n"):
+            return
+        yield offset, line
+        offset += len(line)
+
+
+def _parse_output_line(line, path, line_no):
+    """-> (id, is_result) or None for a blank line; UsageError for a foreign line."""
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        obj = None
+    index_id = _line_id(obj) if isinstance(obj, dict) else None
+    if index_id is None or not ("generate_results" in obj or "error" in obj):
+        raise UsageError("%s line %d is not a result or error line of generate.py; "
+                         "refusing to add to it (choose another --out)" % (path, line_no))
+    return index_id, "generate_results" in obj
+
+
+def read_output_state(path):
+    """Scan an existing output file (absent: empty state)."""
+    state = OutputState()
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return state
+    except OSError as exc:
+        raise UsageError("cannot read output file %s: %s" % (path, exc.strerror or exc))
+    seen = set()
+    with handle:
+        for line_no, (offset, line) in enumerate(_whole_lines(handle), 1):
+            parsed = _parse_output_line(line, path, line_no)
+            state.valid_end = offset + len(line)
+            if parsed is None:
+                continue
+            index_id, is_result = parsed
+            state.lines += 1
+            seen.add(index_id)
+            if is_result:
+                state.results.add(index_id)
+            else:
+                state.errors.add(index_id)
+        size = handle.seek(0, os.SEEK_END)
+    state.errors -= state.results
+    state.ids = len(seen)
+    state.partial_bytes = size - state.valid_end
+    return state
+
+
+def drop_partial_line(path, state):
+    """Cut a trailing partial line (a write interrupted by a kill) before appending."""
+    if state.partial_bytes:
+        os.truncate(path, state.valid_end)
+        state.partial_bytes = 0
+
+
+def compact_output(path):
+    """Rewrite ``path`` with exactly one line per id, in file order: an id's first
+    result line, else its last error line.  Goes through a temporary file in the
+    same folder and an atomic rename, so a kill leaves the old or the new file.
+    Returns the number of lines dropped."""
+    keep = {}                     # id -> (line number, is_result)
+    total = 0
+    with open(path, "rb") as handle:
+        for line_no, (_, line) in enumerate(_whole_lines(handle), 1):
+            parsed = _parse_output_line(line, path, line_no)
+            if parsed is None:
+                continue
+            total += 1
+            index_id, is_result = parsed
+            kept = keep.get(index_id)
+            if kept is None or not kept[1]:      # a result line, once kept, stays
+                keep[index_id] = (line_no, is_result)
+    chosen = set(line_no for line_no, _ in keep.values())
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
+                                suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as handle:
+            for line_no, (_, line) in enumerate(_whole_lines(handle), 1):
+                if line_no in chosen:
+                    out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.chmod(temp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    return total - len(keep)
+
+
+def check_out_path(out, input_path):
+    """--out must be a regular file (or not exist yet) in an existing folder."""
+    if os.path.exists(out) and os.path.exists(input_path) and os.path.samefile(out, input_path):
+        raise UsageError("--out is the input file")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise UsageError("folder of --out does not exist: %s" % folder)
+    if os.path.isdir(out):
+        raise UsageError("--out %s is a folder" % out)
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise UsageError("--out %s is not a regular file (it is read back to resume)" % out)
+
+
+class LineWriter(object):
+    """Appends whole JSON lines to the output file, one write() each, from any
+    thread.  O_APPEND and a single write per line mean a kill never leaves half
+    a line behind a whole one; after close() further lines are dropped."""
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.closed = False
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError("cannot write output file %s: %s" % (path, exc.strerror or exc))
+
+    def write(self, obj):
+        data = (json.dumps(obj, ensure_ascii=True) + "\n").encode("ascii")
+        with self.lock:
+            if self.closed:
+                return False
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+            return True
+
+    def close(self):
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                os.close(self.fd)
+
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+class RateLimiter(object):
+    """At most ``rate`` request starts per second across threads (None: no limit),
+    and a shared pause after a Retry-After."""
+
+    def __init__(self, rate, clock=time.monotonic):
+        self.interval = 1.0 / rate if rate else 0.0
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.next_start = 0.0
+        self.paused_until = 0.0
+
+    def reserve(self):
+        """Book the next start -> seconds to wait before sending."""
+        with self.lock:
+            now = self.clock()
+            start = max(now, self.next_start, self.paused_until)
+            if self.interval:
+                self.next_start = start + self.interval
+            return start - now
+
+    def pause(self, seconds):
+        """No request starts for ``seconds`` (the server asked, Retry-After)."""
+        with self.lock:
+            self.paused_until = max(self.paused_until, self.clock() + seconds)
+
+
+class Stats(object):
+    """Counters shared by the worker threads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.answered = 0
+        self.failed = 0
+        self.retries = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.total_tokens = 0
+        self.in_flight = 0
+        self.http_answers = 0     # answers with an HTTP status, any status
+
+    @property
+    def done(self):
+        return self.answered + self.failed
+
+    def add(self, **counts):
+        with self.lock:
+            for key, value in counts.items():
+                setattr(self, key, getattr(self, key) + value)
+
+
+class Settings(object):
+    """Everything a worker needs besides the row."""
+
+    def __init__(self, url, headers, model, sampling, extra_body, system_override,
+                 retries, backoff_base, backoff_cap, key):
+        self.url = url
+        self.headers = headers
+        self.model = model
+        self.sampling = sampling
+        self.extra_body = extra_body
+        self.system_override = system_override
+        self.retries = retries
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.key = key
+
+
+def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
+            rng=random.random):
+    """Ask for one row, retrying what may heal -> the output line (a dict), or
+    None when the run was stopped first.  Raises FatalAnswer on 401/403/404."""
+    if settings.system_override is not None:
+        system = settings.system_override
+    data = json.dumps(build_body(settings.model, system, user, settings.sampling,
+                                 settings.extra_body), ensure_ascii=False).encode("utf-8")
+    attempt = 0
+    while True:
+        delay = limiter.reserve()
+        if wait(delay):
+            return None
+        stats.add(in_flight=1)
+        try:
+            answer = transport.post(settings.url, data, settings.headers)
+        finally:
+            stats.add(in_flight=-1)
+        attempt += 1
+        retry_after = None
+        if answer.status is None:
+            problem = answer.failure
+        else:
+            stats.add(http_answers=1)
+            kind = classify_status(answer.status)
+            if kind == "ok":
+                try:
+                    text, finish_reason, usage, model = parse_completion(answer.body)
+                except ValueError as exc:
+                    problem = "HTTP %d but %s" % (answer.status, exc)
+                else:
+                    return {OUTPUT_ID: index_id, "generate_results": text,
+                            "model": model or settings.model, "finish_reason": finish_reason,
+                            "usage": usage, "latency_s": round(answer.latency, 3),
+                            "attempts": attempt}
+            else:
+                message = redact(server_message(answer.body), settings.key)
+                problem = "HTTP %d: %s" % (answer.status, message)
+                if kind == "fatal":
+                    raise FatalAnswer(problem)
+                if kind == "row_error":
+                    return error_line(index_id, settings.model, problem, answer, attempt)
+                retry_after = parse_retry_after(header_value(answer.headers, "Retry-After"))
+        if attempt > settings.retries:
+            if answer.status is None and stats.http_answers == 0:
+                # Nothing has answered at all: a wrong URL or a server that is
+                # down, not one row's bad luck; every row would fail the same way.
+                raise FatalAnswer("cannot reach %s: %s (%d attempt%s, no answer yet in "
+                                  "this run)" % (settings.url, problem, attempt,
+                                                 "" if attempt == 1 else "s"))
+            text = "%s (gave up after %d attempts)" % (problem, attempt)
+            return error_line(index_id, settings.model, text, answer, attempt)
+        stats.add(retries=1)
+        if retry_after is not None:
+            limiter.pause(retry_after)     # every thread holds off, not only this one
+            delay = retry_after
+        else:
+            delay = backoff_delay(attempt - 1, settings.backoff_base, settings.backoff_cap, rng)
+        if wait(delay):
+            return None
+
+
+def error_line(index_id, model, message, answer, attempts):
+    return {OUTPUT_ID: index_id, "error": message, "model": model,
+            "http_status": answer.status, "attempts": attempts,
+            "latency_s": round(answer.latency, 3)}
+
+
+class Run(object):
+    """Feeds pending rows through a bounded queue to ``concurrency`` threads that
+    ask the model and append each answer to the output file."""
+
+    def __init__(self, settings, transport, writer, concurrency, rate_limit,
+                 clock=time.monotonic, sleep=None):
+        self.settings = settings
+        self.transport = transport
+        self.writer = writer
+        self.concurrency = concurrency
+        self.stats = Stats()
+        self.limiter = RateLimiter(rate_limit, clock)
+        self.stop = threading.Event()
+        self.fatal = None
+        self.signal = None
+        self.sleep = sleep           # tests: a fast sleep instead of waiting on the stop event
+        self.work = queue.Queue(maxsize=2 * concurrency)
+        self.threads = []
+
+    def wait(self, seconds):
+        """Sleep unless stopped -> True when the run is stopping."""
+        if seconds > 0:
+            if self.sleep is not None:
+                self.sleep(seconds)
+            else:
+                return self.stop.wait(seconds)
+        return self.stop.is_set()
+
+    def request_stop(self, signum):
+        if self.signal is None:
+            self.signal = signum
+        self.stop.set()
+
+    def _worker(self):
+        while True:
+            item = self.work.get()
+            if item is None or self.stop.is_set():
+                return
+            index_id, system, user = item
+            try:
+                line = ask_row(index_id, system, user, self.settings, self.transport,
+                               self.limiter, self.stats, self.wait)
+            except FatalAnswer as exc:
+                if self.fatal is None:
+                    self.fatal = str(exc)
+                self.stop.set()
+                return
+            except Exception as exc:   # a bug must not hang the run: record, go on
+                line = {OUTPUT_ID: index_id, "model": self.settings.model,
+                        "error": "generate.py failed on this row: %s: %s"
+                        % (type(exc).__name__, redact(one_line(exc), self.settings.key))}
+            if line is None:
+                return
+            try:
+                if not self.writer.write(line):
+                    return
+            except OSError as exc:      # disk full, file system gone: nothing to go on with
+                if self.fatal is None:
+                    self.fatal = "cannot write the output file: %s" % (exc.strerror or exc)
+                self.stop.set()
+                return
+            if "error" in line:
+                self.stats.add(failed=1)
+            else:
+                usage = line.get("usage")
+                self.stats.add(answered=1, prompt_tokens=token_count(usage, "prompt_tokens"),
+                               completion_tokens=token_count(usage, "completion_tokens"),
+                               total_tokens=token_count(usage, "total_tokens"))
+
+    def start(self):
+        for number in range(self.concurrency):
+            thread = threading.Thread(target=self._worker, name="ask-%d" % number,
+                                      daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def feed(self, items, on_tick=None):
+        """Queue (id, system, user) items; blocks while the queue is full.
+        -> False when the run stopped before everything was queued."""
+        for item in items:
+            while True:
+                if on_tick:
+                    on_tick()
+                if self.stop.is_set():
+                    return False
+                try:
+                    self.work.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+        for _ in self.threads:
+            while not self.stop.is_set():
+                try:
+                    self.work.put(None, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+        return not self.stop.is_set()
+
+    def join(self, on_tick=None):
+        """Wait for the threads (or a stop) -> True when every row was handled."""
+        for thread in self.threads:
+            while thread.is_alive():
+                if self.stop.is_set():
+                    return False
+                thread.join(0.1)
+                if on_tick:
+                    on_tick()
+        return not self.stop.is_set()
+
+
+class ProgressLine(object):
+    """An updating progress line on stderr (only when it is a terminal)."""
+
+    def __init__(self, total, stats, stream, clock=time.monotonic):
+        self.total = total
+        self.stats = stats
+        self.stream = stream
+        self.clock = clock
+        self.start = clock()
+        self.last = None
+        self.width = 0
+
+    def tick(self):
+        now = self.clock()
+        if now - self.start < PROGRESS_DELAY_S:
+            return
+        if self.last is not None and now - self.last < PROGRESS_INTERVAL_S:
+            return
+        self.last = now
+        text = progress_text(self.stats.done, self.total, self.stats.retries,
+                             self.stats.completion_tokens, now - self.start)
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def finish(self):
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def progress_text(done, total, retries, completion_tokens, elapsed):
+    """``  120/1000 rows  12.3 rows/s  ETA 1 min 12 s  retries 3  45 tokens/s``."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    eta = format_duration((total - done) / rate) if rate > 0 else "?"
+    tokens = completion_tokens / elapsed if elapsed > 0 else 0.0
+    return "  %d/%d rows  %.1f rows/s  ETA %s  retries %d  %.0f tokens/s" % (
+        done, total, rate, eta, retries, tokens)
+
+
+def summary_lines(out_path, model, total, skipped, kept_errors, stats, wall, dropped):
+    """The end-of-run summary (text lines)."""
+    asked = stats.done
+    rate = asked / wall if wall > 0 else 0.0
+    rows = [
+        ("rows in input", "%d" % total, ""),
+        ("already done", "%d" % skipped, "(skipped)" if skipped else ""),
+    ]
+    if kept_errors:
+        rows.append(("earlier errors kept", "%d" % kept_errors, "(--no_retry_errors)"))
+    rows += [
+        ("asked this run", "%d" % asked, ""),
+        ("answered", "%d" % stats.answered, ""),
+        ("failed", "%d" % stats.failed,
+         "(\"error\" lines in the output; run the same command to retry them)"
+         if stats.failed else ""),
+        ("retried requests", "%d" % stats.retries, ""),
+        ("tokens", "%d" % stats.total_tokens, "(prompt %d, completion %d)"
+         % (stats.prompt_tokens, stats.completion_tokens)),
+        ("wall time", "%.1f s" % wall, "(%.1f rows/s)" % rate),
+    ]
+    lines = ["generate.py: %s -> %s" % (model, out_path)]
+    for label, value, note in rows:
+        lines.append(("  %-22s %10s   %s" % (label, value, note)).rstrip())
+    if dropped:
+        lines.append("  (%d superseded line%s dropped: one line per id)"
+                     % (dropped, "" if dropped == 1 else "s"))
+    return lines

@@ -1,0 +1,359 @@
+"""The command line of generate.py: options, the run from start to summary, --evaluate.
+
+Standard library only; Python 3.8+.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from transitlm.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, UrllibTransport, build_body,
+                            chat_url, redact, request_headers)
+from transitlm.runner import (BENCHMARKS, LineWriter, OutputState, ProgressLine, Run, Settings,
+                              UsageError, check_out_path, compact_output, drop_partial_line,
+                              infer_benchmark, input_notes, pending_rows, read_output_state,
+                              run_dir_for, scan_input, summary_lines)
+from transitlm.status import EXIT_OK, EXIT_USAGE
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def _number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError("must be a finite number")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, no usage block: the same shape as every other input problem.
+        raise UsageError("%s (see --help)" % message)
+
+
+def build_parser():
+    parser = _Parser(
+        prog="generate.py",
+        description="Ask a model (OpenAI chat-completions API) for every row of a "
+                    "TransitLM test file and write its answers as a predictions file "
+                    "the evaluators read (--predictions). Running the same command "
+                    "again continues a stopped run.")
+    parser.add_argument("--input", required=True, metavar="CSV",
+                        help="test file (columns index_id/indexid, sft_prompt, optionally "
+                             "system_prompt; e.g. the released transit-lm-benchmark1-test.csv)")
+    parser.add_argument("--api_url", required=True, metavar="URL",
+                        help="base URL of the API, e.g. http://127.0.0.1:8000/v1 "
+                             "(requests go to URL/chat/completions)")
+    parser.add_argument("--model", required=True, help="model name sent with each request")
+    parser.add_argument("--out", metavar="JSONL",
+                        help="output file (one JSON line per row; an existing file is "
+                             "continued). Required unless --dry_run")
+    parser.add_argument("--system_prompt_file", metavar="PATH",
+                        help="system prompt for every row instead of the system_prompt "
+                             "column (UTF-8 text)")
+    parser.add_argument("--temperature", type=_number, default=0.0,
+                        help="sampling temperature (default 0)")
+    parser.add_argument("--max_tokens", type=_positive_int, metavar="N",
+                        help="most tokens per answer (default: the server's)")
+    parser.add_argument("--top_p", type=_number, help="nucleus sampling (default: the server's)")
+    parser.add_argument("--extra_body", metavar="JSON",
+                        help="JSON object merged into every request, for server-specific "
+                             "fields, e.g. '{\"chat_template_kwargs\": "
+                             "{\"enable_thinking\": false}}'")
+    parser.add_argument("--timeout", type=_positive_float, default=600.0, metavar="SECONDS",
+                        help="seconds to wait for an answer before retrying (default 600)")
+    parser.add_argument("--api_key_env", metavar="NAME",
+                        help="environment variable holding the API key (default "
+                             "OPENAI_API_KEY; unset = no Authorization header)")
+    parser.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
+                        help="requests in flight (default 8)")
+    parser.add_argument("--rate_limit", type=_positive_float, metavar="R",
+                        help="at most R requests per second (default: no limit)")
+    parser.add_argument("--retries", type=_non_negative_int, default=6, metavar="N",
+                        help="retries of a request that got 429, 408, 5xx, a timeout or a "
+                             "dropped connection (default 6)")
+    parser.add_argument("--backoff", type=_positive_float, default=BACKOFF_BASE_S,
+                        metavar="SECONDS",
+                        help="first retry waits up to this long, doubling each time, "
+                             "capped at %g s (default %g); Retry-After wins"
+                             % (BACKOFF_CAP_S, BACKOFF_BASE_S))
+    parser.add_argument("--no_retry_errors", action="store_true",
+                        help="keep rows that failed in an earlier run instead of asking again")
+    parser.add_argument("--sample_count", type=_positive_int, metavar="N",
+                        help="only the first N rows")
+    parser.add_argument("--dry_run", action="store_true",
+                        help="print the first request (key hidden) and send nothing")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="after a complete run, score the output with the matching "
+                             "evaluator and write its run folder")
+    parser.add_argument("--benchmark", choices=BENCHMARKS,
+                        help="evaluator for --evaluate (default: inferred from the file "
+                             "name, else the data)")
+    parser.add_argument("--eval_out", metavar="DIR",
+                        help="run folder of --evaluate (default: OUT without .jsonl + .run)")
+    parser.add_argument("--protocol", choices=("reference", "paper"),
+                        help="--evaluate: the evaluator's rule set (default: its own)")
+    parser.add_argument("--station_info", metavar="CSV",
+                        help="--evaluate: station file (default: the evaluator's)")
+    return parser
+
+
+def parse_extra_body(text):
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError("--extra_body is not JSON: %s" % exc)
+    if not isinstance(value, dict):
+        raise UsageError("--extra_body must be a JSON object")
+    if value.get("stream"):
+        raise UsageError("--extra_body cannot turn on streaming (generate.py reads whole answers)")
+    return value
+
+
+def read_system_prompt(path):
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UsageError("cannot read --system_prompt_file %s: %s"
+                         % (path, exc.strerror or exc))
+    except UnicodeDecodeError:
+        raise UsageError("--system_prompt_file %s is not UTF-8 text" % path)
+
+
+def dry_run_text(url, headers, body, key_env, row_text):
+    """The first request as text, with the key hidden."""
+    lines = ["POST %s" % url]
+    for name, value in headers.items():
+        if name == "Authorization":
+            value = "Bearer <redacted: $%s>" % key_env
+        lines.append("%s: %s" % (name, value))
+    if "Authorization" not in headers:
+        lines.append("(no Authorization header: $%s is not set)" % key_env)
+    lines.append("")
+    lines.append(json.dumps(body, ensure_ascii=False, indent=2))
+    lines.append("")
+    lines.append("dry run: nothing sent; " + row_text)
+    return "\n".join(lines)
+
+
+def evaluator_command(benchmark, input_path, out_path, run_dir, args):
+    command = [sys.executable, os.path.join(REPO_DIR, benchmark, "evaluate.py"),
+               "--input", input_path, "--predictions", out_path, "--out", run_dir, "--quiet"]
+    if args.sample_count is not None:
+        command += ["--sample_count", str(args.sample_count)]
+    if args.protocol:
+        command += ["--protocol", args.protocol]
+    if args.station_info:
+        command += ["--station_info", args.station_info]
+    return command
+
+
+def run(argv, environ, stdout, stderr, transport=None, sleep=None):
+    """The command: -> exit status.  ``transport``/``sleep`` are for tests."""
+    args = build_parser().parse_args(argv)
+    if args.out is None and not args.dry_run:
+        raise UsageError("--out is required (or use --dry_run)")
+    key_env = args.api_key_env or DEFAULT_KEY_ENV
+    key = environ.get(key_env) or None
+    if args.api_key_env and key is None:
+        raise UsageError("--api_key_env %s: that environment variable is not set" % key_env)
+    if not args.api_url.lower().startswith(("http://", "https://")):
+        raise UsageError("--api_url must start with http:// or https:// (got %s)"
+                         % redact(args.api_url, key))
+    extra_body = parse_extra_body(args.extra_body)
+    system_override = (read_system_prompt(args.system_prompt_file)
+                       if args.system_prompt_file else None)
+    if args.out:
+        check_out_path(args.out, args.input)
+
+    scan = scan_input(args.input, args.sample_count)
+    state = read_output_state(args.out) if args.out else OutputState()
+    for note in input_notes(scan, system_override is not None):
+        stderr.write("generate.py: note: %s\n" % note)
+
+    input_ids = set(scan.ids)
+    skipped = len(input_ids & state.results)
+    kept_errors = 0 if not args.no_retry_errors else len(input_ids & state.errors)
+    total = len(scan.ids)
+    todo = total - skipped - kept_errors
+    settings = Settings(chat_url(args.api_url), request_headers(key), args.model,
+                        {"temperature": args.temperature, "max_tokens": args.max_tokens,
+                         "top_p": args.top_p},
+                        extra_body, system_override, args.retries, args.backoff,
+                        BACKOFF_CAP_S, key)
+
+    if args.dry_run:
+        first = next(pending_rows(args.input, args.sample_count, state,
+                                  not args.no_retry_errors), None)
+        if first is None:
+            stdout.write("dry run: every one of the %d rows already has a result in %s\n"
+                         % (total, args.out))
+            return EXIT_OK
+        index_id, system, user = first
+        body = build_body(args.model, system_override if system_override is not None
+                          else system, user, settings.sampling, extra_body)
+        row_text = "first of %d row%s to ask (id %s)" % (todo, "" if todo == 1 else "s",
+                                                         index_id)
+        stdout.write(redact(dry_run_text(settings.url, settings.headers, body, key_env,
+                                         row_text), key) + "\n")
+        return EXIT_OK
+
+    drop_partial_line(args.out, state)
+    writer = LineWriter(args.out)
+    run_ = Run(settings, transport or UrllibTransport(args.timeout), writer,
+               args.concurrency, args.rate_limit, sleep=sleep)
+    progress = ProgressLine(todo, run_.stats, stderr) if stderr.isatty() else None
+    previous = _install_signal_handlers(run_)
+    try:
+        status = _execute(args, run_, writer, progress, state, total, skipped, kept_errors,
+                          todo, stdout, stderr)
+    finally:
+        _restore_signal_handlers(previous)
+    if status is not None:
+        return status
+    if not args.evaluate:
+        return EXIT_OK
+    benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
+        else infer_benchmark(args.input, scan)
+    run_dir = args.eval_out or run_dir_for(args.out)
+    stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n" % (benchmark, why, run_dir))
+    stdout.flush()
+    status = run_evaluator(evaluator_command(benchmark, args.input, args.out, run_dir, args),
+                           stdout, stderr)
+    if status != 0:
+        stderr.write("generate.py: the evaluator exited with status %d\n" % status)
+    return status
+
+
+def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, todo,
+             stdout, stderr):
+    """Ask for the pending rows, then compact and summarise -> exit status when
+    the run ends here (stopped, fatal answer), None when it completed."""
+    started = time.monotonic()
+    try:
+        run_.start()
+        tick = progress.tick if progress else None
+        complete = run_.feed(pending_rows(args.input, args.sample_count, state,
+                                          not args.no_retry_errors), tick)
+        complete = run_.join(tick) and complete
+    finally:
+        writer.close()           # waits for a line being written; later ones are dropped
+        if progress:
+            progress.finish()
+    wall = time.monotonic() - started
+    if run_.fatal is not None:
+        stderr.write("generate.py: stopped: %s\n" % run_.fatal)
+        return EXIT_USAGE
+    if not complete:
+        name = signal.Signals(run_.signal).name if run_.signal else "a stop request"
+        stderr.write("generate.py: stopped by %s after %d of %d rows of this run; run the "
+                     "same command again to continue\n" % (name, run_.stats.done, todo))
+        return SIGNAL_EXIT.get(run_.signal, 1)
+    # Signals arriving while compacting only set the flag: the rename completes.
+    try:
+        dropped = compact_output(args.out) if read_output_state(args.out).needs_compaction else 0
+    except OSError as exc:
+        raise UsageError("cannot rewrite output file %s with one line per id: %s (its "
+                         "lines are all there; the evaluators use an id's result line)"
+                         % (args.out, exc.strerror or exc))
+    for line in summary_lines(args.out, args.model, total, skipped, kept_errors,
+                              run_.stats, wall, dropped):
+        stdout.write(line + "\n")
+    if run_.signal is not None:
+        return SIGNAL_EXIT.get(run_.signal, 1)
+    return None
+
+
+def _has_fd(stream):
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is both
+        return False
+
+
+def run_evaluator(command, stdout, stderr):
+    """Run the evaluator; its report goes to our stdout (copied when that stream
+    is not a real file, as in tests) -> its exit status."""
+    if _has_fd(stdout) and _has_fd(stderr):
+        return subprocess.call(command)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout.write(result.stdout.decode("utf-8", "replace"))
+    stderr.write(result.stderr.decode("utf-8", "replace"))
+    return result.returncode
+
+
+def _install_signal_handlers(run_):
+    """SIGINT/SIGTERM stop the run (no traceback); only from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, lambda number, frame: run_.request_stop(number))
+    return previous
+
+
+def _restore_signal_handlers(previous):
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def main(argv=None):
+    try:
+        status = run(sys.argv[1:] if argv is None else argv, os.environ, sys.stdout, sys.stderr)
+    except UsageError as exc:
+        sys.stdout.flush()
+        sys.stderr.write("generate.py: %s\n" % exc)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("generate.py: stopped by SIGINT\n")
+        return SIGNAL_EXIT[signal.SIGINT]
+    sys.stdout.flush()
+    return status
