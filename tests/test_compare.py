@@ -1,5 +1,6 @@
-"""compare.py and significance.py: resampling statistics, per-row metric terms,
-pairing, significance, formats and the command line."""
+"""compare.py and its machinery (transitlm.resampling, metric_terms, runs,
+comparison, breakdowns, compare_formats, compare_cli): resampling statistics,
+per-row metric terms, pairing, significance, formats and the command line."""
 
 import contextlib
 import csv
@@ -23,8 +24,7 @@ if REPO not in sys.path:
 import common  # noqa: E402
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
-import compare  # noqa: E402
-import significance  # noqa: E402
+from transitlm import compare_cli, comparison, metric_terms, resampling, runs  # noqa: E402
 
 SHARED = os.path.join(REPO, "..", "shared")
 PARITY = os.path.join(SHARED, "parity")
@@ -133,21 +133,21 @@ def write_run(folder, records, benchmark="single_route", protocol="reference",
 
 
 def run_compare(argv):
-    """compare.main in-process -> (exit status, stdout, stderr)."""
+    """compare_cli.main in-process -> (exit status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = compare.main(list(argv))
+            status = compare_cli.main(list(argv))
         except SystemExit as exc:
             status = exc.code
     return status, out.getvalue(), err.getvalue()
 
 
 def term_sums(benchmark, protocol, records):
-    """{metric: sum(num) / sum(den)} from compare.metric_terms."""
+    """{metric: sum(num) / sum(den)} from metric_terms.metric_terms."""
     totals = {}
     for record in records:
-        for key, (num, den) in compare.metric_terms(benchmark, protocol, record).items():
+        for key, (num, den) in metric_terms.metric_terms(benchmark, protocol, record).items():
             acc = totals.setdefault(key, [0, 0])
             acc[0] += num
             acc[1] += den
@@ -164,103 +164,103 @@ class TempDirTest(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# significance.py
+# transitlm.resampling
 # ---------------------------------------------------------------------------
 
 class PercentileTest(unittest.TestCase):
     def test_linear_interpolation(self):
         values = [1.0, 2.0, 3.0, 4.0]
-        self.assertEqual(significance.percentile(values, 0.0), 1.0)
-        self.assertEqual(significance.percentile(values, 1.0), 4.0)
-        self.assertEqual(significance.percentile(values, 0.5), 2.5)       # position 1.5
-        self.assertAlmostEqual(significance.percentile(values, 0.25), 1.75)  # position 0.75
+        self.assertEqual(resampling.percentile(values, 0.0), 1.0)
+        self.assertEqual(resampling.percentile(values, 1.0), 4.0)
+        self.assertEqual(resampling.percentile(values, 0.5), 2.5)       # position 1.5
+        self.assertAlmostEqual(resampling.percentile(values, 0.25), 1.75)  # position 0.75
 
     def test_degenerate(self):
-        self.assertIsNone(significance.percentile([], 0.5))
-        self.assertEqual(significance.percentile([7.0], 0.025), 7.0)
+        self.assertIsNone(resampling.percentile([], 0.5))
+        self.assertEqual(resampling.percentile([7.0], 0.025), 7.0)
 
     def test_interval_leaves_out_undefined_resamples(self):
         values = [None] + [float(i) for i in range(101)] + [None]
-        low, high = significance.percentile_interval(values, 0.9)
+        low, high = resampling.percentile_interval(values, 0.9)
         self.assertAlmostEqual(low, 5.0, places=9)       # position 0.05 * 100
         self.assertAlmostEqual(high, 95.0, places=9)
-        self.assertIsNone(significance.percentile_interval([None, None], 0.95))
-        self.assertIsNone(significance.percentile_interval([], 0.95))
+        self.assertIsNone(resampling.percentile_interval([None, None], 0.95))
+        self.assertIsNone(resampling.percentile_interval([], 0.95))
 
 
 class PValueTest(unittest.TestCase):
     def test_all_zero_differences_give_one(self):
-        self.assertEqual(significance.paired_p_value([0.0] * 50), 1.0)
+        self.assertEqual(resampling.paired_p_value([0.0] * 50), 1.0)
 
     def test_all_on_one_side_give_zero(self):
-        self.assertEqual(significance.paired_p_value([0.1, 0.2, 0.3]), 0.0)
-        self.assertEqual(significance.paired_p_value([-0.1, -0.2]), 0.0)
+        self.assertEqual(resampling.paired_p_value([0.1, 0.2, 0.3]), 0.0)
+        self.assertEqual(resampling.paired_p_value([-0.1, -0.2]), 0.0)
 
     def test_twice_the_smaller_side(self):
         # one of four at or below zero: 2 * 1/4
-        self.assertEqual(significance.paired_p_value([-1.0, 1.0, 2.0, 3.0]), 0.5)
+        self.assertEqual(resampling.paired_p_value([-1.0, 1.0, 2.0, 3.0]), 0.5)
         # zero counts on both sides: min(2, 3) = 2 of 4 -> 1.0
-        self.assertEqual(significance.paired_p_value([-1.0, 0.0, 2.0, 3.0]), 1.0)
+        self.assertEqual(resampling.paired_p_value([-1.0, 0.0, 2.0, 3.0]), 1.0)
 
     def test_undefined(self):
-        self.assertIsNone(significance.paired_p_value([]))
-        self.assertIsNone(significance.paired_p_value([None, None]))
-        self.assertEqual(significance.paired_p_value([None, 1.0]), 0.0)
+        self.assertIsNone(resampling.paired_p_value([]))
+        self.assertIsNone(resampling.paired_p_value([None, None]))
+        self.assertEqual(resampling.paired_p_value([None, 1.0]), 0.0)
 
 
 class PackingTest(unittest.TestCase):
     def test_integer_columns_sum_exactly(self):
         columns = [[0, 1, 1, 0, 1], [3, 0, 3, 3, 0], [-2, 5, 0, 1, 1], [True, False] * 2 + [True]]
-        packed, layout = significance.pack_columns(columns, 5)
+        packed, layout = resampling.pack_columns(columns, 5)
         self.assertEqual(len(packed), 5)
-        self.assertEqual(significance.unpack_sums(sum(packed), layout, 5), [3, 9, 5, 3])
+        self.assertEqual(resampling.unpack_sums(sum(packed), layout, 5), [3, 9, 5, 3])
         # a multiset of rows (row 2 three times, row 0 twice)
         total = packed[2] * 3 + packed[0] * 2
-        self.assertEqual(significance.unpack_sums(total, layout, 5), [3, 15, -4, 5])
+        self.assertEqual(resampling.unpack_sums(total, layout, 5), [3, 15, -4, 5])
 
     def test_real_columns_sum_to_double_precision(self):
         values = [1 / 3.0, 0.0, 0.75, 2.5e6, 1e-9, 0.1]
-        packed, layout = significance.pack_columns([values, [-0.5, 0.25, 0, 0, 0, 0]], 6)
-        sums = significance.unpack_sums(sum(packed), layout, 6)
+        packed, layout = resampling.pack_columns([values, [-0.5, 0.25, 0, 0, 0, 0]], 6)
+        sums = resampling.unpack_sums(sum(packed), layout, 6)
         self.assertAlmostEqual(sums[0], math.fsum(values), delta=1e-9)
         self.assertAlmostEqual(sums[1], -0.25, delta=1e-15)
 
     def test_unpackable_column_is_none(self):
-        packed, layout = significance.pack_columns([[1, None], [1.0, float("nan")], [1, 2]], 2)
-        self.assertEqual(significance.unpack_sums(sum(packed), layout, 2), [None, None, 3])
+        packed, layout = resampling.pack_columns([[1, None], [1.0, float("nan")], [1, 2]], 2)
+        self.assertEqual(resampling.unpack_sums(sum(packed), layout, 2), [None, None, 3])
 
     def test_no_rows(self):
-        packed, layout = significance.pack_columns([[], []], 0)
+        packed, layout = resampling.pack_columns([[], []], 0)
         self.assertEqual(packed, [])
-        self.assertEqual(significance.unpack_sums(0, layout, 0), [0, 0])
+        self.assertEqual(resampling.unpack_sums(0, layout, 0), [0, 0])
 
 
 class BootstrapSumsTest(unittest.TestCase):
     def test_deterministic_for_a_seed(self):
         columns = [[1, 0, 0, 1, 1, 0, 1], [0.5, 0.25, 1.0, 0.0, 0.0, 0.75, 0.1]]
-        first = significance.bootstrap_column_sums(columns, 7, 20, seed=3)
-        self.assertEqual(first, significance.bootstrap_column_sums(columns, 7, 20, seed=3))
-        self.assertNotEqual(first, significance.bootstrap_column_sums(columns, 7, 20, seed=4))
+        first = resampling.bootstrap_column_sums(columns, 7, 20, seed=3)
+        self.assertEqual(first, resampling.bootstrap_column_sums(columns, 7, 20, seed=3))
+        self.assertNotEqual(first, resampling.bootstrap_column_sums(columns, 7, 20, seed=4))
         self.assertEqual(len(first), 20)
 
     def test_a_resample_draws_n_rows(self):
         ones = [1] * 9
-        for sums in significance.bootstrap_column_sums([ones, list(range(9))], 9, 30, seed=1):
+        for sums in resampling.bootstrap_column_sums([ones, list(range(9))], 9, 30, seed=1):
             self.assertEqual(sums[0], 9)
             self.assertTrue(0 <= sums[1] <= 8 * 9)
 
     def test_draws_match_an_explicit_resample(self):
         # The same rows a plain random.Random(seed).choices draw picks.
         values = [5, 0, 2, 9, 1]
-        sums = significance.bootstrap_column_sums([values], 5, 3, seed=11)
+        sums = resampling.bootstrap_column_sums([values], 5, 3, seed=11)
         rng = random.Random(11)
         expected = [[sum(values[i] for i in rng.choices(range(5), k=5))] for _ in range(3)]
         self.assertEqual(sums, expected)
 
     def test_tiny_inputs(self):
-        self.assertEqual(significance.bootstrap_column_sums([[]], 0, 2, seed=0), [[0], [0]])
-        self.assertEqual(significance.bootstrap_column_sums([[4]], 1, 2, seed=0), [[4], [4]])
-        self.assertEqual(significance.bootstrap_column_sums([[4]], 1, 0, seed=0), [])
+        self.assertEqual(resampling.bootstrap_column_sums([[]], 0, 2, seed=0), [[0], [0]])
+        self.assertEqual(resampling.bootstrap_column_sums([[4]], 1, 2, seed=0), [[4], [4]])
+        self.assertEqual(resampling.bootstrap_column_sums([[4]], 1, 0, seed=0), [])
 
 
 # ---------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class BootstrapSumsTest(unittest.TestCase):
 
 class MetricTermsTest(unittest.TestCase):
     def terms(self, record, benchmark="single_route", protocol="reference"):
-        return compare.metric_terms(benchmark, protocol, record)
+        return metric_terms.metric_terms(benchmark, protocol, record)
 
     def test_error_row_in_round_one(self):
         terms = self.terms(error_record(1, "x"))
@@ -373,11 +373,11 @@ class TermsReproduceMetricsTest(unittest.TestCase):
             self.assertEqual(done.returncode, 0, done.stderr)
             with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
                 report = json.load(handle)
-            records = compare.read_details(os.path.join(out, "details.jsonl"))
+            records = runs.read_details(os.path.join(out, "details.jsonl"))
             where = "%s %s %s" % (benchmark, protocol, " ".join(argv))
             self.assert_same_metrics(report["metrics"],
                                      term_sums(benchmark, protocol, records), where)
-            self.assertEqual(compare.run_metrics(compare.load_run("x", out))[0],
+            self.assertEqual(metric_terms.run_metrics(runs.load_run("x", out))[0],
                              report["metrics"], where)
 
     def test_bundled_examples(self):
@@ -412,10 +412,10 @@ class TermsReproduceMetricsTest(unittest.TestCase):
 # ---------------------------------------------------------------------------
 
 def conn_interval(records, resamples, seed, confidence=0.95):
-    columns = compare.term_columns(FakeRun(), records, ["conn"])
+    columns = metric_terms.term_columns(FakeRun(), records, ["conn"])
     series = [(columns[0]["conn"], columns[1]["conn"])]
-    draws = compare.resampled_metrics(series, len(records), resamples, seed)[0]
-    return significance.percentile_interval(draws, confidence)
+    draws = comparison.resampled_metrics(series, len(records), resamples, seed)[0]
+    return resampling.percentile_interval(draws, confidence)
 
 
 class FakeRun(object):
@@ -472,7 +472,7 @@ class SignificanceTest(TempDirTest):
         self.assertAlmostEqual(by[("better", "conn")]["delta"], 0.3, delta=0.06)
         self.assertGreater(by[("better", "conn")]["ci"][0], 0)
         self.assertEqual(by[("better", "conn")]["p_value"], 0.0)
-        for key in compare.metric_names("single_route", result["runs"][0]["metrics"]):
+        for key in metric_terms.metric_names("single_route", result["runs"][0]["metrics"]):
             self.assertEqual(by[("again", key)]["delta"], 0.0 if by[("again", key)]["delta"]
                              is not None else None)
             self.assertFalse(by[("again", key)]["significant"], key)
@@ -511,7 +511,7 @@ class CompareCommandTest(TempDirTest):
         result, out = self.compare_json([self.a, self.b, "--by", "city"])
         self.assertEqual(result["schema_version"], 1)
         self.assertEqual((result["confidence"], result["bootstrap"], result["seed"]),
-                         (0.95, 1000, compare.DEFAULT_SEED))
+                         (0.95, 1000, comparison.DEFAULT_SEED))
         self.assertEqual(result["baseline"], "model_a")          # folder name, first run
         self.assertEqual(result["rows"]["paired"], 120)
         self.assertEqual(result["rows"]["missing"]["count"], 0)
@@ -772,9 +772,9 @@ class CompareInputErrorTest(TempDirTest):
         self.assert_usage_error([self.a, "--by", "failure"], "failure_codes is not a list")
 
     def test_default_names_stay_unique(self):
-        self.assertEqual(compare.run_names([self.a, self.a], None),
+        self.assertEqual(compare_cli.run_names([self.a, self.a], None),
                          [os.path.normpath(self.a), os.path.normpath(self.a) + "#2"])
-        self.assertEqual(compare.run_names([self.a], None), ["a"])
+        self.assertEqual(compare_cli.run_names([self.a], None), ["a"])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ workflow tools -> this package -> ``common``):
 - ``cli``: the command line every evaluator shares;
 - ``api``: ``evaluate()``, the Python API;
 - ``terminal``: escaping text for a terminal, the progress line;
-- ``status``: exit statuses and the errors that stop a run.
+- ``status``: exit statuses and the errors that stop a run;
+- compare.py's machinery: ``runs`` (reading run folders), ``metric_terms``
+  (per-row terms of every metric), ``resampling`` (bootstrap intervals, paired
+  p-values), ``comparison`` (the figures), ``breakdowns`` (--by),
+  ``compare_formats`` (text, Markdown, LaTeX, CSV, JSON), ``compare_cli``.
 
 With the repository root on ``sys.path``::
 
