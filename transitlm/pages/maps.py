@@ -102,7 +102,7 @@ def boxes_overlap(a, b, gap=0.0):
 _DIRECTIONS = ((1, 0), (-1, 0), (0, -1), (0, 1), (1, -1), (1, 1), (-1, -1), (-1, 1))
 
 
-def label_candidates(x, y, width, height, offset, rings=8):
+def label_candidates(x, y, width, height, offset, rings=12):
     """Boxes (left, top, width, height) for a label of a point, nearest first:
     the eight directions at ``offset`` px from the point, then again at
     growing distances (rings of 1.5 x the label height further out)."""
