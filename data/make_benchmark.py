@@ -46,11 +46,12 @@ sys.path.insert(0, HERE)
 from common import DP_RATIO, EXIT_USAGE, is_subway_line, parse_distance_km  # noqa: E402
 from general_llm.route_eval import CITY_CODES  # noqa: E402
 from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
+import fares  # noqa: E402
 import routing  # noqa: E402
 from routing import (  # noqa: E402
     FARE_BANDS, FARE_STEP_KM, KIND_BUS, KIND_METRO, WAIT_MIN, District, Line, LineDir,
-    Network, PointAccess, Prefs, alternatives, dumps, find_route, pick_od, prefs_for_req,
-    route_json, sub_rng)
+    Network, PointAccess, Prefs, distinct_alternatives, draw_od, dumps, ends_where_it_boarded,
+    find_route, prefs_for_req, route_json, sub_rng)
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -59,7 +60,8 @@ SPEED_KMH = {KIND_METRO: 35.0, KIND_BUS: 18.0}      # only for networks without 
 DWELL_MIN = {KIND_METRO: 0.5, KIND_BUS: 0.4}
 WAIT_RANGE_MIN = (1.0, 15.0)
 FLAT_FARE_STEP_KM = float("inf")
-TRIP_KM = (2.5, 13.0)
+TRIP_KM = (2.5, 13.0)             # origin to destination, straight line (and their stations)
+ALTERNATIVE_FACTOR = 1.5          # benchmark 3: expert score and minutes at most this times the first's
 MAX_ATTEMPTS = 200
 SEED_DEFAULT = 20240611
 REQ_TYPES = (2, 5, 7, 8)
@@ -155,18 +157,49 @@ def city_names(folder):
 
 
 def hop_minutes_table(rows):
-    """hop_times.csv rows -> ({line name: [minutes per hop]}, {(a, b): transfer minutes})."""
+    """hop_times.csv rows -> ({line name: [Hop per hop]}, {(a, b): transfer minutes})."""
     lines, transfers = {}, {}
     for row in rows or ():
         try:
-            minutes = float(row["minutes"])
+            minutes = float(row["run_min"])
+            dwell = float(row["dwell_min"] or 0.0) if row["line_name"] else 0.0
         except ValueError:
-            raise NetworkError("hop_times.csv: minutes %r is not a number" % row["minutes"])
+            raise NetworkError("hop_times.csv: run_min %r or dwell_min %r is not a number"
+                               % (row["run_min"], row["dwell_min"]))
         if row["line_name"]:
-            lines.setdefault(row["line_name"], []).append(minutes)
+            lines.setdefault(row["line_name"], []).append(
+                Hop(row["from_stop_id"], row["to_stop_id"], minutes, dwell,
+                    row["pickup"] != "0", row["drop_off"] != "0"))
         else:
             transfers[(row["from_stop_id"], row["to_stop_id"])] = minutes
     return lines, transfers
+
+
+class Hop(object):
+    """One hop_times.csv row of a line: run time, dwell at its end, and whether
+    riders may board at its first stop (pickup) and alight at its end (drop_off)."""
+
+    __slots__ = ("from_id", "to_id", "run", "dwell", "pickup", "drop_off")
+
+    def __init__(self, from_id, to_id, run, dwell, pickup, drop_off):
+        self.from_id, self.to_id = from_id, to_id
+        self.run, self.dwell = run, dwell
+        self.pickup, self.drop_off = pickup, drop_off
+
+
+def scheduled_times(hops):
+    """-> (departure, arrival, board, alight) per line position, minutes from the
+    first departure: a hop runs from a departure to the next arrival; the dwell
+    at its end lies between that arrival and the next departure."""
+    departure, arrival = [0.0], [0.0]
+    board, alight = [], [False]
+    for hop in hops:
+        arrival.append(departure[-1] + hop.run)
+        departure.append(arrival[-1] + hop.dwell)
+        board.append(hop.pickup)
+        alight.append(hop.drop_off)
+    board.append(False)
+    return departure, arrival, board, alight
 
 
 def wait_from_headway(headway_text, kind):
@@ -188,6 +221,31 @@ def fare_table(fare_text, kind):
     return ((float("inf"), fare),), FLAT_FARE_STEP_KM
 
 
+def zone_fare_table(text, name, stop_count):
+    """line_service.csv zone_fares -> (zone run of each position, fares[run][run]) or None.
+
+    ``{"zones": [zone of each stop], "fares": [[...]]}``: consecutive stops with
+    one zone form a run; fares[a][b] is the fare of a ride boarding in run a
+    and alighting in run b (null: no fare, the ride is not taken).
+    """
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+        zones, matrix = value["zones"], value["fares"]
+        runs = fares.zone_runs([str(z) for z in zones])
+        size = runs[-1] + 1
+        ok = len(zones) == stop_count and len(matrix) == size and all(
+            len(row) == size and all(f is None or (isinstance(f, (int, float)) and f >= 0)
+                                     for f in row) for row in matrix)
+    except (ValueError, KeyError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise NetworkError("line_service.csv: zone_fares of %s is not {\"zones\": [one per stop], "
+                           "\"fares\": [[one per zone run] per zone run]}" % name)
+    return runs, [[None if f is None else float(f) for f in row] for row in matrix]
+
+
 def load_network(folder):
     """A routing.Network from a network folder; one district per ad_code."""
     stations = read_table(os.path.join(folder, "station_info.csv"),
@@ -196,7 +254,8 @@ def load_network(folder):
     line_rows = read_table(os.path.join(folder, "line_info.csv"),
                            ("citycode", "line_name", "station_list"))
     hop_rows = read_table(os.path.join(folder, "hop_times.csv"),
-                          ("line_name", "from_stop_id", "to_stop_id", "minutes"), optional=True)
+                          ("line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min",
+                           "pickup", "drop_off"), optional=True)
     service_rows = read_table(os.path.join(folder, "line_service.csv"),
                               ("line_name", "route_id", "headway_min", "fare"), optional=True)
     names = city_names(folder)
@@ -256,12 +315,20 @@ def load_network(folder):
         for k, (a, b) in enumerate(zip(stops, stops[1:])):
             km = net.dist(a, b) * TRACK_FACTOR[kind]
             cumdist.append(cumdist[-1] + km)
-            minutes = scheduled[k] if scheduled else km / SPEED_KMH[kind] * 60 + DWELL_MIN[kind]
-            cumtime.append(cumtime[-1] + minutes)
+            if scheduled and (scheduled[k].from_id, scheduled[k].to_id) != (net.ids[a], net.ids[b]):
+                raise NetworkError("hop_times.csv: hop %d of %s is %s -> %s, line_info.csv has %s -> %s"
+                                   % (k + 1, name, scheduled[k].from_id, scheduled[k].to_id,
+                                      net.ids[a], net.ids[b]))
+            cumtime.append(cumtime[-1] + km / SPEED_KMH[kind] * 60 + DWELL_MIN[kind])
             line_hops.add((a, b))
+        cumarr = board = alight = None
+        if scheduled:
+            cumtime, cumarr, board, alight = scheduled_times(scheduled)
         bands, step = fare_table(info.get("fare"), kind)
+        zones = zone_fare_table(info.get("zone_fares"), name, len(stops))
         net.add_linedir(LineDir(len(net.linedirs), line, name, stops, cumdist, cumtime,
-                                wait_from_headway(info.get("headway_min"), kind), bands, step))
+                                wait_from_headway(info.get("headway_min"), kind), bands, step,
+                                cumarr=cumarr, board=board, alight=alight, zone_fares=zones))
     if not net.linedirs:
         raise NetworkError("%s: no line with two or more stations" % folder)
 
@@ -287,7 +354,7 @@ def fastest_minutes_per_km(net):
         for k in range(len(ld.stops) - 1):
             km = net.dist(ld.stops[k], ld.stops[k + 1])
             if km > 0:
-                best = min(best, (ld.cumtime[k + 1] - ld.cumtime[k]) / km)
+                best = min(best, ld.ride_minutes(k, k + 1) / km)
     for (a, b), minutes in net.transfer_min.items():
         km = net.dist(a, b)
         if km > 0:
@@ -366,10 +433,10 @@ def label_routes(kind, trip, req_type):
     """The label route(s) of a trip for a benchmark, or None when the trip does not fit."""
     net = trip.net
     if kind == "b3":
-        routes = alternatives(trip, Prefs(), 3)
-        return routes if len(routes) == 3 else None
+        routes = distinct_alternatives(trip, Prefs(), 3, ALTERNATIVE_FACTOR)
+        return routes if len(routes) == 3 and not ends_where_it_boarded(net, routes[0]) else None
     route = trip.find(prefs_for_req(req_type) if kind == "b2" else Prefs())
-    if route is None:
+    if route is None or ends_where_it_boarded(net, route):
         return None
     if kind == "b2" and not honours(req_type, route, net):
         return None
@@ -417,15 +484,24 @@ def system_prompt(kind, lang):
     return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
 
 
-def build_row(net, seed, kind, task_id, row, lang, req_type, districts):
-    """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws."""
+def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=None):
+    """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws.
+
+    ``draws`` (a dict) counts the draws rejected: "range" (no origin and
+    destination TRIP_KM apart), "route" (no fitting label)."""
     rng = sub_rng(seed, kind, row)
+    draws = {} if draws is None else draws
     for _ in range(MAX_ATTEMPTS):
         district = districts[rng.randrange(len(districts))]
-        origin, dest = pick_od(net, rng, district, *TRIP_KM)
+        od = draw_od(net, rng, district, *TRIP_KM)
+        if od is None:
+            draws["range"] = draws.get("range", 0) + 1
+            continue
+        origin, dest = od
         trip = Trip(net, district, origin, dest)
         routes = label_routes(kind, trip, req_type)
         if routes is None:
+            draws["route"] = draws.get("route", 0) + 1
             continue
         labels = [with_plausible_access(net, trip, r, route_json(
             net, r, rng, use_names=kind == "general", tag=kind == "b3")) for r in routes]
@@ -447,10 +523,11 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types):
     """-> (rows, figures) of one benchmark file."""
     districts = usable_districts(net)
     rows, failures, legs, line_changes = [], 0, 0, 0
+    draws = {"range": 0, "route": 0}
     row = 0
     while len(rows) < samples and row < samples * 3:
         req_type = req_types[len(rows) % len(req_types)] if kind == "b2" else 0
-        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts)
+        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws)
         row += 1
         if built is None:
             failures += 1
@@ -459,7 +536,17 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types):
         rows.append(cells)
         legs += 1
         line_changes += len(routes[0].legs) > 1
-    return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes}
+    return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes,
+                  "short": samples - len(rows), "out_of_range": draws["range"],
+                  "no_label": draws["route"]}
+
+
+def shortfall_note(figures):
+    """Why a file has fewer rows than asked for, in one parenthesis."""
+    return ("  (%d short: %d rows found no trip in %d draws each; draws rejected: %d without an "
+            "origin and destination %g-%g km apart, %d without a fitting label)"
+            % (figures["short"], figures["no_trip"], MAX_ATTEMPTS, figures["out_of_range"],
+               TRIP_KM[0], TRIP_KM[1], figures["no_label"]))
 
 
 def write_csv(path, rows):
@@ -516,8 +603,7 @@ def main(argv=None):
     for kind, filename, task_id in FILES:
         rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
         write_csv(os.path.join(args.out, filename), rows)
-        note = "" if figures["rows"] == args.samples else \
-            "  (only %d: no fitting trip in %d draws)" % (figures["rows"], figures["no_trip"])
+        note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
     return 0
