@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn a GTFS feed into a TransitLM network (station_info.csv, line_info.csv).
 
-    python3 data/import_gtfs.py FEED --out DIR [--date YYYYMMDD] [--city NAME]
+    python3 data/import_gtfs.py FEED --out DIR --city NAME [--date YYYYMMDD]
                                 [--adcode CODE] [--route_types 1,2,3] [--patterns main|all]
 
 FEED is a GTFS zip or folder.  The output folder gets, in the released
@@ -9,11 +9,14 @@ formats, ``station_info.csv`` (stop_id, ad_code, coord_x, coord_y,
 next_hop_stations, station_name) and ``line_info.csv`` (citycode, line_name,
 station_list), so the evaluators and the route-eval server run on it
 unchanged, plus two side files the evaluators ignore and make_benchmark.py
-reads: ``hop_times.csv`` (line_name, from_stop_id, to_stop_id, minutes,
-trips: the mean scheduled run time of each hop of each line; rows with an
-empty line_name are walking transfers with their time) and
+reads: ``hop_times.csv`` (line_name, from_stop_id, to_stop_id, run_min,
+dwell_min, trips, pickup, drop_off: per hop of each line the mean run time
+from the departure at its first stop to the arrival at the next, the mean
+dwell there, and whether riders may board at its first stop and alight at the
+next; rows with an empty line_name are walking transfers with their time),
 ``line_service.csv`` (line_name, route_id, route_type, rail, direction,
-trips, headway_min, fare).
+trips, headway_min, fare, zone_fares, fare_note: fares per ride, see
+fares.py) and ``city.json``.
 
 Conventions (README "Evaluate a new city"):
 - one service day: ``--date``, default the feed's busiest day (most trips,
@@ -22,6 +25,10 @@ Conventions (README "Evaluate a new city"):
   that day (``--patterns all``: one line per pattern); the kept trips are the
   trips running that pattern; without ``direction_id`` a pattern's end stops
   stand for its direction;
+- a stop pattern is a trip's stops with where riders may board and alight
+  (``pickup_type`` / ``drop_off_type`` 1: not); stop times where neither is
+  allowed are passed through (left out); arrival and departure times are
+  both kept;
 - stops are the GTFS stops trips call at (platforms), ids as in the feed;
   next hops are consecutive stops of kept trips, plus walking transfers
   between stops of one parent station (both ways) and those listed in
@@ -33,8 +40,8 @@ Conventions (README "Evaluate a new city"):
   100-199, 400-499) get the prefix 地铁 so the evaluator's subway rules see
   them as subway; in every other line name 地铁 and 号线 are written 地·铁 and
   号·线 so those rules never do; a repeated name gets ``/route_id``;
-- ``--city`` default: the city of agency_timezone (America/New_York -> New
-  York), else the feed's file name; ``--adcode`` default ``0``.
+- ``--city`` is required (a feed does not name its city, and a time zone is
+  not a place); ``--adcode`` default ``0``.
 
 Damaged feeds: a missing required file or column, or an unreadable value in a
 required column, stops with exit status 2 and one line naming the file (and
@@ -535,7 +542,7 @@ def plain_trip(values):
     every time given and in order, no pickup or drop-off rule, no stop twice in
     a row), computed without a Python loop per call; None for any other trip."""
     sequence, codes = values[0::4], values[1::4]
-    arrivals, departures = list(values[2::4]), list(values[3::4])
+    arrivals, departures = values[2::4].tolist(), values[3::4].tolist()
     if not (all(map(operator.lt, sequence, sequence[1:])) and min(arrivals) >= 0
             and all(map(operator.le, arrivals, departures))
             and all(map(operator.le, departures, arrivals[1:]))
@@ -564,6 +571,8 @@ def trip_pattern(values):
     """
     if len(values) < 8:
         return "trips with fewer than 2 stop times"
+    if not isinstance(values, array.array):
+        values = array.array("i", values)
     plain = plain_trip(values)
     if plain is not None:
         return plain

@@ -10,25 +10,31 @@ benchmark3_diversity.csv and general_llm.csv in the released test-file
 layout (task_id, req_type, adcode, indexid, system_prompt, sft_prompt,
 sft_label) plus an empty generate_results column, N rows each.
 
-Labels come from the router of routing.py (the one behind the demo data):
+Labels come from the router of routing.py (the one behind the demo data),
+exact under its documented cost and rules (README "Evaluate a new city"):
 cost = the expert score; walking, cycling or taxi access by distance; ride
-times from hop_times.csv (the schedule's mean run time of each hop) or, for a
-network without one, from the demo's fixed speeds; a wait of half the line's
-mean headway (line_service.csv, 1-15 min) or the demo's 3 min (subway) / 5 min;
+times from hop_times.csv (run times and the dwells a rider sits through,
+boarding and alighting only where the timetable allows) or, for a network
+without one, from the demo's fixed speeds; a wait of half the line's mean
+headway (line_service.csv, 1-15 min) or the demo's 3 min (subway) / 5 min;
 walking transfers at their stated time (hop_times.csv rows without a line)
-or at 5 km/h; fares from line_service.csv (the feed's fare_attributes.txt,
-one flat fare per boarding) or else the demo's distance table (subway 3 up to
-6 km, 4 up to 12 km, 5 up to 22 km, 6 up to 32 km, +1 per further 20 km; bus
-2 up to 10 km, +1 per further 5 km).  Lines are subway when their name has
-地铁 or 号线 (the evaluator's rule); track length is 1.10 (subway) or 1.25
-(bus) times the straight line between stops.
+or at 5 km/h; fares per ride from line_service.csv (a flat fare, or zone
+fares) or else the demo's distance table (subway 3 up to 6 km, 4 up to 12
+km, 5 up to 22 km, 6 up to 32 km, +1 per further 20 km; bus 2 up to 10 km,
++1 per further 5 km).  Lines are subway when their name has 地铁 or 号线 (the
+evaluator's rule); track length is 1.10 (subway) or 1.25 (bus) times the
+straight line between stops.
 
-Benchmark 2 cycles through preferences 2, 5, 7 and 8, each routed with the
-preference applied; a preference the network cannot satisfy (no bus line for
-5, no subway line for 7) is left out and reported.  Benchmark 3 labels are
-three routes that differ in their lines.  General-LLM labels name stations
-and are kept only when the route-eval name matching finds exactly the
-label's stops.  Deterministic for a given seed.  Standard library only.
+Origin and destination lie TRIP_KM apart (so never within walking range);
+a row with no such trip after MAX_ATTEMPTS draws is not written and the
+shortfall is reported.  Benchmark 2 cycles through preferences 2, 5, 7 and
+8, each routed with the preference applied; a preference the network cannot
+satisfy (no bus line for 5, no subway line for 7) is left out and reported.
+Benchmark 3 labels are the best route, the best riding none of its lines,
+and the best riding none of either's, each within ALTERNATIVE_FACTOR of the
+first.  General-LLM labels name stations and are kept only when the
+route-eval name matching finds exactly the label's stops.  Deterministic for
+a given seed.  Standard library only.
 """
 
 import argparse
@@ -600,12 +606,18 @@ def main(argv=None):
         print("left out        req_type %s: the network has no %s line" % (
             ", ".join(str(r) for r in left_out),
             " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
+    written = 0
     for kind, filename, task_id in FILES:
         rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
         write_csv(os.path.join(args.out, filename), rows)
+        written += len(rows)
         note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
+    if not written:
+        sys.stderr.write("make_benchmark.py: %s: no trip %g-%g km long with a label: no row written\n"
+                         % (args.network, TRIP_KM[0], TRIP_KM[1]))
+        return EXIT_USAGE
     return 0
 
 

@@ -2,13 +2,16 @@
 """The shortest-path router behind the labels of make_demo.py and make_benchmark.py.
 
 A network is a set of stops with coordinates and names, line directions
-(``LineDir``: ordered stops with cumulative track distance and ride time, a
-wait time and a fare table) and walking links between stops.  ``find_route``
-is an A* search over (stop, about to board / just alighted) whose cost is the
-expert score of protocol.md §3 (time in 5-minute units + one per line ridden
-+ fare), or a variant of it for a benchmark-2 preference (``prefs_for_req``).
-``alternatives`` gives up to three distinct routes (benchmark 3) and
-``route_json`` writes a route the way the released data does.
+(``LineDir``: ordered stops with cumulative track distance, departure and
+arrival times, where riders may board and alight, a wait time and fares) and
+walking links between stops.  ``find_route`` is an exact A* search over
+(stop, free to board / alighted from line L) whose cost is the expert score
+of protocol.md §3 (time in 5-minute units + one per line ridden + fare), or a
+variant of it for a benchmark-2 preference (``prefs_for_req``); its docstring
+states the rules.  ``distinct_alternatives`` gives benchmark 3's routes
+(``alternatives``: the demo's older penalty-based ones), ``draw_od`` a trip
+within a distance range (``pick_od``: the demo's draw) and ``route_json``
+writes a route the way the released data does.
 
 Nothing here knows where the network came from: make_demo.py lays out a
 fictional one (ride times from a fixed speed), make_benchmark.py reads one
@@ -754,6 +757,9 @@ def access_point(net, rng, district, stop, allow_far):
 
 
 def pick_od(net, rng, district, min_km, max_km):
+    """make_demo.py's draw (its bundled files depend on it): the destination
+    station is the first of 50 draws in range, else the 50th; draw_od keeps
+    the range."""
     stops = district.stops
     a = rng.choice(stops)
     for _ in range(50):
@@ -824,8 +830,10 @@ def distinct_alternatives(case, prefs, count, factor):
 
 
 def alternatives(case, base_prefs, count):
-    """Up to `count` routes, each avoiding the lines and boarding stops of the
-    ones before it (with a growing penalty when that is not enough)."""
+    """make_demo.py's benchmark 3 (its bundled files depend on it): up to
+    `count` routes, each avoiding the lines and boarding stops of the ones
+    before it by a growing penalty (make_benchmark.py uses
+    distinct_alternatives)."""
     routes = [case.find(base_prefs)]
     if routes[0] is None:
         return []

@@ -38,6 +38,18 @@ def available(name):
     return os.path.exists(os.path.join(SHARED_GTFS, name))
 
 
+def other_feeds():
+    """Feeds in ../shared/gtfs/ besides the five above (checked the same way,
+    the file name standing for the city)."""
+    if not os.path.isdir(SHARED_GTFS):
+        return []
+    return sorted(n for n in os.listdir(SHARED_GTFS) if n.endswith(".zip") and n not in CITIES)
+
+
+def city_of(name):
+    return CITIES.get(name) or os.path.splitext(name)[0]
+
+
 def _folder():
     if not _TMP:
         _TMP.append(tempfile.mkdtemp(prefix="transitlm-feeds-"))
@@ -59,7 +71,7 @@ def imported(name):
     if name not in _IMPORTED:
         out = os.path.join(_folder(), name + ".net")
         summary = _run(import_gtfs.main, [os.path.join(SHARED_GTFS, name), "--out", out,
-                                          "--city", CITIES[name]])
+                                          "--city", city_of(name)])
         _IMPORTED[name] = (out, summary)
     return _IMPORTED[name]
 
