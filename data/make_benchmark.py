@@ -361,10 +361,11 @@ def fastest_minutes_per_km(net):
             km = net.dist(ld.stops[k], ld.stops[k + 1])
             if km > 0:
                 best = min(best, ld.ride_minutes(k, k + 1) / km)
-    for (a, b), minutes in net.transfer_min.items():
-        km = net.dist(a, b)
-        if km > 0:
-            best = min(best, minutes / km)
+    for a, twins in enumerate(net.link_set):
+        for b in twins:
+            km = net.dist(a, b)
+            if km > 0:
+                best = min(best, net.transfer_minutes(a, b, km * routing.TRANSFER_WALK_DETOUR) / km)
     return max(0.0, best) if best != float("inf") else 0.0
 
 

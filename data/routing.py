@@ -438,6 +438,8 @@ class PointAccess:
         kx = KM_PER_DEG * math.cos(math.radians(lat0))
         hypot = math.hypot
         self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
+        self.point = point
+        self.coords = district.coords
         self._bounds = {}
         nearest = min(self.flat.values())
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
@@ -460,8 +462,11 @@ class PointAccess:
         key = (per_km, board_min)
         if key not in self._bounds:
             reach, h_free, h_off = self.reach_km, {}, {}
-            for s, d in self.flat.items():
-                rest = per_km * (d - reach)
+            lng0, lat0 = self.point
+            for s, lng, lat in self.coords:
+                # great-circle distance: the flat one is off by the cosine of the
+                # latitude across a district hundreds of km wide (coaches)
+                rest = per_km * (haversine_km(lng0, lat0, lng, lat) - reach)
                 h_free[s] = (rest if rest > 0 else 0.0) + board_min
                 h_off[s] = rest + board_min if rest > 0 else 0.0
             self._bounds[key] = (h_free, h_off)
