@@ -808,7 +808,8 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
             skips.add(result, "stop_times.txt (trip %s)" % trip_id)
             continue
         stop_seq, rules, arrivals, departures = result
-        pass_through += sum(1 for code in values[1::4] if code & PASS_THROUGH == PASS_THROUGH)
+        if 4 * len(stop_seq) != len(values):     # calls left out or merged
+            pass_through += sum(1 for code in values[1::4] if code & PASS_THROUGH == PASS_THROUGH)
         route_id, _, direction = trips[trip_id]
         if direction == "":
             direction = "%s>%s" % (usable[stop_seq[0]], usable[stop_seq[-1]])
@@ -865,7 +866,7 @@ def build_outputs(result, adcode):
                        route["rail"], route["route_id"]))
     names = unique_names(wanted)
     table = result["fares"]
-    fare_kinds = {"flat": 0, "zones": 0, "none": 0}
+    fare_kinds = {"flat": 0, "zones": 0, "none": 0, "unpriced": 0}
     line_rows, hop_rows, service_rows = [], [], []
     for name, p in zip(names, kept):
         route = routes[p.route_id]
@@ -881,6 +882,7 @@ def build_outputs(result, adcode):
         headway = p.headway_min()
         kind, fare, zone_fares, note = line_fare_cells(table, route, [stops[usable[c]][5] for c in p.stops])
         fare_kinds[kind] += 1
+        fare_kinds["unpriced"] += kind == "zones" and fares.unpriced_pairs(json.loads(zone_fares)["fares"]) > 0
         service_rows.append([name, p.route_id, str(route["route_type"]), "1" if route["rail"] else "0",
                              p.direction, str(p.trips), "" if headway is None else "%.1f" % headway,
                              fare, zone_fares, note])
@@ -966,6 +968,9 @@ def fare_summary(table, kinds):
     parts = ["per ride: %s lines flat, %s by zone" % (fmt_count(kinds["flat"]), fmt_count(kinds["zones"]))]
     if kinds["none"]:
         parts.append("%s without a fare of the feed (distance table)" % fmt_count(kinds["none"]))
+    if kinds["unpriced"]:
+        parts.append("%s with zone pairs no fare applies to (such rides are not taken)"
+                     % fmt_count(kinds["unpriced"]))
     transfer = table.transfer_fares()
     if transfer:
         parts.append("fare transfers not applied (%s fares allow them): each ride pays its fare"
@@ -980,14 +985,14 @@ def agency_names(path):
         if not feed.has("agency.txt"):
             return []
         columns, rows = feed.table("agency.txt")
-        return [cell(row, columns, "agency_name") for row in rows]
+        return [cell(row, columns, "agency_name") for row in itertools.islice(rows, 3)]
     except (FeedError, OSError, zipfile.BadZipFile, ValueError):
         return []
 
 
 def city_hint(path):
     """The one-line message when --city is missing."""
-    names = [n for n in agency_names(path) if n][:3]
+    names = [n for n in agency_names(path) if n]
     known = " (agencies in this feed: %s)" % ", ".join(json.dumps(n, ensure_ascii=False) for n in names) \
         if names else ""
     return ("--city is required: a GTFS feed does not name its city and its time zone is not a "
