@@ -620,10 +620,14 @@ def remember_expansion(expanded, stop, cost, line_id):
     if done is None:
         expanded[stop] = [(cost, line_id)]
         return
-    entries = sorted(done + [(cost, line_id)])
-    first = entries[0]
-    second = next((e for e in entries[1:] if e[1] != first[1]), None)
-    expanded[stop] = [first] if second is None else [first, second]
+    first_cost, first_line = done[0]
+    if cost < first_cost:
+        if line_id != first_line:
+            expanded[stop] = [(cost, line_id), (first_cost, first_line)]
+        else:
+            done[0] = (cost, line_id)
+    elif line_id != first_line and (len(done) == 1 or cost < done[1][0]):
+        expanded[stop] = [done[0], (cost, line_id)]
 
 
 def rebuild_route(net, origin, dest, prev, state, starts, ends, n_stops):
