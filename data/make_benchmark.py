@@ -173,9 +173,12 @@ def hop_minutes_table(rows):
             raise NetworkError("hop_times.csv: run_min %r or dwell_min %r is not a number"
                                % (row["run_min"], row["dwell_min"]))
         if row["line_name"]:
+            if row["pickup"] not in ("0", "1") or row["drop_off"] not in ("0", "1"):
+                raise NetworkError("hop_times.csv: pickup %r or drop_off %r of %s is not 0 or 1"
+                                   % (row["pickup"], row["drop_off"], row["line_name"]))
             lines.setdefault(row["line_name"], []).append(
                 Hop(row["from_stop_id"], row["to_stop_id"], minutes, dwell,
-                    row["pickup"] != "0", row["drop_off"] != "0"))
+                    row["pickup"] == "1", row["drop_off"] == "1"))
         else:
             transfers[(row["from_stop_id"], row["to_stop_id"])] = minutes
     return lines, transfers

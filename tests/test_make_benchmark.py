@@ -262,6 +262,38 @@ class SmallFeedNetworkTest(unittest.TestCase):
     def test_walking_range_is_below_the_trip_range(self):
         self.assertGreater(mb.TRIP_KM[0], routing.ACCESS_RANGE_KM[routing.ACCESS_WALK][1])
 
+    def test_hop_table_and_scheduled_times(self):
+        rows = [{"line_name": "L", "from_stop_id": "a", "to_stop_id": "b", "run_min": "4", "dwell_min": "1.5",
+                 "pickup": "1", "drop_off": "0"},
+                {"line_name": "L", "from_stop_id": "b", "to_stop_id": "c", "run_min": "3", "dwell_min": "",
+                 "pickup": "0", "drop_off": "1"},
+                {"line_name": "", "from_stop_id": "c", "to_stop_id": "d", "run_min": "2.5", "dwell_min": "",
+                 "pickup": "", "drop_off": ""}]
+        lines, transfers = mb.hop_minutes_table(rows)
+        self.assertEqual(transfers, {("c", "d"): 2.5})
+        departure, arrival, board, alight = mb.scheduled_times(lines["L"])
+        self.assertEqual((departure, arrival), ([0.0, 5.5, 8.5], [0.0, 4.0, 8.5]))
+        self.assertEqual((board, alight), ([True, False, False], [False, False, True]))
+        self.assertEqual(mb.scheduled_times([]), ([0.0], [0.0], [False], [False]))
+        self.assertEqual(mb.hop_minutes_table(None), ({}, {}))
+        for bad in ({"run_min": "x"}, {"pickup": "yes"}, {"drop_off": ""}):
+            with self.assertRaises(mb.NetworkError):
+                mb.hop_minutes_table([dict(rows[0], **bad)])
+
+    def test_draw_od_keeps_the_range(self):
+        net = mb.load_network(DATA)
+        district = net.districts[0]
+        rng = routing.sub_rng(1, "test")
+        drawn = [routing.draw_od(net, rng, district, 2.5, 13.0) for _ in range(40)]
+        pairs = [od for od in drawn if od is not None]
+        self.assertTrue(pairs)
+        for origin, dest in pairs:
+            self.assertTrue(2.5 <= common.haversine_km(origin[0], origin[1], dest[0], dest[1]) <= 13.0)
+        lonely = routing.District(9, district.city, 0.0, 0.0)
+        lonely.stops = district.stops[:1]
+        lonely.coords = district.coords[:1]
+        self.assertIsNone(routing.draw_od(net, rng, lonely, 2.5, 13.0))
+
     def test_zone_fare_table(self):
         text = json.dumps({"zones": ["1", "1", "2"], "fares": [[2.0, 3.0], [None, 2.0]]})
         self.assertEqual(mb.zone_fare_table(text, "L", 3), ([0, 0, 1], [[2.0, 3.0], [None, 2.0]]))
