@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 
 import helpers  # noqa: E402  (first: it puts the project on sys.path)
 import common  # noqa: E402
+import transitlm.records  # noqa: E402
 import make_benchmark as mb  # noqa: E402
 import real_feeds  # noqa: E402
 import route_oracle as oracle  # noqa: E402
@@ -58,7 +59,7 @@ def self_scores(network, bench, protocol):
         if evaluator == "general_llm":
             args += ["--line_info", os.path.join(network, "line_info.csv")]
         with tempfile.TemporaryDirectory() as tmp:
-            loaded, records, _ = helpers.evaluate_to_files(common.load_benchmark(evaluator), args, tmp)
+            loaded, records, _ = helpers.evaluate_to_files(transitlm.records.load_benchmark(evaluator), args, tmp)
         out[evaluator] = (loaded, records)
     return out
 
