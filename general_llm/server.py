@@ -21,7 +21,8 @@ body is refused (4xx) before decoding when it nests deeper than
 must arrive in full within ``read_timeout`` seconds of its first byte (else
 408 or the connection is closed), an idle connection is closed after that
 long, at most ``MAX_BUSY_BATCHES`` batches are decoded and judged at a time
-and at most ``MAX_CONNECTIONS`` connections are served at once (more get 503).
+and at most ``MAX_CONNECTIONS`` connections are served at once (more get 503),
+holding at most ``MAX_BODIES_BYTES`` of request bodies together (more get 503).
 
 Message framing follows RFC 9112 (sections 6 and 7.1): a request's
 Content-Length must be one field holding ASCII digits only (``+5``, ``-1``,
@@ -59,6 +60,9 @@ from general_llm.route_eval import (  # noqa: E402
 BATCH_PATH = "/api/eval/route/batch"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Request bodies held at once, all connections together (a body is held from
+# its first byte until its answer is sent): past this, 503 and Retry-After.
+MAX_BODIES_BYTES = 64 * 1024 * 1024
 # The request line and headers together (a real request's are a few hundred
 # bytes): counted on the bytes read from the socket before the body.
 MAX_HEAD_BYTES = 64 * 1024
@@ -116,7 +120,8 @@ class RouteEvalServer(ThreadingHTTPServer):
     request_queue_size = 1024
 
     def __init__(self, address, lines, stations, log=None,
-                 read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
+                 read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS,
+                 max_bodies_bytes=MAX_BODIES_BYTES):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.lines = lines
@@ -127,7 +132,23 @@ class RouteEvalServer(ThreadingHTTPServer):
         self.busy_batches = threading.BoundedSemaphore(MAX_BUSY_BATCHES)
         self._connections = 0
         self._connections_lock = threading.Lock()
+        self.max_bodies_bytes = max_bodies_bytes
+        self._bodies_bytes = 0
+        self._bodies_lock = threading.Lock()
         ThreadingHTTPServer.__init__(self, address, RouteEvalHandler)
+
+    def reserve_body(self, count):
+        """Count ``count`` more bytes of request bodies as held -> False (nothing
+        counted) when that would pass ``max_bodies_bytes``."""
+        with self._bodies_lock:
+            if self._bodies_bytes + count > self.max_bodies_bytes:
+                return False
+            self._bodies_bytes += count
+            return True
+
+    def release_body(self, count):
+        with self._bodies_lock:
+            self._bodies_bytes -= count
 
     def process_request(self, request, client_address):
         """Serve the connection in a thread, unless MAX_CONNECTIONS are being served."""
@@ -358,15 +379,28 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                                   % (type(exc).__name__, exc)})
 
     def _handle_batch(self):
-        body = self._read_body()
-        # Decoding and judging hold the GIL: a few batches at a time (see
-        # MAX_BUSY_BATCHES); the others wait here without competing for it.
-        with self.server.busy_batches:
-            cases = _parse_batch(body)
-            self._cases = len(cases)
-            results = evaluate_cases(cases, self.server.lines, self.server.stations)
-            answer = _encode_json({"results": results})
+        self._reserved = 0
+        try:
+            body = self._read_body()
+            # Decoding and judging hold the GIL: a few batches at a time (see
+            # MAX_BUSY_BATCHES); the others wait here without competing for it.
+            with self.server.busy_batches:
+                cases = _parse_batch(body)
+                self._cases = len(cases)
+                results = evaluate_cases(cases, self.server.lines, self.server.stations)
+                answer = _encode_json({"results": results})
+            body = cases = results = None                # not held while answering
+        finally:
+            self.server.release_body(self._reserved)     # the body is no longer held
+            self._reserved = 0
         self._send_body(200, answer)
+
+    def _reserve(self, count):
+        """Hold ``count`` more body bytes, or 503 when the server holds too many."""
+        if not self.server.reserve_body(count):
+            raise RequestProblem(503, "server busy: %d bytes of request bodies held; retry "
+                                 "later" % self.server.max_bodies_bytes)
+        self._reserved += count
 
     # -- request body -----------------------------------------------------------
     def _read_body(self):
@@ -378,6 +412,7 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         if kind == "chunked":
             return self._read_chunked()
         length = self._framing[1]
+        self._reserve(length)
         try:
             body = self.rfile.read(length)
         except socket.timeout:
@@ -409,6 +444,7 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                 if total > MAX_BODY_BYTES:
                     raise RequestProblem(413, "chunked body exceeds the %d-byte limit; send "
                                          "smaller batches" % MAX_BODY_BYTES)
+                self._reserve(size)
                 data = self.rfile.read(size)
                 if len(data) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
                     raise RequestProblem(400, "a chunk does not end as its size says")
@@ -430,6 +466,8 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         # be taken for the next request: an error answer ends the connection.
         self.close_connection = True
         headers = {"Allow": _ROUTES[self.path.split("?", 1)[0]]} if problem.status == 405 else {}
+        if problem.status == 503:
+            headers["Retry-After"] = "1"
         self._send_json(problem.status, {"error": problem.message}, headers)
 
     def _send_json(self, status, payload, headers=None):
@@ -572,14 +610,15 @@ def _parse_batch(body):
 
 
 def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None,
-                read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
+                read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS,
+                max_bodies_bytes=MAX_BODIES_BYTES):
     """A bound, not yet serving RouteEvalServer (port 0 = a free port).
 
     Call ``serve_forever()`` (e.g. in a thread), then ``shutdown()`` and
     ``server_close()``.  ``log`` receives one line per request (default stderr).
     """
     return RouteEvalServer((host, port), lines, stations, log, read_timeout,
-                           max_connections)
+                           max_connections, max_bodies_bytes)
 
 
 def _parse_args(argv):

@@ -1237,7 +1237,8 @@ class HostileServers(unittest.TestCase):
         elif case.startswith("retry_after_"):
             forms = {"overflow": "Wed, 21 Oct 9999999999999999999999 07:28:00 GMT",
                      "year": "Wed, 21 Oct 99999 07:28:00 GMT", "huge": "9" * 400,
-                     "negative": "-5", "garbage": "\x7fsoon", "past": "Wed, 21 Oct 2015 07:28:00 GMT",
+                     "negative": "-5", "garbage": "\x7fsoon",
+                     "past": "Wed, 21 Oct 2015 07:28:00 GMT",
                      "offset": "Wed, 21 Oct 2015 07:28:00 +9999", "inf": "1e999"}
             if nth % 2:
                 raw_answer(handler, "HTTP/1.1 429 Slow Down",
@@ -1423,6 +1424,18 @@ class HostileServers(unittest.TestCase):
                 with open(self.out, "rb") as handle:
                     self.assertEqual(handle.read(), data)
                 self.assertFalse(os.path.exists(self.out + ".settings.json"))
+
+    def test_a_key_that_cannot_be_a_header_is_refused(self):
+        for key in ("sk-abc\ndef-SECRETPART", "sk abc SECRETPART", "sk-\x85SECRETPART"):
+            with self.subTest(repr(key)):
+                status, _, stderr = run_generate(
+                    ["--input", self.input, "--api_url", self.hostile.url("ok"), "--model",
+                     "m", "--out", self.out], environ={"OPENAI_API_KEY": key})
+                self.assertEqual(status, 2)
+                self.assertEqual(stderr.count("\n"), 1, stderr)
+                self.assertIn("cannot be sent in an HTTP header", stderr)
+                self.assertNotIn("SECRETPART", stderr)
+                self.assert_nothing_left()
 
     def test_an_input_row_too_large_is_a_file_problem(self):
         from transitlm import runner

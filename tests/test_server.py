@@ -720,6 +720,36 @@ class FramingTest(unittest.TestCase):
         self.assertEqual(answer.count(b"HTTP/1.1 "), 1)
 
 
+class BodyBudgetTest(ServerTestCase):
+    """Request bodies held at once are bounded across connections (503 past it)."""
+
+    SERVER_OPTIONS = {"max_bodies_bytes": 100}
+
+    def test_bodies_over_the_budget_get_503_until_one_is_done(self):
+        held = socket.create_connection((self.host, self.port), timeout=10)
+        try:
+            held.sendall(b"POST " + BATCH.encode("ascii") + b" HTTP/1.1\r\nHost: t\r\n"
+                         b"Content-Length: 80\r\n\r\n" + b'{"cases": ')
+            body = b'{"cases": []}' + b" " * 37                 # 50 bytes
+            for _ in range(100):                     # until the held body is counted
+                status, response, payload = self.request("POST", BATCH, body)
+                if status == 503:
+                    break
+                time.sleep(0.02)
+            self.assertEqual(status, 503)
+            self.assertIn("server busy", payload["error"])
+            self.assertEqual(response.getheader("Retry-After"), "1")
+        finally:
+            held.close()                             # its body ends short: 400, released
+        for _ in range(100):
+            status = self.request("POST", BATCH, body)[0]
+            if status == 200:
+                break
+            time.sleep(0.02)
+        self.assertEqual(status, 200)
+        self.assertEqual(self.server._bodies_bytes, 0)
+
+
 def write_fixture_files(folder):
     """station_info.csv and line_info.csv of the fixture network -> their paths."""
     station_path = os.path.join(folder, "station_info.csv")

@@ -16,7 +16,7 @@ import re
 
 from common import MAX_JSON_DEPTH, json_too_deep
 
-MAX_JSON_VALUES = 1000000       # JSON values (counted by their separators) decoded at most
+MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
 MAX_INT_DIGITS = 4000
 # A JSON string, without a step per character (as common.json_too_deep).
 _STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -558,6 +559,8 @@ class Settings(object):
         self.backoff_cap = backoff_cap
         self.key = key
         self.redactor = Redactor(key)
+        # The URL as messages show it: user info (a password) left out.
+        self.shown_url = re.sub(r"//[^/@]*@", "//", url)
 
 
 def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
@@ -612,7 +615,7 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
                 # Nothing has answered at all: a wrong URL or a server that is
                 # down, not one row's bad luck; every row would fail the same way.
                 raise FatalAnswer("cannot reach %s: %s (%d attempt%s, no answer yet in "
-                                  "this run)" % (settings.url, problem, attempt,
+                                  "this run)" % (settings.shown_url, problem, attempt,
                                                  "" if attempt == 1 else "s"))
             text = "%s (gave up after %d attempts)" % (problem, attempt)
             return error_line(index_id, settings.model, text, answer, attempt)

@@ -255,9 +255,14 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
     if args.restart and args.adopt:
         raise UsageError("--restart and --adopt exclude each other")
     key_env = args.api_key_env or DEFAULT_KEY_ENV
-    key = environ.get(key_env) or None
+    key = (environ.get(key_env) or "").strip() or None
     if args.api_key_env and key is None:
         raise UsageError("--api_key_env %s: that environment variable is not set" % key_env)
+    if key is not None and any(ord(char) < 33 or 127 <= ord(char) < 160 or ord(char) > 255
+                               for char in key):
+        raise UsageError("the API key in $%s holds a space, a control character or a "
+                         "character outside Latin-1: it cannot be sent in an HTTP header"
+                         % key_env)
     redactor.add(key)
     stdout, stderr = _Redacting(stdout, redactor), _Redacting(stderr, redactor)
     if not args.api_url.lower().startswith(("http://", "https://")):
