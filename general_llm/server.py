@@ -10,7 +10,7 @@ Usage:
 
     python3 general_llm/server.py [--station_info PATH] [--line_info PATH]
                                   [--host 127.0.0.1] [--port 8765]
-                                  [--read_timeout 10]
+                                  [--read_timeout 10] [--version]
 
 ``--port 0`` picks a free port; the actual address is printed on stderr as
 ``listening on http://HOST:PORT``.  SIGINT/SIGTERM stop it cleanly (exit 0).
@@ -21,7 +21,18 @@ body is refused (4xx) before decoding when it nests deeper than
 must arrive in full within ``read_timeout`` seconds of its first byte (else
 408 or the connection is closed), an idle connection is closed after that
 long, at most ``MAX_BUSY_BATCHES`` batches are decoded and judged at a time
-and at most ``MAX_CONNECTIONS`` connections are served at once (more get 503).
+and at most ``MAX_CONNECTIONS`` connections are served at once (more get 503),
+holding at most ``MAX_BODIES_BYTES`` of request bodies together (more get 503).
+
+Message framing follows RFC 9112 (sections 6 and 7.1): a request's
+Content-Length must be one field holding ASCII digits only (``+5``, ``-1``,
+``5, 5``, two fields, ``0x10`` are 400); Transfer-Encoding together with
+Content-Length, in an HTTP/1.0 request, or without ``chunked`` as its final
+coding (once) is 400; another transfer coding before ``chunked`` is 501; a
+chunked body is decoded within the same limits (``MAX_BODY_BYTES``, chunk
+lines of at most ``MAX_CHUNK_LINE`` bytes, at most ``MAX_TRAILER_LINES``
+trailer lines).  The request line and headers must arrive within the first
+``MAX_HEAD_BYTES`` (else 431).  Every error answer closes the connection.
 """
 
 import argparse
@@ -41,7 +52,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from common import MAX_JSON_DEPTH, InputError, StationNetwork  # noqa: E402
+from common import MAX_JSON_DEPTH, VERSION, InputError, StationNetwork  # noqa: E402
 from transitlm.status import EXIT_OK, EXIT_USAGE  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     LineTable, evaluate_cases, json_shape_problem)
@@ -49,6 +60,16 @@ from general_llm.route_eval import (  # noqa: E402
 BATCH_PATH = "/api/eval/route/batch"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Request bodies held at once, all connections together (a body is held from
+# its first byte until its answer is sent): past this, 503 and Retry-After.
+MAX_BODIES_BYTES = 64 * 1024 * 1024
+# The request line and headers together (a real request's are a few hundred
+# bytes): counted on the bytes read from the socket before the body.
+MAX_HEAD_BYTES = 64 * 1024
+MAX_CHUNK_LINE = 4096            # bytes of a chunk-size line (with extensions)
+MAX_TRAILER_LINES = 100          # trailer fields after a chunked body
+_DIGITS_RE = re.compile(r"[0-9]+\Z")
+_HEX_RE = re.compile(rb"[0-9A-Fa-f]{1,16}\Z")
 # Cases per request.  The client sends 50 by default; a batch of 1,000 real
 # cases is about 0.5 MB.  Checked on the raw text before decoding, so a body
 # of millions of tiny cases costs a scan, not gigabytes of decoded objects.
@@ -99,7 +120,8 @@ class RouteEvalServer(ThreadingHTTPServer):
     request_queue_size = 1024
 
     def __init__(self, address, lines, stations, log=None,
-                 read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
+                 read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS,
+                 max_bodies_bytes=MAX_BODIES_BYTES):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.lines = lines
@@ -110,7 +132,23 @@ class RouteEvalServer(ThreadingHTTPServer):
         self.busy_batches = threading.BoundedSemaphore(MAX_BUSY_BATCHES)
         self._connections = 0
         self._connections_lock = threading.Lock()
+        self.max_bodies_bytes = max_bodies_bytes
+        self._bodies_bytes = 0
+        self._bodies_lock = threading.Lock()
         ThreadingHTTPServer.__init__(self, address, RouteEvalHandler)
+
+    def reserve_body(self, count):
+        """Count ``count`` more bytes of request bodies as held -> False (nothing
+        counted) when that would pass ``max_bodies_bytes``."""
+        with self._bodies_lock:
+            if self._bodies_bytes + count > self.max_bodies_bytes:
+                return False
+            self._bodies_bytes += count
+            return True
+
+    def release_body(self, count):
+        with self._bodies_lock:
+            self._bodies_bytes -= count
 
     def process_request(self, request, client_address):
         """Serve the connection in a thread, unless MAX_CONNECTIONS are being served."""
@@ -185,24 +223,36 @@ def _escape_char(match):
     return "\\x%02x" % code if code <= 0xff else "\\u%04x" % code
 
 
+class HeadTooLarge(Exception):
+    """The request line and headers did not end within MAX_HEAD_BYTES."""
+
+
 class _DeadlineReader(io.RawIOBase):
-    """The connection's read side, bounded in time.
+    """The connection's read side, bounded in time and, for a request's head,
+    in size.
 
     Before the first byte of a request, a read waits up to ``timeout`` (an
     idle keep-alive connection is then closed).  From the first byte on, the
     whole request must arrive within ``timeout``: each read waits only for
     what is left, so a client trickling a byte at a time cannot hold a
-    thread longer.  ``start_request()`` re-arms it for the next request.
+    thread longer.  Until ``head_done()``, more than ``head_limit`` bytes
+    raise HeadTooLarge.  ``start_request()`` re-arms it for the next request.
     """
 
-    def __init__(self, sock, timeout):
+    def __init__(self, sock, timeout, head_limit=MAX_HEAD_BYTES):
         io.RawIOBase.__init__(self)
         self._sock = sock
         self.timeout = timeout
         self.deadline = None           # set by the first byte of a request
+        self.head_limit = head_limit
+        self.head_bytes = 0            # None once the head is read
 
     def start_request(self):
         self.deadline = None
+        self.head_bytes = 0
+
+    def head_done(self):
+        self.head_bytes = None
 
     def readable(self):
         return True
@@ -214,10 +264,14 @@ class _DeadlineReader(io.RawIOBase):
             wait = self.deadline - time.monotonic()
             if wait <= 0:
                 raise socket.timeout("request not complete within %g s" % self.timeout)
+        if self.head_bytes is not None and self.head_bytes >= self.head_limit:
+            raise HeadTooLarge("request line and headers exceed %d bytes" % self.head_limit)
         self._sock.settimeout(wait)
         count = self._sock.recv_into(buffer)
         if count and self.deadline is None:
             self.deadline = time.monotonic() + self.timeout
+        if self.head_bytes is not None:
+            self.head_bytes += count
         return count
 
 
@@ -239,7 +293,26 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
 
     def handle_one_request(self):
         self._reader.start_request()
-        BaseHTTPRequestHandler.handle_one_request(self)
+        # Nothing of the previous request on this connection may describe this one.
+        self.command, self.requestline, self.request_version = None, "", ""
+        try:
+            BaseHTTPRequestHandler.handle_one_request(self)
+        except HeadTooLarge as exc:
+            for name in ("requestline", "request_version", "command"):
+                if getattr(self, name, None) is None:
+                    setattr(self, name, "")
+            self.send_error(431, str(exc))
+
+    def parse_request(self):
+        """http.server's parsing, then: a header section it could not read
+        whole (a line that is not a field) is a 400."""
+        if not BaseHTTPRequestHandler.parse_request(self):
+            return False
+        self._reader.head_done()
+        if self.headers.defects or self.headers.get_payload():
+            self.send_error(400, "malformed header section")
+            return False
+        return True
 
     def log_error(self, format, *args):
         """http.server's own error lines: only its "Request timed out" arrives here
@@ -277,6 +350,10 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         self._cases = None
         path = self.path.split("?", 1)[0]
         try:
+            self._framing = body_framing(self.headers, self.request_version)
+            if self._framing not in (("none",), ("length", 0)) and not (
+                    path == BATCH_PATH and self.command == "POST"):
+                self.close_connection = True     # a body nobody reads ends the connection
             allowed = _ROUTES.get(path)
             if allowed is None:
                 raise RequestProblem(404, "no such path: %s (try POST %s or GET %s)"
@@ -302,33 +379,40 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                                   % (type(exc).__name__, exc)})
 
     def _handle_batch(self):
-        body = self._read_body()
-        # Decoding and judging hold the GIL: a few batches at a time (see
-        # MAX_BUSY_BATCHES); the others wait here without competing for it.
-        with self.server.busy_batches:
-            cases = _parse_batch(body)
-            self._cases = len(cases)
-            results = evaluate_cases(cases, self.server.lines, self.server.stations)
-            answer = _encode_json({"results": results})
+        self._reserved = 0
+        try:
+            body = self._read_body()
+            # Decoding and judging hold the GIL: a few batches at a time (see
+            # MAX_BUSY_BATCHES); the others wait here without competing for it.
+            with self.server.busy_batches:
+                cases = _parse_batch(body)
+                self._cases = len(cases)
+                results = evaluate_cases(cases, self.server.lines, self.server.stations)
+                answer = _encode_json({"results": results})
+            body = cases = results = None                # not held while answering
+        finally:
+            self.server.release_body(self._reserved)     # the body is no longer held
+            self._reserved = 0
         self._send_body(200, answer)
+
+    def _reserve(self, count):
+        """Hold ``count`` more body bytes, or 503 when the server holds too many."""
+        if not self.server.reserve_body(count):
+            raise RequestProblem(503, "server busy: %d bytes of request bodies held; retry "
+                                 "later" % self.server.max_bodies_bytes)
+        self._reserved += count
 
     # -- request body -----------------------------------------------------------
     def _read_body(self):
-        """The request body, after checking its declared length."""
-        if self.headers.get("Transfer-Encoding"):
-            raise RequestProblem(411, "chunked bodies are not supported; send Content-Length")
-        declared = self.headers.get("Content-Length")
-        if declared is None:
-            raise RequestProblem(411, "Content-Length header is required")
-        try:
-            length = int(declared)
-        except ValueError:
-            length = -1
-        if length < 0:
-            raise RequestProblem(400, "Content-Length %r is not a byte count" % declared)
-        if length > MAX_BODY_BYTES:
-            raise RequestProblem(413, "body of %d bytes exceeds the %d-byte limit; "
-                                 "send smaller batches" % (length, MAX_BODY_BYTES))
+        """The request body, framed as ``body_framing`` found (Content-Length
+        or chunked)."""
+        kind = self._framing[0]
+        if kind == "none":
+            raise RequestProblem(411, "Content-Length header is required (or a chunked body)")
+        if kind == "chunked":
+            return self._read_chunked()
+        length = self._framing[1]
+        self._reserve(length)
         try:
             body = self.rfile.read(length)
         except socket.timeout:
@@ -338,12 +422,52 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
             raise RequestProblem(400, "body ended after %d of %d bytes" % (len(body), length))
         return body
 
+    def _read_chunked(self):
+        """A chunked body (RFC 9112 section 7.1), at most MAX_BODY_BYTES of data."""
+        parts, total = [], 0
+        try:
+            while True:
+                line = self.rfile.readline(MAX_CHUNK_LINE + 1)
+                if not line.endswith(b"\n"):
+                    if len(line) > MAX_CHUNK_LINE:
+                        raise RequestProblem(400, "chunk-size line longer than %d bytes"
+                                             % MAX_CHUNK_LINE)
+                    raise RequestProblem(400, "body ended inside the chunked framing")
+                size_text = line.split(b";", 1)[0].strip(b" \t\r\n")
+                if not _HEX_RE.match(size_text):
+                    raise RequestProblem(400, "chunk size %s is not a hexadecimal number"
+                                         % printable(repr(size_text.decode("latin-1"))))
+                size = int(size_text, 16)
+                if size == 0:
+                    break
+                total += size
+                if total > MAX_BODY_BYTES:
+                    raise RequestProblem(413, "chunked body exceeds the %d-byte limit; send "
+                                         "smaller batches" % MAX_BODY_BYTES)
+                self._reserve(size)
+                data = self.rfile.read(size)
+                if len(data) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                    raise RequestProblem(400, "a chunk does not end as its size says")
+                parts.append(data)
+            for _ in range(MAX_TRAILER_LINES + 1):
+                line = self.rfile.readline(MAX_CHUNK_LINE + 1)
+                if line in (b"\r\n", b"\n"):
+                    return b"".join(parts)
+                if not line.endswith(b"\n"):
+                    raise RequestProblem(400, "body ended inside the chunked trailer")
+            raise RequestProblem(400, "more than %d trailer lines" % MAX_TRAILER_LINES)
+        except socket.timeout:
+            raise RequestProblem(408, "request not complete within %g s (chunked body)"
+                                 % self.server.read_timeout)
+
     # -- responses --------------------------------------------------------------
     def _send_problem(self, problem):
         # The request's body may be unread (404, 405, 411, 413) and would then
         # be taken for the next request: an error answer ends the connection.
         self.close_connection = True
         headers = {"Allow": _ROUTES[self.path.split("?", 1)[0]]} if problem.status == 405 else {}
+        if problem.status == 503:
+            headers["Retry-After"] = "1"
         self._send_json(problem.status, {"error": problem.message}, headers)
 
     def _send_json(self, status, payload, headers=None):
@@ -392,6 +516,45 @@ def _encode_json(payload):
     """JSON bytes of an answer.  ASCII escapes: a lone surrogate echoed from a
     request or a data file is written as ``\\ud800``, never a UTF-8 error."""
     return json.dumps(payload, ensure_ascii=True).encode("ascii")
+
+
+def body_framing(headers, version="HTTP/1.1"):
+    """How a request's body is delimited (RFC 9112 section 6.3) -> ("none",),
+    ("length", N) or ("chunked",); RequestProblem for framing that is invalid
+    (400), a transfer coding not supported (501) or a body over
+    MAX_BODY_BYTES (413)."""
+    codings_fields = headers.get_all("Transfer-Encoding") or []
+    lengths = headers.get_all("Content-Length") or []
+    if codings_fields:
+        if version == "HTTP/1.0":
+            raise RequestProblem(400, "Transfer-Encoding in an HTTP/1.0 request")
+        if lengths:
+            raise RequestProblem(400, "both Transfer-Encoding and Content-Length; send one")
+        codings = [item.split(";", 1)[0].strip(" \t").lower()
+                   for field in codings_fields for item in field.split(",")]
+        codings = [coding for coding in codings if coding]
+        if not codings or codings[-1] != "chunked":
+            raise RequestProblem(400, "Transfer-Encoding %s: chunked is not the final coding"
+                                 % printable(repr(", ".join(codings_fields))))
+        if codings.count("chunked") > 1:
+            raise RequestProblem(400, "Transfer-Encoding applies chunked more than once")
+        if len(codings) > 1:
+            raise RequestProblem(501, "transfer coding %s is not supported (only chunked)"
+                                 % printable(repr(codings[0])))
+        return ("chunked",)
+    if not lengths:
+        return ("none",)
+    if len(lengths) > 1:
+        raise RequestProblem(400, "%d Content-Length fields; send one" % len(lengths))
+    declared = lengths[0].strip(" \t")
+    if not _DIGITS_RE.match(declared):
+        raise RequestProblem(400, "Content-Length %s is not a byte count (digits only)"
+                             % printable(repr(declared[:40])))
+    if len(declared) > 15 or int(declared) > MAX_BODY_BYTES:
+        raise RequestProblem(413, "body of %s bytes exceeds the %d-byte limit; send smaller "
+                             "batches" % (declared if len(declared) <= 40
+                                          else declared[:37] + "...", MAX_BODY_BYTES))
+    return ("length", int(declared))
 
 
 def body_shape_problem(text, max_items=MAX_CASES, max_depth=MAX_JSON_DEPTH):
@@ -447,14 +610,15 @@ def _parse_batch(body):
 
 
 def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None,
-                read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS):
+                read_timeout=DEFAULT_READ_TIMEOUT, max_connections=MAX_CONNECTIONS,
+                max_bodies_bytes=MAX_BODIES_BYTES):
     """A bound, not yet serving RouteEvalServer (port 0 = a free port).
 
     Call ``serve_forever()`` (e.g. in a thread), then ``shutdown()`` and
     ``server_close()``.  ``log`` receives one line per request (default stderr).
     """
     return RouteEvalServer((host, port), lines, stations, log, read_timeout,
-                           max_connections)
+                           max_connections, max_bodies_bytes)
 
 
 def _parse_args(argv):
@@ -467,6 +631,8 @@ def _parse_args(argv):
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: %(default)s")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help="default: %(default)s; 0 picks a free port")
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
+                        help="print the project's version and exit")
     parser.add_argument("--read_timeout", type=float, default=DEFAULT_READ_TIMEOUT,
                         metavar="SECONDS",
                         help="a request must arrive in full within this long of its first "

@@ -4,9 +4,15 @@
     results = client.evaluate(cases)            # one result per case, in order
 
 Cases are posted in batches to ``POST /api/eval/route/batch``.  ``timeout``
-bounds a whole request (connect, send, and the full answer): every socket
-call waits only for what is left of it, so a service that trickles its
-answer cannot hold the client longer.  Connection errors, timeouts, 5xx
+bounds a whole request (connect, send, redirects and the full answer): every
+socket call waits only for what is left of it, so a service that trickles
+its answer cannot hold the client longer.  Only a 307/308 redirect to the
+same origin is followed (the POST and its body kept); any other redirect
+fails the batch without a retry (transitlm.http_client).  An answer is read
+up to ``MAX_ANSWER_BYTES`` and decoded within the limits of
+transitlm.bounded_json; an error answer's body up to ``MAX_ERROR_BYTES``.
+Text quoted from the service in a message is cut to one line of at most
+``MESSAGE_LIMIT`` characters with control characters escaped.  Connection errors, timeouts, 5xx
 answers and invalid answers (not JSON, wrong shape, a field of the wrong
 type) are retried with exponential backoff; a 4xx answer is not (retrying
 would get the same answer).  A batch that still fails raises
@@ -20,7 +26,6 @@ judge) is returned as is.
 Standard library only; Python 3.8+.
 """
 
-import http.client
 import json
 import math
 import os
@@ -35,16 +40,21 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from common import MAX_JSON_DEPTH, type_name  # noqa: E402
-from general_llm.route_eval import error_result, json_shape_problem  # noqa: E402
-from transitlm.http_client import AnswerTooLarge, deadline_opener, read_body  # noqa: E402
+from common import type_name  # noqa: E402
+from general_llm.route_eval import error_result  # noqa: E402
+from transitlm.bounded_json import loads_bounded  # noqa: E402
+from transitlm.http_client import (AnswerTooLarge, deadline_opener, read_body,  # noqa: E402
+                                   read_error_body, redirect_problem)
+from transitlm.terminal import printable  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 USER_AGENT = "TransitLM-evaluator/1.0"
 FAILURE_POLICIES = ("raise", "mark")
 UNAVAILABLE_PREFIX = "service unavailable: "
-# An answer is about 1 KB per case; anything near this is not an answer.
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# An answer is about 1 KB per case (1,000 cases at most); anything near this is not one.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+MAX_ERROR_BYTES = 64 * 1024      # of an error answer's body, quoted in a message
+MESSAGE_LIMIT = 300              # characters of the service's text quoted in a message
 
 # The fields of a match_details leg; each is text or null when present.
 LEG_FIELDS = ("line_query", "line_name", "boarding_query", "boarding_name",
@@ -187,7 +197,12 @@ class RouteEvalClient(object):
             with self._opener.open(request, timeout=self.timeout) as response:
                 raw = read_body(response, deadline, MAX_ANSWER_BYTES)
         except urllib.error.HTTPError as exc:
-            message = "HTTP %d %s" % (exc.code, _error_detail(exc))
+            if 300 <= exc.code < 400:
+                message = _quoted(redirect_problem(exc.code, self.url, exc.headers))
+                exc.close()
+                raise _Final(message)
+            message = "HTTP %d %s" % (exc.code, _error_detail(exc, deadline))
+            exc.close()
             if 500 <= exc.code < 600:
                 raise _Retryable(message)
             raise _Final(message)
@@ -200,8 +215,9 @@ class RouteEvalClient(object):
             raise timed_out
         except AnswerTooLarge as exc:
             raise _Retryable(str(exc))
-        except (http.client.HTTPException, OSError, ValueError) as exc:
-            # ValueError: http.client on a garbled status line or chunk size.
+        except Exception as exc:  # noqa: BLE001 -- whatever the service sends: this try fails
+            # http.client.HTTPException (a status line, header or chunk that is
+            # not HTTP), OSError, ValueError (http.client on a garbled chunk size)
             raise _Retryable("connection failed (%s)" % _describe(exc))
         return _parse_results(raw, expected)
 
@@ -220,16 +236,9 @@ def service_failure_result(message):
 def _parse_results(raw, expected):
     """The ``results`` list of a 200 answer, every field checked; else _Retryable."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _Retryable("invalid answer: not UTF-8 (%s)" % exc)
-    shape = json_shape_problem(text, None, MAX_JSON_DEPTH)
-    if shape:
-        raise _Retryable("invalid answer: JSON %s" % shape[1])
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise _Retryable("invalid answer: not JSON (%s)" % exc)
+        payload = loads_bounded(raw)
+    except ValueError as exc:
+        raise _Retryable("invalid answer: %s" % _quoted(str(exc)))
     results = payload.get("results") if isinstance(payload, dict) else None
     if not isinstance(results, list):
         raise _Retryable("invalid answer: no \"results\" list")
@@ -290,15 +299,23 @@ def result_problem(result):
     return None
 
 
-def _error_detail(exc):
-    """The service's ``{"error": ...}`` message of an HTTP error, else its reason."""
+def _error_detail(exc, deadline):
+    """The service's ``{"error": ...}`` message of an HTTP error (its first
+    MAX_ERROR_BYTES read), else its reason phrase; quoted (_quoted)."""
     try:
-        payload = json.loads(exc.read().decode("utf-8"))
+        payload = loads_bounded(read_error_body(exc, deadline, MAX_ERROR_BYTES))
         if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-            return "(%s)" % payload["error"]
-    except Exception:  # any unreadable error body: fall back to the status text
+            return "(%s)" % _quoted(payload["error"])
+    except ValueError:  # an unreadable error body: fall back to the status text
         pass
-    return "(%s)" % (exc.reason or "no reason given")
+    return "(%s)" % _quoted(str(exc.reason or "no reason given"))
+
+
+def _quoted(text):
+    """The service's text in a message: one line, at most MESSAGE_LIMIT
+    characters, control characters escaped."""
+    text = printable(" ".join(str(text).split()))
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 3] + "..."
 
 
 def _tries(count):
@@ -306,7 +323,7 @@ def _tries(count):
 
 
 def _describe(exc):
-    text = str(exc)
+    text = _quoted(str(exc))
     name = type(exc).__name__
     if not text:
         return name

@@ -67,15 +67,31 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     answer), "reset" (TCP reset), "short" (one result too few), "garbage"
     (200 with a non-JSON body), "slow" (answer after the client gave up),
     bytes (200 with exactly that body), a function (called with the real
-    results; 200 with what it returns, as JSON).
+    results; 200 with what it returns, as JSON), ("redirect", status,
+    location, seconds before answering), ("raw", bytes written as they are).
+    A GET is only recorded (in ``gets``) and answered 405.
     """
+
+    def do_GET(self):
+        self.server.gets.append(self.path)
+        self.answer(405, {"error": "GET"})
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.bodies.append(body)
         cases = json.loads(body.decode("ascii"))["cases"]
         action = self.server.next_action(self.path, len(cases))
-        if isinstance(action, bytes):
+        if isinstance(action, tuple) and action[0] == "redirect":
+            _, status, location, seconds = action
+            time.sleep(seconds)
+            self.send_response(status)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif isinstance(action, tuple) and action[0] == "raw":
+            self.wfile.write(action[1])
+            self.close_connection = True
+        elif isinstance(action, bytes):
             self.answer(200, action)
         elif callable(action):
             self.answer(200, action(evaluate_cases(cases, *self.server.network)))
@@ -128,6 +144,7 @@ class ScriptedServer(ThreadingHTTPServer):
         self.default = default
         self.seen = []                     # (path, batch size) per request
         self.bodies = []                   # request bodies as received
+        self.gets = []                     # paths of GET requests
         self.lock = threading.Lock()
 
     def next_action(self, path, size):
@@ -553,6 +570,75 @@ class RealServerTest(ClientTestCase):
             server.shutdown()
             server.server_close()
             thread.join(10)
+
+
+class HostileServiceTest(ClientTestCase):
+    """Redirects, error answers and status lines a service should not send
+    (issue 23): never followed off the origin, never a GET, bounded, escaped."""
+
+    def test_redirect_to_another_origin_is_not_followed(self):
+        other, other_url = self.serve()
+        for status in (301, 302, 303, 307, 308):
+            with self.subTest(status):
+                server, url = self.serve([("redirect", status, other_url + BATCH_PATH, 0)])
+                client, sleeps = self.client(url, retries=2)
+                with self.assertRaises(ServiceUnavailable) as ctx:
+                    client.evaluate(numbered_cases(1))
+                message = str(ctx.exception)
+                self.assertIn("HTTP %d: a redirect to %s" % (status, other_url), message)
+                self.assertIn("not followed", message)
+                self.assertIn("not retryable", message)
+                self.assertEqual(len(server.seen), 1)
+        self.assertEqual((other.seen, other.gets), ([], []))
+
+    def test_same_origin_307_is_followed_and_302_is_not_replayed_as_a_get(self):
+        server, url = self.serve([("redirect", 307, "/moved" + BATCH_PATH, 0)])
+        client, _ = self.client(url)
+        cases = numbered_cases(2)
+        self.assertEqual(client.evaluate(cases), self.expected(cases))
+        self.assertEqual([path for path, _ in server.seen], [BATCH_PATH, "/moved" + BATCH_PATH])
+        self.assertEqual(server.bodies[0], server.bodies[1])
+        for status in (301, 302, 303):
+            with self.subTest(status):
+                server, url = self.serve([("redirect", status, "/moved" + BATCH_PATH, 0)])
+                client, _ = self.client(url)
+                with self.assertRaises(ServiceUnavailable) as ctx:
+                    client.evaluate(cases)
+                self.assertIn("a POST is never sent again as a GET", str(ctx.exception))
+                self.assertEqual((len(server.seen), server.gets), (1, []))
+
+    def test_timeout_bounds_the_redirects_too(self):
+        hop = ("redirect", 307, BATCH_PATH, 0.35)     # each hop within the timeout
+        server, url = self.serve([hop, hop, hop, "ok"])
+        client, _ = self.client(url, retries=0, timeout=0.6)
+        started = time.monotonic()
+        with self.assertRaises(ServiceUnavailable) as ctx:
+            client.evaluate(numbered_cases(1))
+        self.assertIn("timed out after 0.6 s", str(ctx.exception))
+        self.assertLess(time.monotonic() - started, 1.0)
+
+    def test_error_answers_are_bounded_and_escaped(self):
+        huge = {"error": "x" * (5 * 1024 * 1024)}        # only its first 64 KiB are read
+        long = {"error": "\x1b[2J" + "x" * 5000}
+        deep = b'{"error": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+        for name, raw, words in (
+                ("huge", json.dumps(huge).encode(), "(Internal)"),
+                ("escaped and cut", json.dumps(long).encode(), "(\\x1b[2Jxxx"),
+                ("deep", deep, "(Internal"),
+                ("status line", b"HTTP/1.1 2x0 \x1b[31mred\r\n\r\n", "\\x1b[31mred")):
+            with self.subTest(name):
+                if name != "status line":
+                    raw = (b"HTTP/1.1 500 Internal\r\nContent-Length: %d\r\n\r\n"
+                           % len(raw)) + raw
+                server, url = self.serve([("raw", raw)], default=("raw", raw))
+                client, _ = self.client(url, retries=1)
+                with self.assertRaises(ServiceUnavailable) as ctx:
+                    client.evaluate(numbered_cases(1))
+                message = str(ctx.exception)
+                self.assertIn(words, message)
+                self.assertNotIn("\x1b", message)
+                self.assertLess(len(message), 1000)
+                self.assertEqual(len(server.seen), 2)          # retried like any 5xx
 
 
 if __name__ == "__main__":

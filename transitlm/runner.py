@@ -16,14 +16,16 @@ import json
 import os
 import queue
 import random
+import re
 import sys
 import tempfile
 import threading
 import time
 
-from transitlm.chat import (FatalAnswer, backoff_delay, build_body, classify_status,
-                            header_value, one_line, parse_completion, parse_retry_after,
-                            redact, server_message, token_count)
+from transitlm.bounded_json import loads_bounded
+from transitlm.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
+                            classify_status, header_value, one_line, parse_completion,
+                            parse_retry_after, redirect_message, server_message, token_count)
 
 ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
@@ -32,6 +34,13 @@ PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
 PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
 PROGRESS_INTERVAL_S = 0.5
+# Characters of one input row, its lines together (a row of a test file is a
+# few kilobytes): reading never holds more than this of one row.
+MAX_ROW_CHARS = 16 * 1024 * 1024
+# Bytes of one --out line: generate.py writes an answer of at most
+# MAX_ANSWER_BYTES with ASCII escapes (at most 3 bytes for each byte of the
+# answer) and a few fields; a longer line is not one of its lines.
+MAX_OUTPUT_LINE_BYTES = 4 * MAX_ANSWER_BYTES
 
 
 class UsageError(Exception):
@@ -96,6 +105,46 @@ def _open_csv(path):
     return handle
 
 
+class _RowLines(object):
+    """The lines of a CSV file for csv.reader, with a budget per row: the lines
+    that make up one row (a quoted cell may span many) hold at most
+    ``limit`` characters together, and no line is read whole past it.
+    ``row_done()`` starts the next row's budget."""
+
+    def __init__(self, handle, path, limit=None):
+        self.handle = handle
+        self.path = path
+        self.limit = MAX_ROW_CHARS if limit is None else limit
+        self.used = 0
+        self.line_no = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = self.handle.readline(self.limit - self.used + 1)
+        if not line:
+            raise StopIteration
+        self.line_no += 1
+        self.used += len(line)
+        if self.used > self.limit:
+            raise UsageError("input file %s: the row ending after line %d holds more than "
+                             "%d characters (a test file's rows are a few kilobytes); is it "
+                             "the right file?" % (self.path, self.line_no, self.limit))
+        return line
+
+    def row_done(self):
+        self.used = 0
+
+
+def _csv_rows(handle, path):
+    """csv.reader over ``handle`` with the row budget of _RowLines."""
+    lines = _RowLines(handle, path)
+    for cells in csv.reader(lines):
+        lines.row_done()
+        yield cells
+
+
 def _header_columns(reader, path):
     header = next(reader, None)
     if header is None:
@@ -137,7 +186,7 @@ def scan_input(path, sample_count=None):
     handle = _open_csv(path)
     with handle:
         try:
-            reader = csv.reader(handle)
+            reader = _csv_rows(handle, path)
             header, i_id = _header_columns(reader, path)
             scan.has_system_prompt = "system_prompt" in header
             scan.has_req_type = "req_type" in header
@@ -177,7 +226,7 @@ def label_shape(text):
     station names?).  Stop ids are ASCII (``bus-100022``); the general-LLM
     labels name stations in Chinese.  Not a JSON object: ((), False)."""
     try:
-        obj = json.loads(text)
+        obj = loads_bounded(text)
     except ValueError:
         return (), False
     if not isinstance(obj, dict):
@@ -194,7 +243,7 @@ def iter_input_rows(path, sample_count=None):
     handle = _open_csv(path)
     with handle:
         try:
-            reader = csv.reader(handle)
+            reader = _csv_rows(handle, path)
             header, i_id = _header_columns(reader, path)
             i_system = header.index("system_prompt") if "system_prompt" in header else None
             i_prompt = header.index("sft_prompt")
@@ -287,11 +336,19 @@ class OutputState(object):
         return self.lines > self.ids
 
 
-def _whole_lines(handle):
+def _whole_lines(handle, path):
     """Yield (start offset, line bytes with newline) of whole lines; a trailing
-    line without its newline (a write cut short) is not yielded."""
+    line without its newline (a write cut short) is not yielded.  A line
+    longer than MAX_OUTPUT_LINE_BYTES is not generate.py's: UsageError."""
     offset = 0
-    for line in handle:
+    line_no = 0
+    while True:
+        line = handle.readline(MAX_OUTPUT_LINE_BYTES + 1)
+        line_no += 1
+        if len(line) > MAX_OUTPUT_LINE_BYTES:
+            raise UsageError("%s line %d is longer than %d bytes: not a line of generate.py; "
+                             "refusing to add to it (choose another --out, or --restart)"
+                             % (path, line_no, MAX_OUTPUT_LINE_BYTES))
         if not line.endswith(b"\n"):
             return
         yield offset, line
@@ -299,17 +356,20 @@ def _whole_lines(handle):
 
 
 def _parse_output_line(line, path, line_no):
-    """-> (id, is_result) or None for a blank line; UsageError for a foreign line."""
+    """-> (id, is_result) or None for a blank line; UsageError for a foreign line
+    (not a JSON object with an id and generate_results or error, nested too
+    deep, too large: see transitlm.bounded_json)."""
     if not line.strip():
         return None
     try:
-        obj = json.loads(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        obj = loads_bounded(line)
+    except ValueError:
         obj = None
     index_id = _line_id(obj) if isinstance(obj, dict) else None
     if index_id is None or not ("generate_results" in obj or "error" in obj):
         raise UsageError("%s line %d is not a result or error line of generate.py; "
-                         "refusing to add to it (choose another --out)" % (path, line_no))
+                         "refusing to add to it (choose another --out, or --restart)"
+                         % (path, line_no))
     return index_id, "generate_results" in obj
 
 
@@ -324,7 +384,7 @@ def read_output_state(path):
         raise UsageError("cannot read output file %s: %s" % (path, exc.strerror or exc))
     seen = set()
     with handle:
-        for line_no, (offset, line) in enumerate(_whole_lines(handle), 1):
+        for line_no, (offset, line) in enumerate(_whole_lines(handle, path), 1):
             parsed = _parse_output_line(line, path, line_no)
             state.valid_end = offset + len(line)
             if parsed is None:
@@ -358,7 +418,7 @@ def compact_output(path):
     keep = {}                     # id -> (line number, is_result)
     total = 0
     with open(path, "rb") as handle:
-        for line_no, (_, line) in enumerate(_whole_lines(handle), 1):
+        for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
             parsed = _parse_output_line(line, path, line_no)
             if parsed is None:
                 continue
@@ -373,7 +433,7 @@ def compact_output(path):
                                 suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out, open(path, "rb") as handle:
-            for line_no, (_, line) in enumerate(_whole_lines(handle), 1):
+            for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
                 if line_no in chosen:
                     out.write(line)
             out.flush()
@@ -392,34 +452,26 @@ def compact_output(path):
     return total - len(keep)
 
 
-def check_out_path(out, input_path):
-    """--out must be a regular file (or not exist yet) in an existing folder."""
-    if os.path.exists(out) and os.path.exists(input_path) and os.path.samefile(out, input_path):
-        raise UsageError("--out is the input file")
-    folder = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(folder):
-        raise UsageError("folder of --out does not exist: %s" % folder)
-    if os.path.isdir(out):
-        raise UsageError("--out %s is a folder" % out)
-    if os.path.exists(out) and not os.path.isfile(out):
-        raise UsageError("--out %s is not a regular file (it is read back to resume)" % out)
-
-
 class LineWriter(object):
     """Appends whole JSON lines to the output file, one write() each, from any
     thread.  O_APPEND and a single write per line mean a kill never leaves half
-    a line behind a whole one; after close() further lines are dropped."""
+    a line behind a whole one; after close() further lines are dropped.  Every
+    string of a line (and every key) has the secret of ``redactor`` taken out,
+    whatever part of a server's answer it came from.  ``lines`` counts the
+    lines written."""
 
-    def __init__(self, path):
+    def __init__(self, path, redactor=None):
         self.lock = threading.Lock()
         self.closed = False
+        self.lines = 0
+        self.redactor = redactor or Redactor()
         try:
             self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise UsageError("cannot write output file %s: %s" % (path, exc.strerror or exc))
 
     def write(self, obj):
-        data = (json.dumps(obj, ensure_ascii=True) + "\n").encode("ascii")
+        data = (json.dumps(self.redactor.value(obj), ensure_ascii=True) + "\n").encode("ascii")
         with self.lock:
             if self.closed:
                 return False
@@ -427,6 +479,7 @@ class LineWriter(object):
             while view:
                 written = os.write(self.fd, view)
                 view = view[written:]
+            self.lines += 1
             return True
 
     def close(self):
@@ -505,12 +558,17 @@ class Settings(object):
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.key = key
+        self.redactor = Redactor(key)
+        # The URL as messages show it: user info (a password) left out.
+        self.shown_url = re.sub(r"//[^/@]*@", "//", url)
 
 
 def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
             rng=random.random):
     """Ask for one row, retrying what may heal -> the output line (a dict), or
-    None when the run was stopped first.  Raises FatalAnswer on 401/403/404."""
+    None when the run was stopped first.  Raises FatalAnswer on 401/403/404
+    and on a redirect that was not followed (3xx).  Every text quoted from
+    the server has the key taken out (``settings.redactor``)."""
     if settings.system_override is not None:
         system = settings.system_override
     data = json.dumps(build_body(settings.model, system, user, settings.sampling,
@@ -542,8 +600,10 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
                             "model": model or settings.model, "finish_reason": finish_reason,
                             "usage": usage, "latency_s": round(answer.latency, 3),
                             "attempts": attempt}
+            elif kind == "redirect":
+                raise FatalAnswer(redirect_message(answer, settings.url, settings.redactor))
             else:
-                message = redact(server_message(answer.body), settings.key)
+                message = server_message(answer.body, settings.redactor)
                 problem = "HTTP %d: %s" % (answer.status, message)
                 if kind == "fatal":
                     raise FatalAnswer(problem)
@@ -555,7 +615,7 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
                 # Nothing has answered at all: a wrong URL or a server that is
                 # down, not one row's bad luck; every row would fail the same way.
                 raise FatalAnswer("cannot reach %s: %s (%d attempt%s, no answer yet in "
-                                  "this run)" % (settings.url, problem, attempt,
+                                  "this run)" % (settings.shown_url, problem, attempt,
                                                  "" if attempt == 1 else "s"))
             text = "%s (gave up after %d attempts)" % (problem, attempt)
             return error_line(index_id, settings.model, text, answer, attempt)
@@ -625,7 +685,8 @@ class Run(object):
             except Exception as exc:   # a bug must not hang the run: record, go on
                 line = {OUTPUT_ID: index_id, "model": self.settings.model,
                         "error": "generate.py failed on this row: %s: %s"
-                        % (type(exc).__name__, redact(one_line(exc), self.settings.key))}
+                        % (type(exc).__name__,
+                           one_line(self.settings.redactor.text(str(exc))))}
             if line is None:
                 return
             try:

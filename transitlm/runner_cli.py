@@ -1,5 +1,9 @@
 """The command line of generate.py: options, the run from start to summary, --evaluate.
 
+Everything it prints goes through the key's redaction (``_Redacting``) and
+text from files and servers through ``printable`` (control characters
+escaped); the evaluator run by --evaluate gets an environment without the key.
+
 Standard library only; Python 3.8+.
 """
 
@@ -12,13 +16,17 @@ import sys
 import threading
 import time
 
-from transitlm.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, UrllibTransport, build_body,
-                            chat_url, redact, request_headers)
+from common import VERSION, file_sha256
+from transitlm.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
+                            build_body, chat_url, request_headers)
+from transitlm.generation_settings import settings_record
+from transitlm.output_guard import OutputGuard, check_paths
 from transitlm.runner import (BENCHMARKS, LineWriter, OutputState, ProgressLine, Run, Settings,
-                              UsageError, check_out_path, compact_output, drop_partial_line,
-                              infer_benchmark, input_notes, pending_rows, read_output_state,
-                              run_dir_for, scan_input, summary_lines)
+                              UsageError, compact_output, drop_partial_line, infer_benchmark,
+                              input_notes, pending_rows, read_output_state, run_dir_for,
+                              scan_input, summary_lines)
 from transitlm.status import EXIT_OK, EXIT_USAGE
+from transitlm.terminal import printable
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -89,9 +97,18 @@ def build_parser():
                         help="base URL of the API, e.g. http://127.0.0.1:8000/v1 "
                              "(requests go to URL/chat/completions)")
     parser.add_argument("--model", required=True, help="model name sent with each request")
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
+                        help="print the project's version and exit")
     parser.add_argument("--out", metavar="JSONL",
-                        help="output file (one JSON line per row; an existing file is "
-                             "continued). Required unless --dry_run")
+                        help="output file (one JSON line per row; an existing file made with "
+                             "the same settings is continued; missing folders are created; "
+                             "the settings go to OUT.settings.json). Required unless "
+                             "--dry_run")
+    parser.add_argument("--restart", action="store_true",
+                        help="discard --out and its settings file and start over")
+    parser.add_argument("--adopt", action="store_true",
+                        help="an existing --out without a settings file (made before 1.2.0): "
+                             "record this command's settings for it and continue")
     parser.add_argument("--system_prompt_file", metavar="PATH",
                         help="system prompt for every row instead of the system_prompt "
                              "column (UTF-8 text)")
@@ -105,7 +122,8 @@ def build_parser():
                              "fields, e.g. '{\"chat_template_kwargs\": "
                              "{\"enable_thinking\": false}}'")
     parser.add_argument("--timeout", type=_positive_float, default=600.0, metavar="SECONDS",
-                        help="seconds to wait for an answer before retrying (default 600)")
+                        help="time limit of one whole request (connect, send, redirects, "
+                             "the full answer) before it is retried (default 600)")
     parser.add_argument("--api_key_env", metavar="NAME",
                         help="environment variable holding the API key (default "
                              "OPENAI_API_KEY; unset = no Authorization header)")
@@ -135,6 +153,9 @@ def build_parser():
                              "name, else the data)")
     parser.add_argument("--eval_out", metavar="DIR",
                         help="run folder of --evaluate (default: OUT without .jsonl + .run)")
+    parser.add_argument("--eval_overwrite", action="store_true",
+                        help="--evaluate: replace a run already in the run folder (the "
+                             "evaluator's --overwrite)")
     parser.add_argument("--protocol", choices=("reference", "paper"),
                         help="--evaluate: the evaluator's rule set (default: its own)")
     parser.add_argument("--station_info", metavar="CSV",
@@ -186,6 +207,8 @@ def dry_run_text(url, headers, body, key_env, row_text):
 def evaluator_command(benchmark, input_path, out_path, run_dir, args):
     command = [sys.executable, os.path.join(REPO_DIR, benchmark, "evaluate.py"),
                "--input", input_path, "--predictions", out_path, "--out", run_dir, "--quiet"]
+    if getattr(args, "eval_overwrite", False):
+        command.append("--overwrite")
     if args.sample_count is not None:
         command += ["--sample_count", str(args.sample_count)]
     if args.protocol:
@@ -195,28 +218,79 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
     return command
 
 
+class _Redacting(object):
+    """A text stream that takes the key's text out of everything written to it."""
+
+    def __init__(self, stream, redactor):
+        self._stream = stream
+        self._redactor = redactor
+
+    def write(self, text):
+        return self._stream.write(self._redactor.text(text))
+
+    def __getattr__(self, name):          # flush, isatty, fileno...
+        return getattr(self._stream, name)
+
+
 def run(argv, environ, stdout, stderr, transport=None, sleep=None):
-    """The command: -> exit status.  ``transport``/``sleep`` are for tests."""
+    """The command: -> exit status.  ``transport``/``sleep`` are for tests.
+
+    A usage or input problem raises UsageError with its one-line message,
+    the key taken out and control characters escaped."""
+    redactor = Redactor()
+    try:
+        return _run(argv, environ, stdout, stderr, transport, sleep, redactor)
+    except UsageError as exc:
+        raise UsageError(printable(redactor.text(one_line_text(exc))))
+
+
+def one_line_text(exc):
+    return " ".join(str(exc).splitlines())
+
+
+def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
     args = build_parser().parse_args(argv)
     if args.out is None and not args.dry_run:
         raise UsageError("--out is required (or use --dry_run)")
+    if args.restart and args.adopt:
+        raise UsageError("--restart and --adopt exclude each other")
     key_env = args.api_key_env or DEFAULT_KEY_ENV
-    key = environ.get(key_env) or None
+    key = (environ.get(key_env) or "").strip() or None
     if args.api_key_env and key is None:
         raise UsageError("--api_key_env %s: that environment variable is not set" % key_env)
+    if key is not None and any(ord(char) < 33 or 127 <= ord(char) < 160 or ord(char) > 255
+                               for char in key):
+        raise UsageError("the API key in $%s holds a space, a control character or a "
+                         "character outside Latin-1: it cannot be sent in an HTTP header"
+                         % key_env)
+    redactor.add(key)
+    stdout, stderr = _Redacting(stdout, redactor), _Redacting(stderr, redactor)
     if not args.api_url.lower().startswith(("http://", "https://")):
         raise UsageError("--api_url must start with http:// or https:// (got %s)"
-                         % redact(args.api_url, key))
+                         % args.api_url)
     extra_body = parse_extra_body(args.extra_body)
     system_override = (read_system_prompt(args.system_prompt_file)
                        if args.system_prompt_file else None)
+    run_dir = None
     if args.out:
-        check_out_path(args.out, args.input)
+        run_dir = (args.eval_out or run_dir_for(args.out)) if args.evaluate else None
+        check_paths(args.out, (("--input", args.input),
+                               ("--system_prompt_file", args.system_prompt_file),
+                               ("--station_info", args.station_info)), run_dir)
 
     scan = scan_input(args.input, args.sample_count)
-    state = read_output_state(args.out) if args.out else OutputState()
+    if not scan.ids:
+        raise UsageError("input file %s has no row with an id: nothing to ask" % args.input)
+    guard = None
+    state = OutputState()
+    if args.out:
+        record = settings_record(args.model, args.api_url, system_override, args.temperature,
+                                 args.top_p, args.max_tokens, extra_body,
+                                 _input_sha256(args.input), VERSION)
+        guard = OutputGuard(args.out, redactor.value(record), args.restart, args.adopt)
+        state = guard.check()
     for note in input_notes(scan, system_override is not None):
-        stderr.write("generate.py: note: %s\n" % note)
+        stderr.write("generate.py: note: %s\n" % printable(note))
 
     input_ids = set(scan.ids)
     skipped = len(input_ids & state.results)
@@ -230,31 +304,27 @@ def run(argv, environ, stdout, stderr, transport=None, sleep=None):
                         BACKOFF_CAP_S, key)
 
     if args.dry_run:
-        first = next(pending_rows(args.input, args.sample_count, state,
-                                  not args.no_retry_errors), None)
-        if first is None:
-            stdout.write("dry run: every one of the %d rows already has a result in %s\n"
-                         % (total, args.out))
-            return EXIT_OK
-        index_id, system, user = first
-        body = build_body(args.model, system_override if system_override is not None
-                          else system, user, settings.sampling, extra_body)
-        row_text = "first of %d row%s to ask (id %s)" % (todo, "" if todo == 1 else "s",
-                                                         index_id)
-        stdout.write(redact(dry_run_text(settings.url, settings.headers, body, key_env,
-                                         row_text), key) + "\n")
-        return EXIT_OK
+        return _dry_run(args, settings, state, total, todo, key_env, extra_body,
+                        system_override, stdout)
 
-    drop_partial_line(args.out, state)
-    writer = LineWriter(args.out)
-    run_ = Run(settings, transport or UrllibTransport(args.timeout), writer,
+    run_ = Run(settings, transport or UrllibTransport(args.timeout, redactor=redactor), None,
                args.concurrency, args.rate_limit, sleep=sleep)
-    progress = ProgressLine(todo, run_.stats, stderr) if stderr.isatty() else None
     previous = _install_signal_handlers(run_)
+    writer = None
+    complete = False
     try:
+        guard.prepare()
+        drop_partial_line(args.out, state)
+        writer = run_.writer = LineWriter(args.out, redactor)
+        progress = ProgressLine(todo, run_.stats, stderr) if stderr.isatty() else None
         status = _execute(args, run_, writer, progress, state, total, skipped, kept_errors,
                           todo, stdout, stderr)
+        complete = status is None
     finally:
+        if not complete:
+            if writer is not None:
+                writer.close()
+            guard.undo_if_empty(writer.lines if writer is not None else 0)
         _restore_signal_handlers(previous)
     if status is not None:
         return status
@@ -262,14 +332,40 @@ def run(argv, environ, stdout, stderr, transport=None, sleep=None):
         return EXIT_OK
     benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
         else infer_benchmark(args.input, scan)
-    run_dir = args.eval_out or run_dir_for(args.out)
-    stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n" % (benchmark, why, run_dir))
+    stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n"
+                 % (benchmark, why, printable(run_dir)))
     stdout.flush()
+    environment = dict((name, value) for name, value in environ.items() if name != key_env)
     status = run_evaluator(evaluator_command(benchmark, args.input, args.out, run_dir, args),
-                           stdout, stderr)
+                           stdout, stderr, environment)
     if status != 0:
         stderr.write("generate.py: the evaluator exited with status %d\n" % status)
     return status
+
+
+def _input_sha256(path):
+    try:
+        return file_sha256(path)
+    except OSError as exc:
+        raise UsageError("cannot read input file %s: %s" % (path, exc.strerror or exc))
+
+
+def _dry_run(args, settings, state, total, todo, key_env, extra_body, system_override,
+             stdout):
+    """Print the first request (key hidden); nothing is sent or written."""
+    first = next(pending_rows(args.input, args.sample_count, state,
+                              not args.no_retry_errors), None)
+    if first is None:
+        stdout.write("dry run: every one of the %d rows already has a result in %s\n"
+                     % (total, printable(args.out)))
+        return EXIT_OK
+    index_id, system, user = first
+    body = build_body(args.model, system_override if system_override is not None
+                      else system, user, settings.sampling, extra_body)
+    row_text = "first of %d row%s to ask (id %s)" % (todo, "" if todo == 1 else "s", index_id)
+    stdout.write(printable(dry_run_text(settings.url, settings.headers, body, key_env,
+                                        row_text)) + "\n")
+    return EXIT_OK
 
 
 def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, todo,
@@ -289,7 +385,7 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
             progress.finish()
     wall = time.monotonic() - started
     if run_.fatal is not None:
-        stderr.write("generate.py: stopped: %s\n" % run_.fatal)
+        stderr.write("generate.py: stopped: %s\n" % printable(run_.fatal))
         return EXIT_USAGE
     if not complete:
         name = signal.Signals(run_.signal).name if run_.signal else "a stop request"
@@ -305,7 +401,7 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
                          % (args.out, exc.strerror or exc))
     for line in summary_lines(args.out, args.model, total, skipped, kept_errors,
                               run_.stats, wall, dropped):
-        stdout.write(line + "\n")
+        stdout.write(printable(line) + "\n")
     if run_.signal is not None:
         return SIGNAL_EXIT.get(run_.signal, 1)
     return None
@@ -319,12 +415,12 @@ def _has_fd(stream):
         return False
 
 
-def run_evaluator(command, stdout, stderr):
+def run_evaluator(command, stdout, stderr, env=None):
     """Run the evaluator; its report goes to our stdout (copied when that stream
     is not a real file, as in tests) -> its exit status."""
     if _has_fd(stdout) and _has_fd(stderr):
-        return subprocess.call(command)
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.call(command, env=env)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     stdout.write(result.stdout.decode("utf-8", "replace"))
     stderr.write(result.stderr.decode("utf-8", "replace"))
     return result.returncode

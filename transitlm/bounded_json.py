@@ -1,0 +1,57 @@
+"""Decoding JSON that a server or an old file sent, within limits.
+
+``json.loads`` recurses once per nesting level (100,000 levels raise
+RecursionError, which is not a ValueError), builds one Python object per
+value (a few megabytes of ``[[],[],...]`` become hundreds of megabytes of
+lists) and, before Python 3.11, converts a number of millions of digits in
+time that grows with its square.  ``loads_bounded`` refuses the first two
+before decoding and reads a number longer than 4,000 digits as a float
+(infinite): every problem is a ValueError with an English reason.
+
+Standard library only; Python 3.8+.
+"""
+
+import json
+import re
+
+from common import MAX_JSON_DEPTH, json_too_deep
+
+MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
+MAX_INT_DIGITS = 4000
+# A JSON string, without a step per character (as common.json_too_deep).
+_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _parse_int(digits):
+    return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
+
+
+def value_count_over(text, limit):
+    """Do the commas, ``[`` and ``{`` of ``text`` outside its strings (about
+    one per value) number more than ``limit``?  Answered by three counts when
+    the whole text has fewer."""
+    if text.count(",") + text.count("[") + text.count("{") <= limit:
+        return False
+    bare = _STRING_RE.sub("", text)
+    return bare.count(",") + bare.count("[") + bare.count("{") > limit
+
+
+def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+    """json.loads of ``text`` (str or bytes, UTF-8), or ValueError with a reason
+    when it is not UTF-8, not JSON, nested more than ``max_depth`` levels or
+    holding more than about ``max_values`` values."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("not UTF-8 text")
+    if json_too_deep(text, max_depth):
+        raise ValueError("JSON nested more than %d levels deep" % max_depth)
+    if value_count_over(text, max_values):
+        raise ValueError("JSON holding more than %d values" % max_values)
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except RecursionError:          # not expected after the depth check; never a crash
+        raise ValueError("JSON nested too deep to decode")
+    except ValueError as exc:
+        raise ValueError("not JSON (%s)" % (getattr(exc, "msg", None) or exc))
