@@ -58,7 +58,7 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import EXIT_USAGE, SUBWAY_MARKERS, haversine_km  # noqa: E402
+from common import EXIT_USAGE, SUBWAY_MARKERS, VERSION, haversine_km  # noqa: E402
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
 REQUIRED_COLUMNS = {
@@ -869,6 +869,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     parser = _Parser(description="Turn a GTFS feed into station_info.csv and line_info.csv.")
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("feed", help="GTFS zip file or folder")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--date", type=parse_date_arg, default=None,

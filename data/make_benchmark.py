@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from common import DP_RATIO, EXIT_USAGE, is_subway_line, parse_distance_km  # noqa: E402
+from common import DP_RATIO, EXIT_USAGE, VERSION, is_subway_line, parse_distance_km  # noqa: E402
 from general_llm.route_eval import CITY_CODES  # noqa: E402
 from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
 import routing  # noqa: E402
@@ -487,6 +487,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     parser = _Parser(description="Build the four TransitLM benchmark files for a network folder.")
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--samples", type=positive_int, required=True, help="rows per file")

@@ -46,8 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (  # noqa: E402
     CYCLE_LIMIT_KM, DISTANCE_TOLERANCE_KM, FARE_TOLERANCE_CNY, REFERENCE, SUBWAY_MARKERS,
-    TAXI_LIMIT_KM, TIME_TOLERANCE_MIN, TRANSFER, TRANSFER_DISTANCE_TOLERANCE_KM, WALK_LIMIT_KM,
-    within)
+    TAXI_LIMIT_KM, TIME_TOLERANCE_MIN, TRANSFER, TRANSFER_DISTANCE_TOLERANCE_KM, VERSION,
+    WALK_LIMIT_KM, within)
 from common import parse_distance_km as parse_km  # noqa: E402
 from common import parse_fare_cny as parse_fare  # noqa: E402
 from common import parse_time_minutes as parse_minutes  # noqa: E402
@@ -1690,6 +1690,8 @@ def non_negative(text):
 def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("--out", default=here, help="output folder (default: this script's folder)")
     parser.add_argument("--stations", type=non_negative, default=None,
                         help="approximate station count of a large network (default: small demo)")
