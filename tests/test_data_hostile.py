@@ -3,10 +3,17 @@ inputs: every input the tests build themselves, small and in temporary folders.
 Each class of damage gives one line and exit status 2 (or a counted skip), never a
 traceback or a hang; limits are refused by name; text reaches the terminal escaped."""
 
+import contextlib
+import datetime
+import io
 import os
+import struct
 import subprocess
 import sys
+import tempfile
 import unittest
+import zipfile
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -18,6 +25,10 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import common  # noqa: E402
+sys.path.insert(0, DATA)
+import import_gtfs as gtfs  # noqa: E402
+import limits  # noqa: E402
+from tests.test_gtfs import BASE_FEED, write_feed  # noqa: E402
 
 
 def run(script, *args, timeout=60):
@@ -32,6 +43,380 @@ class VersionTest(unittest.TestCase):
         for script in (IMPORTER, BUILDER, DEMO):
             status, out, err = run(script, "--version")
             self.assertEqual((status, out.strip(), err), (0, common.VERSION, ""), script)
+
+
+def in_process(main, *args):
+    """(status, stdout, stderr) of a tool's main() run in this process (fast)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(list(args))
+        except SystemExit as exc:
+            status = exc.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def zip_bytes(files, method=zipfile.ZIP_DEFLATED):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return bytearray(buffer.getvalue())
+
+
+def patch_headers(data, name, central=None, local=None):
+    """Overwrite header fields of one zip entry: {offset: (struct format, value)}
+    in its central directory record and in its local header."""
+    encoded = name.encode("utf-8")
+    for signature, fields, fixed in ((b"PK\x01\x02", central, 46), (b"PK\x03\x04", local, 30)):
+        start = data.find(signature)
+        while start >= 0:
+            if data[start + fixed:start + fixed + len(encoded)] == encoded:
+                for offset, (fmt, value) in (fields or {}).items():
+                    struct.pack_into(fmt, data, start + offset, value)
+            start = data.find(signature, start + 4)
+    return data
+
+
+class ImportCase(unittest.TestCase):
+    """Helpers: a feed (BASE_FEED with changes) in a temporary folder, imported."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+
+    def feed(self, **changes):
+        files = dict(BASE_FEED)
+        for name, text in changes.items():
+            name = name.replace("_txt", ".txt")
+            if text is None:
+                files.pop(name, None)
+            else:
+                files[name] = text
+        return write_feed(tempfile.mkdtemp(dir=self.dir), files)
+
+    def zip_feed(self, data):
+        path = os.path.join(self.dir, "feed.zip")
+        with open(path, "wb") as handle:
+            handle.write(bytes(data))
+        return path
+
+    def refused(self, feed, *expected, extra=()):
+        self.out = os.path.join(tempfile.mkdtemp(dir=self.dir), "out")
+        status, out, err = in_process(gtfs.main, feed, "--out", self.out, *extra)
+        self.assertEqual(status, 2, out + err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("import_gtfs.py: "), err)
+        self.assertLess(len(err), limits.MESSAGE_CHARS + 40, err)
+        self.assertNotIn("\x1b", err)
+        for text in expected:
+            self.assertIn(text, err)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "station_info.csv")))
+        return err
+
+    def imported(self, feed, *extra):
+        self.out = os.path.join(tempfile.mkdtemp(dir=self.dir), "out")
+        status, out, err = in_process(gtfs.main, feed, "--out", self.out, *extra)
+        self.assertEqual((status, err), (0, ""), err)
+        return out
+
+
+def replaced(name, old, new):
+    text = BASE_FEED[name]
+    assert old in text, (name, old)
+    return text.replace(old, new, 1)
+
+
+class FeedNumbersTest(ImportCase):
+    """Numbers outside any sane range, in every column the importer reads."""
+
+    def test_out_of_range_values_name_file_line_and_column(self):
+        transfers = "from_stop_id,to_stop_id,transfer_type,min_transfer_time\nA,D,2,%s\n"
+        frequencies = "trip_id,start_time,end_time,headway_secs\nm1,%s,%s,%s\n"
+        fares = "fare_id,price\nF,%s\n"
+        cases = [
+            ({"calendar_txt": replaced("calendar.txt", "20240107\nSAT", "99991231\nSAT")},
+             "calendar.txt line 2: end_date '99991231' is outside 19000101 to 21991231"),
+            ({"calendar_txt": replaced("calendar.txt", "20240101", "00000101")},
+             "calendar.txt line 2: start_date '00000101' is not a calendar date"),
+            ({"calendar_dates_txt": "service_id,date,exception_type\nWK,21000229,1\n"},
+             "calendar_dates.txt line 2: date '21000229' is not a calendar date"),
+            ({"calendar_dates_txt": "service_id,date,exception_type\nWK,18991231,1\n"},
+             "calendar_dates.txt line 2: date '18991231' is outside"),
+            ({"stop_times_txt": replaced("stop_times.txt", "08:05:00,08:05:00", "08:05:00,999999:10:00")},
+             "stop_times.txt line 4: time '999999:10:00' is past the limit of 167:59:59 "
+             "(column departure_time)"),
+            ({"stop_times_txt": replaced("stop_times.txt", "08:05:00,08:05:00", "168:00:00,")},
+             "stop_times.txt line 4: time '168:00:00' is past the limit of 167:59:59 "
+             "(column arrival_time)"),
+            ({"stop_times_txt": replaced("stop_times.txt", "B1,2\n", "B1,3000000000\n")},
+             "stop_times.txt line 3: stop_sequence '3000000000' is outside 0 to 2,147,483,647"),
+            ({"stop_times_txt": replaced("stop_times.txt", "B1,2\n", "B1,-2\n")},
+             "stop_times.txt line 3: stop_sequence '-2' is outside 0"),
+            ({"stop_times_txt": replaced("stop_times.txt", "B1,2\n", "B1,1e3\n")},
+             "stop_times.txt line 3: stop_sequence '1e3' is not a whole number"),
+            ({"transfers_txt": transfers % "inf"}, "transfers.txt line 2: min_transfer_time 'inf' "
+                                                   "is not a finite number"),
+            ({"transfers_txt": transfers % "nan"}, "min_transfer_time 'nan' is not a finite number"),
+            ({"transfers_txt": transfers % "1e400"}, "min_transfer_time '1e400' is not a finite"),
+            ({"transfers_txt": transfers % "-60"}, "min_transfer_time '-60' is outside 0 to 86400"),
+            ({"routes_txt": replaced("routes.txt", "M,1,,1", "M,1,,99999")},
+             "routes.txt line 2: route_type '99999' is outside 0 to 1,799"),
+            ({"routes_txt": replaced("routes.txt", "M,1,,1", "M,1,,-1")},
+             "routes.txt line 2: route_type '-1' is outside"),
+            ({"frequencies_txt": frequencies % ("08:00:00", "09:00:00", "0")},
+             "frequencies.txt line 2: headway_secs '0' is outside 1 to 604,800"),
+            ({"frequencies_txt": frequencies % ("08:00:00", "09:00:00", "9" * 30)},
+             "frequencies.txt line 2: headway_secs '999999999999999999999999999999' is outside"),
+            ({"frequencies_txt": frequencies % ("08:00:00", "4000000:00:00", "600")},
+             "frequencies.txt line 2: end_time '4000000:00:00' is past the limit"),
+            ({"fare_attributes_txt": fares % "nan"}, "fare_attributes.txt line 2: price 'nan' is "
+                                                     "not a finite number"),
+            ({"fare_attributes_txt": fares % "-1"}, "fare_attributes.txt line 2: price '-1' is outside"),
+            ({"fare_attributes_txt": fares % "1e300"}, "price '1e300' is outside 0 to 1e+06"),
+        ]
+        for changes, expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(self.feed(**changes), expected)
+
+    def test_date_argument_out_of_range_is_a_usage_error(self):
+        self.refused(self.feed(), "--date", "'99991231' is outside 19000101 to 21991231",
+                     extra=("--date", "99991231"))
+
+    def test_coordinates_out_of_range_make_a_stop_without_coordinates(self):
+        stops = replaced("stops.txt", "D,Delta,40.030,-73.000", "D,Delta,nan,inf")
+        out = self.imported(self.feed(stops_txt=stops))
+        self.assertIn("1 trips calling at a stop without coordinates", out)
+
+    def test_a_blank_time_is_a_missing_time(self):
+        # a time of spaces used to reach the integer arrays as None (a TypeError)
+        times = replaced("stop_times.txt", "m2,,,B1,2", "m2, , ,B1,2")
+        self.imported(self.feed(stop_times_txt=times))
+
+    def test_calendar_over_three_centuries_finishes(self):
+        # 300 services over 1900-2199 (the day-by-day walk took minutes): the
+        # busiest day is found from the range boundaries.
+        rows = ["service_id,monday,tuesday,wednesday,thursday,friday,saturday,sunday,"
+                "start_date,end_date"]
+        for k in range(300):
+            rows.append("S%d,1,1,1,1,1,1,1,%04d0101,21991231" % (k, 1900 + k % 290))
+        rows.append("WK,1,1,1,1,1,0,0,19000101,21991231")
+        rows.append("SAT,0,0,0,0,0,1,0,19000101,21991231")
+        calendar = "\n".join(rows) + "\n"
+        started = datetime.datetime.now()
+        out = self.imported(self.feed(calendar_txt=calendar))
+        self.assertLess((datetime.datetime.now() - started).total_seconds(), 5)
+        self.assertIn("service day    19000101", out)      # a Monday: WK's 4 trips
+        # eleven centuries: the dates are refused, by file, line and column
+        self.refused(self.feed(calendar_txt=calendar.replace("21991231", "30001231")),
+                     "calendar.txt line 2: end_date '30001231' is outside")
+
+    def test_busiest_date_from_boundaries(self):
+        # A: weekdays 2024-2199, 2 trips; B: every day 1-9 March 2150, 1 trip
+        # (1 March 2150 is a Sunday); A removed on Wednesday 4 March; C (3
+        # trips) added on Sunday 8 March.
+        calendar = {"A": (datetime.date(2024, 1, 1), datetime.date(2199, 12, 31),
+                          (True,) * 5 + (False, False)),
+                    "B": (datetime.date(2150, 3, 1), datetime.date(2150, 3, 9), (True,) * 7)}
+        exceptions = {("A", datetime.date(2150, 3, 4)): "2", ("C", datetime.date(2150, 3, 8)): "1"}
+        trips = {"A": 2, "B": 1, "C": 3}
+        # Monday 2 March 2150: A + B = 3, the first day with 3 (8 March: B + C = 4)
+        self.assertEqual(gtfs.busiest_date(trips, calendar, exceptions),
+                         (datetime.date(2150, 3, 8), 4))
+        trips["C"] = 2            # 8 March: 3, a tie with 2 March, the earlier day wins
+        self.assertEqual(gtfs.busiest_date(trips, calendar, exceptions),
+                         (datetime.date(2150, 3, 2), 3))
+        del calendar["B"]         # A alone: its first day, Monday 1 January 2024
+        self.assertEqual(gtfs.busiest_date(trips, calendar, exceptions),
+                         (datetime.date(2024, 1, 1), 2))
+        self.assertEqual(gtfs.busiest_date({}, calendar, {}), (None, 0))
+
+    def test_busiest_date_agrees_with_a_day_by_day_walk(self):
+        import random
+        rng = random.Random(7)
+        first = datetime.date(2024, 1, 1)
+
+        def walk(trips, calendar, exceptions):
+            days = {d for d in (first + datetime.timedelta(n) for n in range(-10, 120))}
+            best = (None, 0)
+            for day in sorted(days):
+                total = sum(trips.get(s, 0) for s in gtfs.active_services(day, calendar, exceptions))
+                if total > best[1]:
+                    best = (day, total)
+            return best
+
+        for _ in range(300):
+            services = ["s%d" % k for k in range(rng.randint(1, 6))]
+            calendar = {}
+            for s in services[:rng.randint(0, len(services))]:
+                start = first + datetime.timedelta(rng.randint(0, 60))
+                calendar[s] = (start, start + datetime.timedelta(rng.randint(-3, 40)),
+                               tuple(rng.random() < 0.5 for _ in range(7)))
+            exceptions = {(rng.choice(services), first + datetime.timedelta(rng.randint(-5, 100))):
+                          rng.choice("123") for _ in range(rng.randint(0, 6))}
+            trips = {s: rng.randint(0, 5) for s in services}
+            self.assertEqual(gtfs.busiest_date(trips, calendar, exceptions),
+                             walk(trips, calendar, exceptions), (trips, calendar, exceptions))
+
+
+
+class FeedFilesTest(ImportCase):
+    """Damaged, encrypted, unsupported and oversized zip entries; devices, pipes and
+    oversized files in a folder feed; huge fields; escapes; outputs over inputs."""
+
+    def test_zip_entries_checked_before_and_while_unpacking(self):
+        files = dict(BASE_FEED)
+        cases = []
+        # a zip bomb: 8 MB of one byte packs into a few KB
+        bomb = dict(files, **{"stop_times.txt": files["stop_times.txt"] + "0" * 8000000})
+        cases.append((zip_bytes(bomb), "stop_times.txt unpacks to 8,000,"
+                                       "", "refused as a zip bomb"))
+        # a declared size over the file's limit (no bytes needed to claim it)
+        cases.append((patch_headers(zip_bytes(files), "stops.txt", central={24: ("<I", 2 ** 31)}),
+                      "stops.txt unpacks to 2,147,483,648 bytes, over the limit of 256 MiB"))
+        # encrypted (the flag bit), bzip2 and LZMA entries
+        cases.append((patch_headers(zip_bytes(files), "trips.txt", central={8: ("<H", 1)},
+                                    local={6: ("<H", 1)}), "trips.txt is encrypted"))
+        cases.append((zip_bytes(files, zipfile.ZIP_BZIP2),
+                      "uses compression method bzip2; only stored and deflate entries are read"))
+        cases.append((zip_bytes(files, zipfile.ZIP_LZMA), "uses compression method LZMA"))
+        cases.append((patch_headers(zip_bytes(files), "routes.txt", central={10: ("<H", 99)},
+                                    local={8: ("<H", 99)}), "routes.txt uses compression method AES"))
+        # a wrong CRC (stored data changed) and deflate data that is not deflate
+        stored = zip_bytes(files, zipfile.ZIP_STORED)
+        at = stored.find(b"Alpha")
+        stored[at] = ord("a")
+        cases.append((stored, "stops.txt: damaged zip entry (Bad CRC-32"))
+        broken = zip_bytes(files)
+        info = zipfile.ZipFile(io.BytesIO(bytes(broken))).getinfo("stop_times.txt")
+        start = info.header_offset + 30 + len("stop_times.txt")
+        broken[start:start + info.compress_size] = b"\xff" * info.compress_size
+        cases.append((broken, "stop_times.txt: damaged zip entry"))
+        # a central directory claiming more entries than the limit
+        many = zip_bytes(files)
+        end = many.rfind(b"PK\x05\x06")
+        struct.pack_into("<HH", many, end + 8, 60000, 60000)
+        cases.append((many, "has 60,000 entries, over the limit of 10,000"))
+        # a local header that does not match the directory
+        mismatch = patch_headers(zip_bytes(files), "agency.txt", local={0: ("<I", 0)})
+        cases.append((mismatch, "agency.txt: damaged zip entry"))
+        for data, *expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(self.zip_feed(data), *expected)
+
+    def test_truncated_zip_and_not_a_zip(self):
+        data = zip_bytes(BASE_FEED)
+        self.refused(self.zip_feed(data[:len(data) // 2]), "neither a zip file nor a folder")
+        self.refused(self.zip_feed(b"\x1b[31mnot a zip"), "neither a zip file nor a folder")
+
+    def test_folder_feed_devices_pipes_and_oversized_files_are_refused_by_name(self):
+        if os.path.exists("/dev/zero"):
+            feed = self.feed()
+            os.remove(os.path.join(feed, "stop_times.txt"))
+            os.symlink("/dev/zero", os.path.join(feed, "stop_times.txt"))
+            self.refused(feed, "stop_times.txt is not a regular file")
+        if hasattr(os, "mkfifo"):
+            feed = self.feed()
+            os.remove(os.path.join(feed, "stops.txt"))
+            os.mkfifo(os.path.join(feed, "stops.txt"))      # no writer: an open would wait
+            self.refused(feed, "stops.txt is not a regular file")
+            status, _, err = run(IMPORTER, os.path.join(feed, "stops.txt"), "--out", self.dir,
+                                 timeout=30)
+            self.assertEqual(status, 2, err)
+            self.assertIn("neither a zip file nor a folder", err)
+        feed = self.feed()
+        with open(os.path.join(feed, "trips.txt"), "r+b") as handle:
+            handle.truncate(limits.GTFS_FILE_BYTES + 1)          # sparse: no disk used
+        self.refused(feed, "trips.txt is 268,435,457 bytes, over the limit of 256 MiB")
+
+    def test_endless_rows_and_huge_fields_stop_at_the_row_limit(self):
+        feed = self.feed()
+        with open(os.path.join(feed, "stop_times.txt"), "ab") as handle:
+            handle.write(b"\0" * (limits.GTFS_ROW_BYTES + 200000))     # zeros, no line end
+        self.refused(feed, "stop_times.txt line 15: a row is longer than 1 MiB (the limit)")
+        huge = "x" * 3000000                                        # a 3 MB stop name
+        err = self.refused(self.feed(stops_txt=BASE_FEED["stops.txt"] + "E,%s,1,1,,\n" % huge),
+                           "stops.txt line 8: a row is longer than 1 MiB")
+        self.assertNotIn("xxxxxxxxxx", err)
+        quoted = BASE_FEED["stops.txt"] + 'E,"%s' % ("a\n" * 800000)   # a quote never closed
+        self.refused(self.feed(stops_txt=quoted), "stops.txt line ", ": a row is longer than 1 MiB")
+        # a long value within the row limit is quoted clipped
+        times = replaced("stop_times.txt", "B1,2\n", "B1,%s\n" % ("7" * 500000))
+        err = self.refused(self.feed(stop_times_txt=times),
+                           "stop_times.txt line 3: stop_sequence '777", "(500,000 characters)")
+        self.assertLess(len(err), 200)
+
+    def test_the_streaming_cap_counts_every_byte(self):
+        reader = limits.CappedReader(io.BytesIO(b"a,b\n" * 100), "x.txt", 50, 1000)
+        with self.assertRaises(limits.LimitError) as caught:
+            limits.capped_text(reader).read()
+        self.assertEqual(str(caught.exception), "x.txt is longer than 50 bytes (the limit)")
+        reader = limits.CappedReader(io.BytesIO(b"a,b\n" * 100), "x.txt", 400, 1000)
+        self.assertEqual(limits.capped_text(reader).read(), "a,b\n" * 100)
+
+    def test_escape_sequences_from_the_feed_reach_the_terminal_escaped(self):
+        agency = "agency_id,agency_name,agency_url,agency_timezone\nX,T,http://x,Evil/\x1b[2J\x1b]0;owned\x07\n"
+        trips = replaced("trips.txt", "BUS,WK,b1,0", "BUS,WK,b\x1b[31m1,0")
+        times = BASE_FEED["stop_times.txt"].replace("b1,", "b\x1b[31m1,")
+        times += "b\x1b[31m1,10:20:00,10:20:00,A,0\n"           # runs backwards: a skip line
+        out = self.imported(self.feed(agency_txt=agency, trips_txt=trips, stop_times_txt=times))
+        self.assertNotIn("\x1b", out)
+        self.assertNotIn("\x07", out)
+        self.assertIn("\\x1b[2J", out)
+        self.assertIn("trip b\\x1b[31m1", out)
+        stops = replaced("stops.txt", "A,Alpha,40.000,-73.000", "A,Alpha,40.000,-73.000")
+        err = self.refused(self.feed(stops_txt=stops, routes_txt=replaced(
+            "routes.txt", "M,1,,1", "M,1,,\x1b[31m\r\nbad")), "route_type '\\x1b[31m")
+        self.assertNotIn("\r", err)
+
+    def test_outputs_never_overwrite_inputs(self):
+        feed = self.feed()
+        os.symlink(os.path.join(feed, "stops.txt"), os.path.join(feed, "station_info.csv"))
+        with open(os.path.join(feed, "stops.txt"), "rb") as handle:
+            before = handle.read()
+        err = self.refused(feed, "would overwrite the input", extra=("--out", feed))
+        self.assertIn("stops.txt", err)
+        with open(os.path.join(feed, "stops.txt"), "rb") as handle:
+            self.assertEqual(handle.read(), before)
+        feed = self.feed()
+        out = os.path.join(self.dir, "hard")
+        os.makedirs(out)
+        os.link(os.path.join(feed, "trips.txt"), os.path.join(out, "line_info.csv"))
+        self.refused(feed, "line_info.csv would overwrite the input", extra=("--out", out))
+        archive = self.zip_feed(zip_bytes(BASE_FEED))
+        self.refused(archive, "is not a folder", extra=("--out", archive))
+
+
+
+class FeedSizeLimitsTest(ImportCase):
+    """The counts that bound memory, each refused by name (limits made small here)."""
+
+    def test_each_count_limit(self):
+        cases = [
+            (limits, "GTFS_TABLE_ROWS", 12, "the feed's files other than stop_times.txt have more "
+                                            "than 12 lines together (the limit), reached in"),
+            (gtfs, "MAX_DAY_STOP_TIMES", 5, "stop_times.txt: more than 5 stop times on the service "
+                                            "day (the limit)"),
+            (gtfs, "MAX_LINE_STOPS", 4, "call at 8 stops in all, over the limit of 4"),
+            (gtfs, "MAX_TRANSFER_LINKS", 1, "link more than 1 pairs of stops (the limit)"),
+        ]
+        for module, name, value, expected in cases:
+            with self.subTest(name=name), mock.patch.object(module, name, value):
+                self.refused(self.feed(), expected)
+
+    def test_a_trip_over_the_stop_limit_is_skipped_and_counted(self):
+        with mock.patch.object(gtfs, "MAX_STOPS_PER_TRIP", 2):
+            out = self.imported(self.feed())
+        self.assertIn("trips with more than 2 stop times", out)
+        values = [k for n in range(3) for k in (n, n, 60 * n)]
+        self.assertEqual(gtfs.trip_pattern(values), ((0, 1, 2), [0, 60, 120]))
+
+    def test_unique_names_stay_linear(self):
+        wanted = [("B", "x", "y", False, "R")] * 3000
+        names = gtfs.unique_names(wanted)
+        self.assertEqual(names[:3], ["B(x--y)", "B/R(x--y)", "B/R#2(x--y)"])
+        self.assertEqual(len(set(names)), 3000)
 
 
 if __name__ == "__main__":
