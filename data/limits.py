@@ -48,6 +48,7 @@ ZIP_METHOD_NAMES = {1: "shrink", 6: "implode", 9: "deflate64", 12: "bzip2", 14: 
 # --- Network folders (make_benchmark.py) -----------------------------------
 NETWORK_FILE_BYTES = 512 * MIB                     # station_info, line_info, hop_times, line_service
 NETWORK_ROW_BYTES = 16 * MIB                       # one record (a long line's station_list)
+NETWORK_ROWS = 2000000                             # lines of the network's files together
 CITY_JSON_BYTES = 64 * KIB
 
 # --- Messages -----------------------------------------------------------------

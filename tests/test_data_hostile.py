@@ -4,6 +4,7 @@ Each class of damage gives one line and exit status 2 (or a counted skip), never
 traceback or a hang; limits are refused by name; text reaches the terminal escaped."""
 
 import contextlib
+import csv
 import datetime
 import io
 import os
@@ -28,6 +29,8 @@ import common  # noqa: E402
 sys.path.insert(0, DATA)
 import import_gtfs as gtfs  # noqa: E402
 import limits  # noqa: E402
+import make_benchmark as mb  # noqa: E402
+import make_demo  # noqa: E402
 from tests.test_gtfs import BASE_FEED, write_feed  # noqa: E402
 
 
@@ -417,6 +420,212 @@ class FeedSizeLimitsTest(ImportCase):
         names = gtfs.unique_names(wanted)
         self.assertEqual(names[:3], ["B(x--y)", "B/R(x--y)", "B/R#2(x--y)"])
         self.assertEqual(len(set(names)), 3000)
+
+
+
+def read_table(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def write_table(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+
+
+class NetworkCase(unittest.TestCase):
+    """A copy of the bundled demo network, changed, in a temporary folder."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+
+    def network(self, stations=None, lines=None, files=None):
+        """stations/lines: {(row, column name): new text} (row 1 = first data row);
+        files: {name: text} written as they are."""
+        folder = tempfile.mkdtemp(dir=self.dir)
+        for name, changes in (("station_info.csv", stations), ("line_info.csv", lines)):
+            rows = read_table(os.path.join(DATA, name))
+            for (row, column), text in (changes or {}).items():
+                rows[row][rows[0].index(column)] = text
+            write_table(os.path.join(folder, name), rows)
+        for name, text in (files or {}).items():
+            with open(os.path.join(folder, name), "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        return folder
+
+    def build(self, network, *extra, samples="2", seed="5"):
+        out = os.path.join(tempfile.mkdtemp(dir=self.dir), "bench")
+        status, stdout, err = in_process(mb.main, "--network", network, "--out", out,
+                                         "--samples", samples, "--seed", seed, *extra)
+        return status, stdout, err, out
+
+    def refused(self, network, *expected, extra=()):
+        status, stdout, err, out = self.build(network, *extra)
+        self.assertEqual(status, 2, stdout + err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("make_benchmark.py: "), err)
+        self.assertLess(len(err), limits.MESSAGE_CHARS + 40, err)
+        self.assertNotIn("\x1b", err)
+        for text in expected:
+            self.assertIn(text, err)
+        return err
+
+
+class NetworkInputTest(NetworkCase):
+    """make_benchmark.py on odd networks: every bad value refused by file, line and column."""
+
+    def test_odd_values_are_refused(self):
+        deep = "[" * 60000 + "]" * 60000
+        cases = [
+            ({"stations": {(1, "next_hop_stations"): '[["bus-100002"]]'}},
+             "station_info.csv line 2: next_hop_stations of stop 'bus-100001' is not a list of stop ids"),
+            ({"stations": {(3, "next_hop_stations"): "7"}},
+             "station_info.csv line 4: next_hop_stations of stop 'bus-100003' is not a list"),
+            ({"stations": {(2, "next_hop_stations"): '{"a": 1}'}}, "is not a list of stop ids"),
+            ({"stations": {(1, "next_hop_stations"): deep}},
+             "station_info.csv line 2: next_hop_stations is nested more than 100 levels deep"),
+            ({"stations": {(1, "next_hop_stations"): "[\"a\""}}, "next_hop_stations '[\"a\"' is not JSON"),
+            ({"lines": {(1, "station_list"): deep}},
+             "line_info.csv line 2: station_list is nested more than 100 levels deep"),
+            ({"lines": {(2, "station_list"): '[["bus-100001"]]'}},
+             "line_info.csv line 3: station_list of ", 'is not a list of objects with a "stop_id"'),
+            ({"lines": {(2, "station_list"): '[{"stop_id": 5}]'}}, 'with a "stop_id"'),
+            ({"lines": {(2, "station_list"): "12"}}, "line_info.csv line 3: station_list of"),
+            ({"lines": {(2, "station_list"): '[{"stop_id": "nowhere"}]'}},
+             "line_info.csv line 3: station_list of", "names unknown stops"),
+            ({"stations": {(4, "coord_x"): "nan"}},
+             "station_info.csv line 5: coord_x 'nan' is not a finite number"),
+            ({"stations": {(4, "coord_y"): "-inf"}}, "coord_y '-inf' is not a finite number"),
+            ({"stations": {(4, "coord_y"): "1e400"}}, "coord_y '1e400' is not a finite number"),
+            ({"stations": {(4, "coord_x"): "200"}}, "coord_x '200' is outside -180 to 180"),
+            ({"stations": {(4, "coord_y"): ""}}, "station_info.csv line 5: coord_y '' is not a number"),
+            ({"files": {"city.json": "[" * 30000 + "]" * 30000}},
+             "city.json is nested more than 100 levels deep"),
+            ({"files": {"city.json": deep}}, "city.json is 120,000 bytes, over the limit of 64 KiB"),
+            ({"files": {"city.json": '{"adcode": ["010"], "city": "X"}'}},
+             '"adcode" must be text or a whole number'),
+            ({"files": {"city.json": "[1, 2]"}}, 'needs a JSON object with "adcode" and "city"'),
+            ({"files": {"city.json": "{"}}, "city.json is not JSON"),
+            ({"files": {"hop_times.csv": "line_name,from_stop_id,to_stop_id,minutes,trips\n"
+                                         "L,a,b,-5,1\n"}},
+             "hop_times.csv line 2: minutes '-5' is outside 0 to 10080"),
+            ({"files": {"hop_times.csv": "line_name,from_stop_id,to_stop_id,minutes\n,a,b,nan\n"}},
+             "hop_times.csv line 2: minutes 'nan' is not a finite number"),
+            ({"files": {"hop_times.csv": "line_name,from_stop_id,to_stop_id,minutes\nL,a,b,inf\n"}},
+             "minutes 'inf' is not a finite number"),
+            ({"files": {"hop_times.csv": "line_name,from_stop_id,to_stop_id,minutes\nL,a\n"}},
+             "hop_times.csv line 2: minutes '' is not a number"),
+            ({"files": {"line_service.csv": "line_name,route_id,headway_min,fare\nL,R,5,-3\n"}},
+             "line_service.csv line 2: fare '-3' is outside 0 to 1e+06"),
+            ({"files": {"line_service.csv": "line_name,route_id,headway_min,fare\nL,R,nan,\n"}},
+             "line_service.csv line 2: headway_min 'nan' is not a finite number"),
+        ]
+        for changes, *expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(self.network(**changes), *expected)
+
+    def test_devices_pipes_and_long_rows_are_refused_by_name(self):
+        network = self.network()
+        if os.path.exists("/dev/zero"):
+            os.symlink("/dev/zero", os.path.join(network, "hop_times.csv"))
+            self.refused(network, "hop_times.csv is not a regular file")
+            os.remove(os.path.join(network, "hop_times.csv"))
+        if hasattr(os, "mkfifo"):
+            os.mkfifo(os.path.join(network, "line_service.csv"))
+            self.refused(network, "line_service.csv is not a regular file")
+            os.remove(os.path.join(network, "line_service.csv"))
+        with mock.patch.object(limits, "NETWORK_ROW_BYTES", 1000):
+            long_row = self.network(stations={(3, "station_name"): "x" * 300000})
+            err = self.refused(long_row, "station_info.csv line 4: a row is longer than 1,000 bytes")
+        self.assertNotIn("xxxxxxxxxx", err)
+        with mock.patch.object(limits, "NETWORK_ROWS", 100):
+            self.refused(self.network(), "the network's files have more than 100 lines together")
+
+    def test_escape_sequences_in_messages_are_escaped(self):
+        err = self.refused(self.network(stations={(1, "stop_id"): "\x1b[2Jevil",
+                                                  (1, "next_hop_stations"): "[[1]]"}),
+                           "stop '\\x1b[2Jevil'")
+        self.assertNotIn("\x1b", err)
+
+    def test_outputs_never_overwrite_inputs(self):
+        network = self.network()
+        os.symlink(os.path.join(network, "station_info.csv"),
+                   os.path.join(network, "benchmark1_single_route.csv"))
+        with open(os.path.join(network, "station_info.csv"), "rb") as handle:
+            before = handle.read()
+        status, _, err = in_process(mb.main, "--network", network, "--out", network,
+                                    "--samples", "1")
+        self.assertEqual(status, 2, err)
+        self.assertIn("benchmark1_single_route.csv would overwrite the input", err)
+        self.assertIn("station_info.csv", err)
+        with open(os.path.join(network, "station_info.csv"), "rb") as handle:
+            self.assertEqual(handle.read(), before)
+        status, _, err = in_process(mb.main, "--network", network, "--out",
+                                    os.path.join(network, "line_info.csv"), "--samples", "1")
+        self.assertEqual(status, 2, err)
+        self.assertIn("is not a folder", err)
+
+    def test_argument_limits(self):
+        for args, expected in ((("--samples", "1000000"), "'1000000' is outside 1 to 100,000"),
+                               (("--samples", "0"), "outside 1"),
+                               (("--samples", "9" * 5000), "is not a whole number"),
+                               (("--seed", "9" * 5000), "at most 40 digits")):
+            status, _, err = in_process(mb.main, "--network", DATA, "--out", self.dir, *args)
+            self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+            self.assertIn(expected, err)
+            self.assertLess(len(err), 300)
+
+
+class RowIdTest(NetworkCase):
+    """Issue 22, ids: from the network's identity, the seed, the benchmark and the row."""
+
+    def ids(self, network, seed="5"):
+        status, _, err, out = self.build(network, samples="3", seed=seed)
+        self.assertEqual(status, 0, err)
+        ids = []
+        for filename in ("benchmark1_single_route.csv", "benchmark2_personalized.csv",
+                         "benchmark3_diversity.csv", "general_llm.csv"):
+            rows = read_table(os.path.join(out, filename))
+            ids.extend(row[rows[0].index("indexid")] for row in rows[1:])
+        self.assertEqual(len(ids), 12)
+        return ids
+
+    def test_two_networks_share_no_id_and_one_network_always_gives_the_same(self):
+        first = self.ids(DATA)
+        self.assertEqual(len(set(first)), 12)
+        self.assertEqual(self.ids(DATA), first)
+        self.assertEqual(self.ids(self.network()), first)     # the same files elsewhere
+        # the same stations and lines with a city.json: another network
+        other = self.ids(self.network(files={"city.json": '{"adcode": "010", "city": "X"}'}))
+        self.assertEqual(set(first) & set(other), set())
+        moved = self.ids(self.network(stations={(1, "coord_x"): "116.476126"}))
+        self.assertEqual(set(first) & set(moved), set())
+        self.assertEqual(set(first) & set(self.ids(DATA, seed="6")), set())
+
+    def test_identity_is_the_files_hash(self):
+        network = self.network()
+        identity = mb.network_identity(network)
+        self.assertEqual(identity, mb.network_identity(DATA))
+        with open(os.path.join(network, "line_info.csv"), "a", encoding="utf-8") as handle:
+            handle.write("\n")
+        self.assertNotEqual(mb.network_identity(network), identity)
+
+
+class DemoArgumentsTest(unittest.TestCase):
+    def test_scale_options_are_bounded(self):
+        for args, expected in ((("--stations", "99999999"), "outside 0 to 1,000,000"),
+                               (("--samples", "-1"), "outside 0 to 1,000,000"),
+                               (("--workers", "1000"), "outside 0 to 64"),
+                               (("--seed", "1" * 100), "at most 40 digits")):
+            status, _, err = in_process(make_demo.main, *args)
+            self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+            self.assertIn(expected, err)
+        with tempfile.NamedTemporaryFile() as handle:
+            status, _, err = in_process(make_demo.main, "--out", handle.name)
+        self.assertEqual(status, 2)
+        self.assertIn("is not a folder", err)
 
 
 if __name__ == "__main__":
