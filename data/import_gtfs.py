@@ -36,9 +36,10 @@ Conventions (README "Evaluate a new city"):
 - ``--city`` default: the city of agency_timezone (America/New_York -> New
   York), else the feed's file name; ``--adcode`` default ``0``.
 
-Damaged feeds: a missing required file or column, or an unreadable value in a
-required column, stops with exit status 2 and one line naming the file (and
-line); stop times of unknown trips, trips calling at unknown stops or stops
+Damaged feeds: a missing required file or column, an unreadable value in a
+required column, a value outside its range, or a file over a limit (data/limits.py,
+README "Limits: import_gtfs.py") stops with exit status 2 and one line naming
+the file (and line and column); stop times of unknown trips, trips calling at unknown stops or stops
 without coordinates, repeated stop_sequence values and times that run
 backwards are skipped and counted in the summary.  stop_times.txt is streamed
 (only the service day's trips are kept, as compact integer arrays).

@@ -28,7 +28,10 @@ preference applied; a preference the network cannot satisfy (no bus line for
 5, no subway line for 7) is left out and reported.  Benchmark 3 labels are
 three routes that differ in their lines.  General-LLM labels name stations
 and are kept only when the route-eval name matching finds exactly the
-label's stops.  Deterministic for a given seed.  Standard library only.
+label's stops.  Deterministic for a given seed; row ids come from the
+network's files' hash, the seed, the benchmark and the row.  Every file is
+read within limits and every value checked (README "Limits: make_benchmark.py");
+a bad one stops the run with exit status 2 and one line.  Standard library only.
 """
 
 import argparse
@@ -242,6 +245,14 @@ def station_point(row):
     return lng, lat
 
 
+def check_same_area(net, row, stops, what, filename):
+    """A search covers one ad_code: a line or a next hop joining two is refused."""
+    codes = {net.city[s] for s in stops}
+    if len(codes) > 1:
+        raise NetworkError("%s line %s: %s joins stops of ad_code %s" % (
+            filename, row.get(LINE, "?"), what, " and ".join(shown(c) for c in sorted(codes))))
+
+
 def json_cell(row, filename, column):
     """A JSON cell, depth-checked before it is decoded."""
     text = row[column]
@@ -330,6 +341,8 @@ def load_network(folder):
         a = index[row["stop_id"]]
         for other in hops:
             if other in index and other != row["stop_id"]:
+                check_same_area(net, row, [a, index[other]], "next hop %s of stop %s" % (
+                    shown(other), shown(row["stop_id"])), "station_info.csv")
                 net.hops[a].add(index[other])
 
     line_hops = set()
@@ -343,6 +356,7 @@ def load_network(folder):
                                % (row[LINE], shown(name)))
         if len(stops) < 2:
             continue
+        check_same_area(net, row, stops, "line %s" % shown(name), "line_info.csv")
         kind = KIND_METRO if is_subway_line(name) else KIND_BUS
         info = service.get(name, {})
         # Both directions of one route are one line (re-boarding it is no transfer).

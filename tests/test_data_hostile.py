@@ -501,6 +501,12 @@ class NetworkInputTest(NetworkCase):
             ({"stations": {(4, "coord_y"): "1e400"}}, "coord_y '1e400' is not a finite number"),
             ({"stations": {(4, "coord_x"): "200"}}, "coord_x '200' is outside -180 to 180"),
             ({"stations": {(4, "coord_y"): ""}}, "station_info.csv line 5: coord_y '' is not a number"),
+            ({"stations": {(1, "ad_code"): "0755"}},
+             "station_info.csv line 2: next hop 'bus-100002' of stop 'bus-100001' joins stops "
+             "of ad_code '010' and '0755'"),
+            ({"stations": {(1, "ad_code"): "0755", (1, "next_hop_stations"): "[]",
+                           (2, "next_hop_stations"): '["bus-100003"]'}},
+             "line_info.csv line 2: line ", "joins stops of ad_code '010' and '0755'"),
             ({"files": {"city.json": "[" * 30000 + "]" * 30000}},
              "city.json is nested more than 100 levels deep"),
             ({"files": {"city.json": deep}}, "city.json is 120,000 bytes, over the limit of 64 KiB"),
