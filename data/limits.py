@@ -49,7 +49,7 @@ ZIP_METHOD_NAMES = {1: "shrink", 6: "implode", 9: "deflate64", 12: "bzip2", 14: 
 NETWORK_FILE_BYTES = 512 * MIB                     # station_info, line_info, hop_times, line_service
 NETWORK_ROW_BYTES = 16 * MIB                       # one record (a long line's station_list)
 NETWORK_ROWS = 2000000                             # lines of the network's files together
-CITY_JSON_BYTES = 64 * KIB
+CITY_JSON_BYTES = 1 * MIB
 
 # --- Messages -----------------------------------------------------------------
 VALUE_CHARS = 60            # a value quoted in a message
@@ -342,4 +342,13 @@ def output_clash(outputs, inputs):
         for path in inputs:
             if same_file(out, path):
                 return out, path
+    return None
+
+
+def unwritable_output(outputs):
+    """The first output that exists and is not a regular file (a FIFO would make
+    the write wait for a reader), or None."""
+    for out in outputs:
+        if os.path.lexists(out) and not is_regular(out):
+            return out
     return None

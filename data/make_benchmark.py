@@ -665,10 +665,13 @@ def output_problem(network, out):
     overwrite one of the network's files), or None."""
     if os.path.exists(out) and not os.path.isdir(out):
         return "--out %s is not a folder" % out
-    clash = limits.output_clash([os.path.join(out, filename) for _, filename, _ in FILES],
-                                [os.path.join(network, name) for name in NETWORK_FILES])
+    outputs = [os.path.join(out, filename) for _, filename, _ in FILES]
+    clash = limits.output_clash(outputs, [os.path.join(network, name) for name in NETWORK_FILES])
     if clash:
         return "%s would overwrite the input %s" % clash
+    odd = limits.unwritable_output(outputs)
+    if odd:
+        return "%s exists and is not a regular file" % odd
     return None
 
 

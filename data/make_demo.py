@@ -1729,13 +1729,26 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def output_problem(out):
+    """Why --out cannot take the files (a file, or a file there that is not a regular
+    file), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return "--out %s is not a folder" % out
+    odd = limits.unwritable_output([os.path.join(out, name) for name in
+                                    [FILE_STATIONS, FILE_LINES] + [b.filename for b in BENCHMARKS]])
+    if odd:
+        return "%s exists and is not a regular file" % odd
+    return None
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     workers = default_workers() if args.workers is None else args.workers
     if args.samples is None and args.stations is None:
         workers = 1   # the bundled demo is tiny; a pool would only cost start-up time
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        sys.stderr.write("make_demo.py: %s\n" % limits.one_line("--out %s is not a folder" % args.out))
+    problem = output_problem(args.out)
+    if problem:
+        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(problem))
         return EXIT_USAGE
     try:
         generate(args.out, args.seed, args.stations, args.samples, workers)

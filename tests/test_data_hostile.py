@@ -389,6 +389,12 @@ class FeedFilesTest(ImportCase):
         self.refused(feed, "line_info.csv would overwrite the input", extra=("--out", out))
         archive = self.zip_feed(zip_bytes(BASE_FEED))
         self.refused(archive, "is not a folder", extra=("--out", archive))
+        if hasattr(os, "mkfifo"):          # a write to a FIFO would wait for a reader
+            out = os.path.join(self.dir, "fifo_out")
+            os.makedirs(out)
+            os.mkfifo(os.path.join(out, "hop_times.csv"))
+            self.refused(self.feed(), "hop_times.csv exists and is not a regular file",
+                         extra=("--out", out))
 
 
 
@@ -509,7 +515,9 @@ class NetworkInputTest(NetworkCase):
              "line_info.csv line 2: line ", "joins stops of ad_code '010' and '0755'"),
             ({"files": {"city.json": "[" * 30000 + "]" * 30000}},
              "city.json is nested more than 100 levels deep"),
-            ({"files": {"city.json": deep}}, "city.json is 120,000 bytes, over the limit of 64 KiB"),
+            ({"files": {"city.json": deep}}, "city.json is nested more than 100 levels deep"),
+            ({"files": {"city.json": " " * (limits.MIB + 1)}},
+             "city.json is 1,048,577 bytes, over the limit of 1 MiB"),
             ({"files": {"city.json": '{"adcode": ["010"], "city": "X"}'}},
              '"adcode" must be text or a whole number'),
             ({"files": {"city.json": "[1, 2]"}}, 'needs a JSON object with "adcode" and "city"'),
@@ -572,6 +580,14 @@ class NetworkInputTest(NetworkCase):
                                     os.path.join(network, "line_info.csv"), "--samples", "1")
         self.assertEqual(status, 2, err)
         self.assertIn("is not a folder", err)
+        if hasattr(os, "mkfifo"):
+            out = os.path.join(self.dir, "fifo_out")
+            os.makedirs(out)
+            os.mkfifo(os.path.join(out, "general_llm.csv"))
+            status, _, err = in_process(mb.main, "--network", network, "--out", out,
+                                        "--samples", "1")
+            self.assertEqual(status, 2, err)
+            self.assertIn("general_llm.csv exists and is not a regular file", err)
 
     def test_argument_limits(self):
         for args, expected in ((("--samples", "1000000"), "'1000000' is outside 1 to 100,000"),
@@ -632,6 +648,12 @@ class DemoArgumentsTest(unittest.TestCase):
             status, _, err = in_process(make_demo.main, "--out", handle.name)
         self.assertEqual(status, 2)
         self.assertIn("is not a folder", err)
+        if hasattr(os, "mkfifo"):
+            with tempfile.TemporaryDirectory() as out:
+                os.mkfifo(os.path.join(out, "line_info.csv"))
+                status, _, err = in_process(make_demo.main, "--out", out)
+            self.assertEqual(status, 2)
+            self.assertIn("line_info.csv exists and is not a regular file", err)
 
 
 if __name__ == "__main__":
