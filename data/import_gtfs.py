@@ -43,9 +43,10 @@ Conventions (README "Evaluate a new city"):
 - ``--city`` is required (a feed does not name its city, and a time zone is
   not a place); ``--adcode`` default ``0``.
 
-Damaged feeds: a missing required file or column, or an unreadable value in a
-required column, stops with exit status 2 and one line naming the file (and
-line); stop times of unknown trips, trips calling at unknown stops or stops
+Damaged feeds: a missing required file or column, an unreadable value in a
+required column, a value outside its range, or a file over a limit (data/limits.py,
+README "Limits: import_gtfs.py") stops with exit status 2 and one line naming
+the file (and line and column); stop times of unknown trips, trips calling at unknown stops or stops
 without coordinates, repeated stop_sequence values and times that run
 backwards are skipped and counted in the summary.  stop_times.txt is streamed
 (only the service day's trips are kept, as compact integer arrays).
@@ -56,7 +57,6 @@ import argparse
 import array
 import csv
 import datetime
-import io
 import itertools
 import json
 import math
@@ -67,11 +67,13 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import SUBWAY_MARKERS, haversine_km  # noqa: E402
+from common import SUBWAY_MARKERS, VERSION, haversine_km  # noqa: E402
 from transitlm.status import EXIT_USAGE  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fares  # noqa: E402
+import limits  # noqa: E402
+from limits import LimitError, parse_int, parse_number, shown  # noqa: E402
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
 REQUIRED_COLUMNS = {
@@ -100,6 +102,23 @@ NO_PICKUP, NO_DROP_OFF = 1, 2
 PASS_THROUGH = NO_PICKUP | NO_DROP_OFF
 DEFAULT_ADCODE = "0"
 
+# Ranges of the feed's numbers (README "Limits"); a value outside stops the
+# import naming file, line and column.
+MAX_TIME_HOURS = 168                    # times up to 167:59:59
+FIRST_DATE, LAST_DATE = datetime.date(1900, 1, 1), datetime.date(2199, 12, 31)
+MAX_STOP_SEQUENCE = 2 ** 31 - 1         # stop times are kept as 32-bit integers
+ROUTE_TYPES = (0, 1799)                 # GTFS route types and the extended ones
+MAX_HEADWAY_SECS = MAX_TIME_HOURS * 3600
+MAX_TRANSFER_SECS = 24 * 3600
+MAX_PRICE = 1e6
+MAX_STOPS_PER_TRIP = 10000              # a longer trip is skipped and counted
+MAX_DAY_STOP_TIMES = 20000000           # stop times of the service day (kept in memory)
+MAX_TRANSFER_LINKS = 2000000            # walking links between stops
+MAX_LINE_STOPS = 2000000                # stops of the written lines, counted per line
+PARSE_CACHE_ENTRIES = 100000            # distinct time / stop_sequence texts remembered
+OUTPUT_FILES = ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv",
+                "city.json")
+
 STATION_HEADER = ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"]
 LINE_HEADER = ["citycode", "line_name", "station_list"]
 HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min", "trips",
@@ -122,25 +141,38 @@ def is_rail(route_type):
 
 
 def parse_time(text):
-    """'H:MM:SS' (hours may pass 24) -> seconds; '' -> None; else ValueError."""
+    """'H:MM:SS' (hours may pass 24, up to MAX_TIME_HOURS) -> seconds; '' -> None;
+    else ValueError saying why."""
     text = text.strip()
     if not text:
         return None
     parts = text.split(":")
-    if len(parts) != 3:
-        raise ValueError(text)
-    h, m, s = int(parts[0]), int(parts[1]), int(parts[2])
+    if len(parts) != 3 or len(text) > 20:
+        raise ValueError("%s is not H:MM:SS" % shown(text))
+    try:
+        h, m, s = int(parts[0]), int(parts[1]), int(parts[2])
+    except ValueError:
+        raise ValueError("%s is not H:MM:SS" % shown(text))
     if h < 0 or not 0 <= m < 60 or not 0 <= s < 61:
-        raise ValueError(text)
+        raise ValueError("%s is not H:MM:SS" % shown(text))
+    if h >= MAX_TIME_HOURS:
+        raise ValueError("%s is past the limit of %d:59:59" % (shown(text), MAX_TIME_HOURS - 1))
     return h * 3600 + m * 60 + s
 
 
 def parse_date(text):
-    """'YYYYMMDD' -> datetime.date, or ValueError."""
+    """'YYYYMMDD' between FIRST_DATE and LAST_DATE -> datetime.date, or ValueError saying why."""
     text = text.strip()
     if len(text) != 8 or not text.isdigit():
-        raise ValueError(text)
-    return datetime.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+        raise ValueError("%s is not YYYYMMDD" % shown(text))
+    try:
+        day = datetime.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+    except ValueError:
+        raise ValueError("%s is not a calendar date" % shown(text))
+    if not FIRST_DATE <= day <= LAST_DATE:
+        raise ValueError("%s is outside %s to %s" % (shown(text), FIRST_DATE.strftime("%Y%m%d"),
+                                                         LAST_DATE.strftime("%Y%m%d")))
+    return day
 
 
 def defuse(text):
@@ -163,21 +195,46 @@ def line_name(base, first_stop, last_stop, rail):
 
 
 def busiest_date(trips_per_service, calendar, exceptions):
-    """(date, trips) of the day with the most trips; earliest on ties; (None, 0) if none."""
-    dates = set()
-    for start, end, _ in calendar.values():
-        day = start
-        while day <= end:
-            dates.add(day)
-            day += datetime.timedelta(days=1)
-    for (_, day) in exceptions:
-        dates.add(day)
+    """(date, trips) of the day with the most trips; earliest on ties; (None, 0) if none.
+
+    The days are not walked one by one (a calendar may span centuries): between
+    two boundaries (a range's first day, the day after its last, an exception
+    date and the day after it) the running services depend on the weekday
+    only, so the first seven days of each stretch stand for all of it.  The
+    work is at most 7 days per boundary, whatever the span.
+    """
+    changes = {}             # ordinal -> [(service, +1 starts / -1 ends)]
+    for service, (start, end, _) in calendar.items():
+        if start <= end:
+            changes.setdefault(start.toordinal(), []).append((service, 1))
+            changes.setdefault(end.toordinal() + 1, []).append((service, -1))
+    by_day = {}
+    for (service, day), kind in exceptions.items():
+        by_day.setdefault(day.toordinal(), []).append((service, kind))
+    bounds = sorted(set(changes) | set(by_day) | {o + 1 for o in by_day})
+    per_weekday = [0] * 7    # trips of the services in range, by weekday
+    in_range = set()
     best = (None, 0)
-    for day in sorted(dates):
-        total = sum(trips_per_service.get(s, 0) for s in active_services(day, calendar, exceptions))
-        if total > best[1]:
-            best = (day, total)
-    return best
+    for k, bound in enumerate(bounds):
+        for service, step in changes.get(bound, ()):
+            (in_range.add if step > 0 else in_range.discard)(service)
+            trips = trips_per_service.get(service, 0) * step
+            for w, runs in enumerate(calendar[service][2]):
+                if runs:
+                    per_weekday[w] += trips
+        stop = bounds[k + 1] if k + 1 < len(bounds) else bound + 1
+        for ordinal in range(bound, min(stop, bound + 7)):
+            w = (ordinal - 1) % 7        # ordinal 1, date(1, 1, 1), is a Monday
+            total = per_weekday[w]
+            for service, kind in by_day.get(ordinal, ()):
+                running = service in in_range and calendar[service][2][w]
+                if kind == "1" and not running:
+                    total += trips_per_service.get(service, 0)
+                elif kind == "2" and running:
+                    total -= trips_per_service.get(service, 0)
+            if total > best[1]:
+                best = (ordinal, total)
+    return (datetime.date.fromordinal(best[0]), best[1]) if best[0] is not None else best
 
 
 def active_services(day, calendar, exceptions):
@@ -211,10 +268,19 @@ class Feed(object):
         self.path = path
         self.zip = None
         self.prefix = ""
+        # Every table but stop_times.txt is kept in memory: their lines are capped together.
+        self.lines = limits.LineBudget(limits.GTFS_TABLE_ROWS, "the feed's files other than "
+                                                              "stop_times.txt")
         if os.path.isdir(path):
             self.names = set(os.listdir(path))
-        elif zipfile.is_zipfile(path):
-            self.zip = zipfile.ZipFile(path)
+        elif limits.is_regular(path) and zipfile.is_zipfile(path):
+            problem = limits.zip_directory_problem(path, path)
+            if problem:
+                raise FeedError(problem)
+            try:
+                self.zip = zipfile.ZipFile(path)
+            except limits.ZIP_ERRORS as exc:
+                raise FeedError("%s is not a readable zip file (%s)" % (path, limits.clip(exc, 120)))
             members = [n for n in self.zip.namelist() if n.endswith(".txt")]
             # Some feeds are zipped inside one folder.
             top = {n.rsplit("/", 1)[0] + "/" if "/" in n else "" for n in members}
@@ -233,12 +299,9 @@ class Feed(object):
         """(header dict column -> index, row iterator with line numbers) of a table."""
         if not self.has(name):
             raise FeedError("feed has no %s" % name)
-        if self.zip is not None:
-            raw = self.zip.open(self.prefix + name)
-            handle = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-        else:
-            handle = open(os.path.join(self.path, name), encoding="utf-8-sig", newline="")
-        table = Table(csv.reader(handle), handle, name)
+        source = self.open_bytes(name)
+        handle = limits.capped_text(source)
+        table = Table(csv.reader(handle), handle, name, source)
         header = table.header()
         columns = {h.strip().lstrip("\ufeff"): i for i, h in enumerate(header)}
         for column in REQUIRED_COLUMNS.get(name, ()):
@@ -247,14 +310,35 @@ class Feed(object):
         return columns, table
 
 
+    def open_bytes(self, name):
+        """A CappedReader on one table: a regular file or a zip entry that passes
+        the checks, read at most up to the file's limit."""
+        limit = limits.GTFS_FILE_BYTES_BY_NAME.get(name, limits.GTFS_FILE_BYTES)
+        lines = None if name == "stop_times.txt" else self.lines
+        if self.zip is None:
+            raw = limits.open_regular(os.path.join(self.path, name), name, limit)
+            return limits.CappedReader(raw, name, limit, limits.GTFS_ROW_BYTES, lines=lines)
+        info = self.zip.getinfo(self.prefix + name)
+        problem = limits.zip_entry_problem(info, name, limit)
+        if problem:
+            raise FeedError(problem)
+        try:
+            raw = self.zip.open(info)
+        except limits.ZIP_ERRORS as exc:
+            raise FeedError("%s: damaged zip entry (%s)" % (name, limits.clip(exc, 120)))
+        return limits.CappedReader(raw, name, limit, limits.GTFS_ROW_BYTES, zip_entry=True,
+                                   lines=lines)
+
+
 class Table(object):
     """Rows of one table; ``line`` is the file line of the row last read, and
-    csv or encoding errors become FeedErrors naming the file and line."""
+    csv or encoding errors and limits become FeedErrors naming the file and line."""
 
-    def __init__(self, reader, handle, name):
+    def __init__(self, reader, handle, name, source):
         self.reader = reader
         self.handle = handle
         self.name = name
+        self.source = source
 
     @property
     def line(self):
@@ -265,20 +349,34 @@ class Table(object):
 
     def header(self):
         try:
-            return next(self.reader)
+            header = next(self.reader)
         except StopIteration:
             return []
         except (csv.Error, UnicodeDecodeError) as exc:
             raise FeedError("%s line 1: %s" % (self.name, exc))
+        except LimitError as exc:
+            raise FeedError(self.limit_message(exc))
+        self.source.mark = self.source.total
+        return header
+
+    def limit_message(self, exc):
+        if isinstance(exc, limits.RowTooLong):
+            # the line being read when the limit was passed
+            return "%s line %d: %s" % (self.name, self.line + 1, exc)
+        return str(exc)
 
     def __iter__(self):
+        source, reader = self.source, self.reader
         with self.handle:
             try:
-                for row in self.reader:
+                for row in reader:
+                    source.mark = source.total       # the row limit counts from here
                     if row:
                         yield row
             except (csv.Error, UnicodeDecodeError) as exc:
                 raise FeedError("%s: %s" % (self.where(), exc))
+            except LimitError as exc:
+                raise FeedError(self.limit_message(exc))
 
 
 def cell(row, columns, name, default=""):
@@ -286,6 +384,14 @@ def cell(row, columns, name, default=""):
     if i is None or i >= len(row):
         return default
     return row[i].strip()
+
+
+def checked(parse, rows, row, columns, name, *bounds):
+    """parse(cell, *bounds), or a FeedError naming file, line and column with the reason."""
+    try:
+        return parse(cell(row, columns, name), *bounds)
+    except ValueError as exc:
+        raise FeedError("%s line %d: %s %s" % (rows.name, rows.line, name, exc))
 
 
 class Skips(object):
@@ -330,11 +436,7 @@ def read_routes(feed, route_types):
     routes = {}
     for row in rows:
         route_id = cell(row, columns, "route_id")
-        try:
-            route_type = int(cell(row, columns, "route_type"))
-        except ValueError:
-            raise FeedError("routes.txt line %d: route_type %r is not a number"
-                            % (rows.line, cell(row, columns, "route_type")))
+        route_type = checked(parse_int, rows, row, columns, "route_type", *ROUTE_TYPES)
         if route_types is not None and route_type not in route_types:
             continue
         routes[route_id] = {
@@ -354,20 +456,14 @@ def read_calendar(feed):
     if feed.has("calendar.txt"):
         columns, rows = feed.table("calendar.txt")
         for row in rows:
-            try:
-                calendar[cell(row, columns, "service_id")] = (
-                    parse_date(cell(row, columns, "start_date")),
-                    parse_date(cell(row, columns, "end_date")),
-                    tuple(cell(row, columns, d) == "1" for d in WEEKDAYS))
-            except ValueError as exc:
-                raise FeedError("calendar.txt line %d: bad date %s" % (rows.line, exc))
+            calendar[cell(row, columns, "service_id")] = (
+                checked(parse_date, rows, row, columns, "start_date"),
+                checked(parse_date, rows, row, columns, "end_date"),
+                tuple(cell(row, columns, d) == "1" for d in WEEKDAYS))
     if feed.has("calendar_dates.txt"):
         columns, rows = feed.table("calendar_dates.txt")
         for row in rows:
-            try:
-                day = parse_date(cell(row, columns, "date"))
-            except ValueError as exc:
-                raise FeedError("calendar_dates.txt line %d: bad date %s" % (rows.line, exc))
+            day = checked(parse_date, rows, row, columns, "date")
             exceptions[(cell(row, columns, "service_id"), day)] = cell(row, columns, "exception_type")
     return calendar, exceptions
 
@@ -379,15 +475,12 @@ def read_frequencies(feed):
         return out
     columns, rows = feed.table("frequencies.txt")
     for row in rows:
-        try:
-            start = parse_time(cell(row, columns, "start_time"))
-            end = parse_time(cell(row, columns, "end_time"))
-            headway = int(cell(row, columns, "headway_secs"))
-            if start is None or end is None or headway <= 0:
-                raise ValueError
-        except ValueError:
-            raise FeedError("frequencies.txt line %d: unreadable start_time, end_time or "
-                            "headway_secs" % rows.line)
+        start = checked(parse_time, rows, row, columns, "start_time")
+        end = checked(parse_time, rows, row, columns, "end_time")
+        headway = checked(parse_int, rows, row, columns, "headway_secs", 1, MAX_HEADWAY_SECS)
+        if start is None or end is None:
+            raise FeedError("frequencies.txt line %d: start_time and end_time are required"
+                            % rows.line)
         out.setdefault(cell(row, columns, "trip_id"), []).append((start, end, headway))
     return out
 
@@ -420,10 +513,7 @@ def read_fares(feed):
     prices, agency, transfers = {}, {}, {}
     for row in rows:
         fare_id = cell(row, columns, "fare_id")
-        try:
-            prices[fare_id] = float(cell(row, columns, "price"))
-        except ValueError:
-            raise FeedError("fare_attributes.txt line %d: price is not a number" % rows.line)
+        prices[fare_id] = checked(parse_number, rows, row, columns, "price", 0.0, MAX_PRICE)
         agency[fare_id] = cell(row, columns, "agency_id")
         transfers[fare_id] = cell(row, columns, "transfers")
     rules = []
@@ -448,11 +538,8 @@ def read_transfers(feed, skips):
                       "transfers.txt line %d" % rows.line)
             continue
         text = cell(row, columns, "min_transfer_time")
-        try:
-            minutes = int(float(text)) / 60.0 if text else None
-        except ValueError:
-            raise FeedError("transfers.txt line %d: min_transfer_time %r is not a number"
-                            % (rows.line, text))
+        minutes = int(checked(parse_number, rows, row, columns, "min_transfer_time", 0.0,
+                              MAX_TRANSFER_SECS)) / 60.0 if text else None
         out.append((cell(row, columns, "from_stop_id"), cell(row, columns, "to_stop_id"),
                     cell(row, columns, "transfer_type"), minutes))
     return out
@@ -478,7 +565,8 @@ def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
     data = [array.array("i") for _ in range(len(active))]
     marked = {}
     time_cache = {"": -1}
-    unknown_trips, inactive, count = 0, 0, 0
+    sequence_cache = {}
+    unknown_trips, inactive, count, kept = 0, 0, 0, 0
     first_unknown = None
     for row in rows:
         count += 1
@@ -503,11 +591,12 @@ def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
         text = dep_text or arr_text
         departure = time_cache.get(text)
         if departure is None:
-            departure = cached_time(time_cache, text, rows.line)
+            departure = cached_time(time_cache, text, rows.line,
+                                    "departure_time" if dep_text else "arrival_time")
         if arr_text and arr_text != dep_text:
             arrival = time_cache.get(arr_text)
             if arrival is None:
-                arrival = cached_time(time_cache, arr_text, rows.line)
+                arrival = cached_time(time_cache, arr_text, rows.line, "arrival_time")
         else:
             arrival = departure
         rules = 0
@@ -515,26 +604,35 @@ def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
             rules = NO_PICKUP
         if i_drop is not None and row[i_drop] and row[i_drop].strip() == NOT_AVAILABLE:
             rules |= NO_DROP_OFF
-        try:
-            sequence = int(row[i_seq])
-        except ValueError:
-            raise FeedError("stop_times.txt line %d: stop_sequence %r is not a whole number"
-                            % (rows.line, row[i_seq]))
+        sequence = sequence_cache.get(row[i_seq])
+        if sequence is None:
+            try:
+                sequence = parse_int(row[i_seq], 0, MAX_STOP_SEQUENCE)
+            except ValueError as exc:
+                raise FeedError("stop_times.txt line %d: stop_sequence %s" % (rows.line, exc))
+            if len(sequence_cache) < PARSE_CACHE_ENTRIES:
+                sequence_cache[row[i_seq]] = sequence
         data[trip].extend((sequence, stop * 4 + rules, arrival, departure))
+        kept += 1
+        if kept > MAX_DAY_STOP_TIMES:
+            raise FeedError("stop_times.txt: more than %s stop times on the service day (the limit)"
+                            % fmt_count(MAX_DAY_STOP_TIMES))
     if unknown_trips:
         skips.add("stop times of trips not in trips.txt", first_unknown, unknown_trips)
     return data, marked, count, inactive
 
 
-def cached_time(cache, text, line):
-    """Seconds of a stop time text (remembered in cache), or a FeedError."""
+def cached_time(cache, text, line, column):
+    """Seconds of a stop time text (remembered in cache, up to
+    PARSE_CACHE_ENTRIES texts), or a FeedError naming the line and column."""
     try:
         seconds = parse_time(text)
-    except ValueError:
-        raise FeedError("stop_times.txt line %d: time %r is not H:MM:SS" % (line, text))
+    except ValueError as exc:
+        raise FeedError("stop_times.txt line %d: time %s (column %s)" % (line, exc, column))
     if seconds is None:
         seconds = -1            # blank
-    cache[text] = seconds
+    if len(cache) < PARSE_CACHE_ENTRIES:
+        cache[text] = seconds
     return seconds
 
 
@@ -570,6 +668,8 @@ def trip_pattern(values):
     alighting allowed if either allows it).  Rules are normalised: nobody
     alights at the first call or boards at the last.
     """
+    if len(values) > 4 * MAX_STOPS_PER_TRIP:
+        return "trips with more than %s stop times" % fmt_count(MAX_STOPS_PER_TRIP)
     if len(values) < 8:
         return "trips with fewer than 2 stop times"
     if not isinstance(values, array.array):
@@ -706,6 +806,7 @@ def transfer_links(stops, kept, transfers):
             children.setdefault(parent, []).append(stop_id)
     links = {}
     for group in children.values():
+        check_link_count(len(links) + len(group) * len(group))
         for a in group:
             for b in group:
                 if a != b:
@@ -718,6 +819,7 @@ def transfer_links(stops, kept, transfers):
 
     forbidden = set()
     for from_id, to_id, kind, minutes in transfers:
+        check_link_count(len(links) + len(forbidden) + len(expand(from_id)) * len(expand(to_id)))
         for a in expand(from_id):
             for b in expand(to_id):
                 if a == b:
@@ -731,6 +833,22 @@ def transfer_links(stops, kept, transfers):
     return links
 
 
+def check_network_size(kept):
+    """The written lines are built in memory: refuse more than MAX_LINE_STOPS stops on them."""
+    total = sum(len(p.stops) for p in kept)
+    if total > MAX_LINE_STOPS:
+        raise FeedError("the lines of the service day call at %s stops in all, over the limit of %s"
+                        % (fmt_count(total), fmt_count(MAX_LINE_STOPS)))
+
+
+def check_link_count(count):
+    """Walking links are pairs of stops: refuse a feed whose parent stations and
+    transfers.txt would pair more of them than MAX_TRANSFER_LINKS."""
+    if count > MAX_TRANSFER_LINKS:
+        raise FeedError("stops.txt (parent_station) and transfers.txt link more than %s pairs of "
+                        "stops (the limit)" % fmt_count(MAX_TRANSFER_LINKS))
+
+
 def transfer_minutes(stated, km):
     walk = km * TRANSFER_DETOUR / WALK_KMH * 60
     return max(MIN_TRANSFER_MIN, stated if stated is not None else walk)
@@ -739,15 +857,18 @@ def transfer_minutes(stated, km):
 def unique_names(wanted):
     """Line names made unique: a repeat gets '/route_id' in its name part, then '#k'."""
     seen, out = set(), []
-    for base, first, last, rail, route_id in wanted:
+    next_k = {}          # wanted item -> the k to try next (keeps the loop linear)
+    for item in wanted:
+        base, first, last, rail, route_id = item
         name = line_name(base, first, last, rail)
         if name in seen:
             name = line_name(base + "/" + route_id, first, last, rail)
-        k = 2
+        k = next_k.get(item, 2)
         candidate = name
         while candidate in seen:
             candidate = line_name("%s/%s#%d" % (base, route_id, k), first, last, rail)
             k += 1
+        next_k[item] = k
         seen.add(candidate)
         out.append(candidate)
     return out
@@ -823,6 +944,7 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
     kept_patterns = choose_patterns(patterns, keep_all)
     if not kept_patterns:
         raise FeedError("no usable trip runs on %s (see the skipped items)" % day.strftime("%Y%m%d"))
+    check_network_size(kept_patterns)
     # Deterministic order: by route as routes.txt lists them, then direction.
     route_order = {r: i for i, r in enumerate(routes)}
     kept_patterns.sort(key=lambda p: (route_order[p.route_id], p.direction, -p.trips, p.stops, p.rules))
@@ -838,6 +960,7 @@ def build_outputs(result, adcode):
     stops, routes, usable = result["stops"], result["routes"], result["usable"]
     kept = result["kept"]
     stop_order, hops = [], {}
+    hop_pairs = set()    # (a, b) already in hops[a]: membership without scanning the list
     for p in kept:
         for code in p.stops:
             sid = usable[code]
@@ -847,14 +970,16 @@ def build_outputs(result, adcode):
     for p in kept:
         for a, b in zip(p.stops, p.stops[1:]):
             sa, sb = usable[a], usable[b]
-            if sb not in hops[sa]:
+            if (sa, sb) not in hop_pairs:
+                hop_pairs.add((sa, sb))
                 hops[sa].append(sb)
     kept_set = set(hops)
     links = transfer_links(stops, kept_set, result["transfers"])
     link_rows = []
     position = {sid: k for k, sid in enumerate(stop_order)}
     for (a, b) in sorted(links, key=lambda ab: (position[ab[0]], position[ab[1]])):
-        if b not in hops[a]:
+        if (a, b) not in hop_pairs:
+            hop_pairs.add((a, b))
             hops[a].append(b)
         km = haversine_km(stops[a][1], stops[a][2], stops[b][1], stops[b][2])
         link_rows.append(["", a, b, "%.2f" % transfer_minutes(links[(a, b)], km), "", "", "", ""])
@@ -959,7 +1084,8 @@ def summary(result, outputs, args, out_dir, city):
     lines.append("skipped        %s" % (skipped[0] if skipped else "nothing"))
     lines.extend("               %s" % text for text in skipped[1:])
     lines.append("written        %s/{station_info,line_info,hop_times,line_service}.csv" % out_dir)
-    return "\n".join(lines)
+    # Feed text (names, ids, the time zone's city) reaches the terminal escaped.
+    return "\n".join(limits.terminal_text(line) for line in lines)
 
 
 def fare_summary(table, kinds):
@@ -1010,18 +1136,20 @@ def parse_route_types(text):
 def parse_date_arg(text):
     try:
         return parse_date(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected YYYYMMDD")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError("expected YYYYMMDD: %s" % exc)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        sys.stderr.write("import_gtfs.py: %s\n" % message)
+        sys.stderr.write("import_gtfs.py: %s\n" % limits.one_line(message))
         sys.exit(EXIT_USAGE)
 
 
 def parse_args(argv):
     parser = _Parser(description="Turn a GTFS feed into station_info.csv and line_info.csv.")
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("feed", help="GTFS zip file or folder")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--date", type=parse_date_arg, default=None,
@@ -1037,12 +1165,41 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def output_problem(feed, out):
+    """Why --out cannot take the outputs (a file, or an output would overwrite
+    an input: the feed, or a table of a feed folder), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return "--out %s is not a folder" % out
+    inputs = [feed]
+    if os.path.isdir(feed):
+        try:
+            inputs.extend(os.path.join(feed, name) for name in sorted(os.listdir(feed))
+                          if name.endswith(".txt"))
+        except OSError:
+            pass          # the import names the problem
+    outputs = [os.path.join(out, name) for name in OUTPUT_FILES]
+    clash = limits.output_clash(outputs, inputs)
+    if clash:
+        return "%s would overwrite the input %s" % clash
+    odd = limits.unwritable_output(outputs)
+    if odd:
+        return "%s exists and is not a regular file" % odd
+    return None
+
+
+def fail(message):
+    sys.stderr.write("import_gtfs.py: %s\n" % limits.one_line(message))
+    return EXIT_USAGE
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     city = (args.city or "").strip()
     if not city:
-        sys.stderr.write("import_gtfs.py: %s\n" % city_hint(args.feed))
-        return EXIT_USAGE
+        return fail(city_hint(args.feed))
+    problem = output_problem(args.feed, args.out)
+    if problem:
+        return fail(problem)
     try:
         result = import_feed(args.feed, args.date, args.route_types, args.patterns == "all")
         outputs = build_outputs(result, args.adcode)
@@ -1055,12 +1212,10 @@ def main(argv=None):
             json.dump({"city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
                        "date": result["day"].strftime("%Y%m%d")}, handle, ensure_ascii=False)
             handle.write("\n")
-    except FeedError as exc:
-        sys.stderr.write("import_gtfs.py: %s\n" % exc)
-        return EXIT_USAGE
+    except (FeedError, LimitError) as exc:
+        return fail(exc)
     except (OSError, zipfile.BadZipFile) as exc:
-        sys.stderr.write("import_gtfs.py: %s\n" % exc)
-        return EXIT_USAGE
+        return fail(exc)
     print(summary(result, outputs, args, args.out, city))
     return 0
 

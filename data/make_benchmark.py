@@ -34,7 +34,10 @@ Benchmark 3 labels are the best route, the best riding none of its lines,
 and the best riding none of either's, each within ALTERNATIVE_FACTOR of the
 first.  General-LLM labels name stations and are kept only when the
 route-eval name matching finds exactly the label's stops.  Deterministic for
-a given seed.  Standard library only.
+a given seed; row ids come from the network's files' hash, the seed, the
+benchmark and the row.  Every file is read within limits and every value
+checked (docs/gtfs-and-benchmarks.md, "Limits: make_benchmark.py"); a bad
+one stops the run with exit status 2 and one line.  Standard library only.
 """
 
 import argparse
@@ -49,11 +52,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from common import DP_RATIO, is_subway_line, parse_distance_km  # noqa: E402
+from common import DP_RATIO, VERSION, is_subway_line, parse_distance_km  # noqa: E402
+from common import MAX_JSON_DEPTH, json_too_deep  # noqa: E402
 from transitlm.status import EXIT_USAGE  # noqa: E402
 from general_llm.route_eval import CITY_CODES  # noqa: E402
 from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
 import fares  # noqa: E402
+import limits  # noqa: E402
+from limits import LimitError, parse_number, shown  # noqa: E402
 import routing  # noqa: E402
 from routing import (  # noqa: E402
     FARE_BANDS, FARE_STEP_KM, KIND_BUS, KIND_METRO, WAIT_MIN, District, Line, LineDir,
@@ -72,6 +78,16 @@ ALTERNATIVE_FACTOR = 1.5          # benchmark 3: expert score and minutes at mos
 MAX_ATTEMPTS = 200
 SEED_DEFAULT = 20240611
 REQ_TYPES = (2, 5, 7, 8)
+# Limits (README "Limits"): rows per file; the network's numbers; every
+# network file's lines together (the tables and the router's network are in memory).
+MAX_SAMPLES = 100000
+MAX_SEED_DIGITS = 40
+MAX_MINUTES = 7 * 24 * 60            # a ride hop or a walking transfer
+MAX_HEADWAY_MIN = 7 * 24 * 60
+MAX_FARE = 1e6
+NETWORK_FILES = ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv",
+                 "city.json")
+LINE = object()      # read_table's rows: the key of the row's file line
 
 COLUMNS = ["task_id", "req_type", "adcode", "indexid", "system_prompt", "sft_prompt",
            "sft_label", "generate_results"]
@@ -132,19 +148,37 @@ class City(object):
 # Reading a network folder
 # ---------------------------------------------------------------------------
 
-def read_table(path, required, optional=False):
-    """-> list of dict rows, or None for an absent optional file."""
+def read_table(path, required, optional=False, lines=None):
+    """-> list of dict rows (missing cells '', the file line under the key LINE),
+    or None for an absent optional file.  Read within the limits: a regular
+    file of at most NETWORK_FILE_BYTES, rows of at most NETWORK_ROW_BYTES, and
+    ``lines`` (a limits.LineBudget) shared by the network's files."""
     if not os.path.exists(path):
         if optional:
             return None
         raise NetworkError("%s does not exist" % path)
+    name = os.path.basename(path)
+    reader = None
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
+        source = limits.CappedReader(limits.open_regular(path, path, limits.NETWORK_FILE_BYTES),
+                                     path, limits.NETWORK_FILE_BYTES, limits.NETWORK_ROW_BYTES,
+                                     lines=lines)
+        with limits.capped_text(source) as handle:
+            reader = csv.DictReader(handle, restval="")
             missing = [c for c in required if c not in (reader.fieldnames or [])]
             if missing:
                 raise NetworkError("%s: missing column %s" % (path, ", ".join(missing)))
-            return list(reader)
+            rows = []
+            source.mark = source.total
+            for row in reader:
+                source.mark = source.total
+                row[LINE] = reader.line_num
+                rows.append(row)
+            return rows
+    except limits.RowTooLong as exc:
+        raise NetworkError("%s line %d: %s" % (name, (reader.line_num if reader else 0) + 1, exc))
+    except LimitError as exc:
+        raise NetworkError(str(exc))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise NetworkError("cannot read %s: %s" % (path, exc))
 
@@ -154,25 +188,43 @@ def city_names(folder):
     names = {code: name for name, code in CITY_CODES.items()}
     path = os.path.join(folder, "city.json")
     if os.path.exists(path):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                info = json.load(handle)
-            names[str(info["adcode"])] = str(info["city"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise NetworkError("cannot read %s: %s" % (path, exc))
+        adcode, city = read_city_json(path)
+        names[adcode] = city
     return names
+
+
+def read_city_json(path):
+    """(adcode, city) of a city.json: a small JSON object with a text or whole-number
+    "adcode" and a text "city"; anything else is a NetworkError naming the file."""
+    try:
+        with limits.open_regular(path, path, limits.CITY_JSON_BYTES) as handle:
+            data = handle.read(limits.CITY_JSON_BYTES + 1)
+        text = data.decode("utf-8-sig")
+    except LimitError as exc:
+        raise NetworkError(str(exc))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NetworkError("cannot read %s: %s" % (path, exc))
+    if json_too_deep(text):
+        raise NetworkError("%s is nested more than %d levels deep" % (path, MAX_JSON_DEPTH))
+    try:
+        info = json.loads(text)
+    except ValueError as exc:
+        raise NetworkError("%s is not JSON: %s" % (path, exc))
+    if not isinstance(info, dict) or "adcode" not in info or "city" not in info:
+        raise NetworkError('%s needs a JSON object with "adcode" and "city"' % path)
+    adcode, city = info["adcode"], info["city"]
+    if isinstance(adcode, bool) or not isinstance(adcode, (str, int)) or not isinstance(city, str):
+        raise NetworkError('%s: "adcode" must be text or a whole number and "city" text' % path)
+    return str(adcode), city
 
 
 def hop_minutes_table(rows):
     """hop_times.csv rows -> ({line name: [Hop per hop]}, {(a, b): transfer minutes})."""
     lines, transfers = {}, {}
     for row in rows or ():
-        try:
-            minutes = float(row["run_min"])
-            dwell = float(row["dwell_min"] or 0.0) if row["line_name"] else 0.0
-        except ValueError:
-            raise NetworkError("hop_times.csv: run_min %r or dwell_min %r is not a number"
-                               % (row["run_min"], row["dwell_min"]))
+        minutes = checked_number(row, "hop_times.csv", "run_min", 0.0, MAX_MINUTES)
+        dwell = (checked_number(row, "hop_times.csv", "dwell_min", 0.0, MAX_MINUTES)
+                 if row["line_name"] and row["dwell_min"].strip() else 0.0)
         if row["line_name"]:
             if row["pickup"] not in ("0", "1") or row["drop_off"] not in ("0", "1"):
                 raise NetworkError("hop_times.csv: pickup %r or drop_off %r of %s is not 0 or 1"
@@ -210,6 +262,70 @@ def scheduled_times(hops):
         alight.append(hop.drop_off)
     board.append(False)
     return departure, arrival, board, alight
+
+
+def checked_number(row, filename, column, low, high):
+    """A finite number within [low, high] from a row, or a NetworkError naming file,
+    line and column (a negative time or fare could make the router's search endless)."""
+    try:
+        return parse_number(row[column], low, high)
+    except ValueError as exc:
+        raise NetworkError("%s line %s: %s %s" % (filename, row.get(LINE, "?"), column, exc))
+
+
+def check_service_rows(rows):
+    """line_service.csv: headway_min and fare empty, or finite and in range."""
+    for row in rows or ():
+        for column, high in (("headway_min", MAX_HEADWAY_MIN), ("fare", MAX_FARE)):
+            if row[column].strip():
+                checked_number(row, "line_service.csv", column, 0.0, high)
+
+
+def station_point(row):
+    """(lng, lat) of a station_info.csv row: finite, within -180..180 and -90..90."""
+    lng = checked_number(row, "station_info.csv", "coord_x", -180.0, 180.0)
+    lat = checked_number(row, "station_info.csv", "coord_y", -90.0, 90.0)
+    return lng, lat
+
+
+def check_same_area(net, row, stops, what, filename):
+    """A search covers one ad_code: a line or a next hop joining two is refused."""
+    codes = {net.city[s] for s in stops}
+    if len(codes) > 1:
+        raise NetworkError("%s line %s: %s joins stops of ad_code %s" % (
+            filename, row.get(LINE, "?"), what, " and ".join(shown(c) for c in sorted(codes))))
+
+
+def json_cell(row, filename, column):
+    """A JSON cell, depth-checked before it is decoded."""
+    text = row[column]
+    if json_too_deep(text):
+        raise NetworkError("%s line %s: %s is nested more than %d levels deep"
+                           % (filename, row.get(LINE, "?"), column, MAX_JSON_DEPTH))
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise NetworkError("%s line %s: %s %s is not JSON" % (filename, row.get(LINE, "?"), column,
+                                                             shown(text)))
+
+
+def next_hop_ids(row):
+    """next_hop_stations of a station_info.csv row: a JSON list of stop ids (text)."""
+    hops = json_cell(row, "station_info.csv", "next_hop_stations")
+    if not isinstance(hops, list) or not all(isinstance(h, str) for h in hops):
+        raise NetworkError("station_info.csv line %s: next_hop_stations of stop %s is not a list "
+                           "of stop ids" % (row.get(LINE, "?"), shown(row["stop_id"])))
+    return hops
+
+
+def station_list_ids(row):
+    """station_list of a line_info.csv row: stop ids of a JSON list of objects with "stop_id"."""
+    stations = json_cell(row, "line_info.csv", "station_list")
+    if not isinstance(stations, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("stop_id"), str) for s in stations):
+        raise NetworkError('line_info.csv line %s: station_list of %s is not a list of objects '
+                           'with a "stop_id"' % (row.get(LINE, "?"), shown(row["line_name"])))
+    return [s["stop_id"] for s in stations]
 
 
 def wait_from_headway(headway_text, kind):
@@ -258,18 +374,21 @@ def zone_fare_table(text, name, stop_count):
 
 def load_network(folder):
     """A routing.Network from a network folder; one district per ad_code."""
+    lines = limits.LineBudget(limits.NETWORK_ROWS, "the network's files")
     stations = read_table(os.path.join(folder, "station_info.csv"),
                           ("stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
-                           "station_name"))
+                           "station_name"), lines=lines)
     line_rows = read_table(os.path.join(folder, "line_info.csv"),
-                           ("citycode", "line_name", "station_list"))
+                           ("citycode", "line_name", "station_list"), lines=lines)
     hop_rows = read_table(os.path.join(folder, "hop_times.csv"),
                           ("line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min",
-                           "pickup", "drop_off"), optional=True)
+                           "pickup", "drop_off"), optional=True, lines=lines)
     service_rows = read_table(os.path.join(folder, "line_service.csv"),
-                              ("line_name", "route_id", "headway_min", "fare"), optional=True)
+                              ("line_name", "route_id", "headway_min", "fare"), optional=True,
+                              lines=lines)
     names = city_names(folder)
     hop_minutes, transfer_minutes = hop_minutes_table(hop_rows)
+    check_service_rows(service_rows)
     service = {row["line_name"]: row for row in service_rows or ()}
 
     cities, districts = {}, {}
@@ -281,21 +400,17 @@ def load_network(folder):
             district = District(len(net.districts), cities[code], 0.0, 0.0)
             districts[code] = district
             net.districts.append(district)
-        try:
-            lng, lat = float(row["coord_x"]), float(row["coord_y"])
-        except ValueError:
-            raise NetworkError("station_info.csv: stop %s has no coordinates" % row["stop_id"])
+        lng, lat = station_point(row)
         s = net.add_stop(row["stop_id"], row["station_name"], lng, lat, code)
         districts[code].stops.append(s)
     index = net.stop_index()
     for row in stations:
-        try:
-            hops = json.loads(row["next_hop_stations"])
-        except ValueError:
-            raise NetworkError("station_info.csv: next_hop_stations of %s is not JSON" % row["stop_id"])
+        hops = next_hop_ids(row)
         a = index[row["stop_id"]]
         for other in hops:
             if other in index and other != row["stop_id"]:
+                check_same_area(net, row, [a, index[other]], "next hop %s of stop %s" % (
+                    shown(other), shown(row["stop_id"])), "station_info.csv")
                 net.hops[a].add(index[other])
 
     line_hops = set()
@@ -303,11 +418,13 @@ def load_network(folder):
     for row in line_rows:
         name, code = row["line_name"], row["citycode"]
         try:
-            stops = [index[s["stop_id"]] for s in json.loads(row["station_list"])]
-        except (ValueError, KeyError, TypeError):
-            raise NetworkError("line_info.csv: station_list of %s names unknown stops" % name)
+            stops = [index[s] for s in station_list_ids(row)]
+        except KeyError:
+            raise NetworkError("line_info.csv line %s: station_list of %s names unknown stops"
+                               % (row[LINE], shown(name)))
         if len(stops) < 2:
             continue
+        check_same_area(net, row, stops, "line %s" % shown(name), "line_info.csv")
         kind = KIND_METRO if is_subway_line(name) else KIND_BUS
         info = service.get(name, {})
         # Both directions of one route are one line (re-boarding it is no transfer).
@@ -321,7 +438,7 @@ def load_network(folder):
         scheduled = hop_minutes.get(name)
         if scheduled is not None and len(scheduled) != len(stops) - 1:
             raise NetworkError("hop_times.csv: %s has %d hops, line_info.csv %d"
-                               % (name, len(scheduled), len(stops) - 1))
+                               % (shown(name), len(scheduled), len(stops) - 1))
         for k, (a, b) in enumerate(zip(stops, stops[1:])):
             km = net.dist(a, b) * TRACK_FACTOR[kind]
             cumdist.append(cumdist[-1] + km)
@@ -352,9 +469,39 @@ def load_network(folder):
                     net.transfer_min[(a, b)] = stated
     net.min_minutes_per_km = fastest_minutes_per_km(net)
     for district in net.districts:
-        district.lines = [ld.line for ld in net.linedirs if ld.stops[0] in set(district.stops)]
+        members = set(district.stops)           # once per district, not per line
+        district.lines = [ld.line for ld in net.linedirs if ld.stops[0] in members]
     net.finish()
+    net.identity = network_identity(folder)
     return net
+
+
+def network_identity(folder):
+    """SHA-256 of the network's files (name, size and SHA-256 of each, in a fixed
+    order; an absent file says so): the identity that row ids are made from."""
+    whole = hashlib.sha256()
+    for name in NETWORK_FILES:
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            whole.update(("%s absent\n" % name).encode("utf-8"))
+            continue
+        limit = limits.CITY_JSON_BYTES if name == "city.json" else limits.NETWORK_FILE_BYTES
+        digest = hashlib.sha256()
+        try:
+            with limits.open_regular(path, path, limit) as handle:
+                size = 0
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    size += len(chunk)
+                    if size > limit:
+                        raise NetworkError("%s is longer than %s (the limit)"
+                                           % (path, limits.fmt_bytes(limit)))
+                    digest.update(chunk)
+        except LimitError as exc:
+            raise NetworkError(str(exc))
+        except OSError as exc:
+            raise NetworkError("cannot read %s: %s" % (path, exc))
+        whole.update(("%s %d %s\n" % (name, size, digest.hexdigest())).encode("utf-8"))
+    return whole.hexdigest()
 
 
 def fastest_minutes_per_km(net):
@@ -518,11 +665,19 @@ def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=No
             net, r, rng, use_names=kind == "general", tag=kind == "b3")) for r in routes]
         label = dict(zip(("first", "second", "third"), labels)) if kind == "b3" else labels[0]
         suffix = DIVERSITY_SUFFIX[lang] if kind == "b3" else REQ_SUFFIX[lang].get(req_type, "")
-        indexid = hashlib.md5(("%s:%s:%d" % (seed, kind, row)).encode("utf-8")).hexdigest()
+        indexid = row_id(net, seed, kind, row)
         cells = [task_id, str(req_type), district.city.code, indexid, system_prompt(kind, lang),
                  prompt_json(trip, lang, suffix), dumps(label), ""]
         return cells, routes
     return None
+
+
+def row_id(net, seed, kind, row):
+    """A row's indexid: from the network's identity (its files' hash), the seed, the
+    benchmark and the row, so two networks never share an id and one network and
+    seed always give the same ids."""
+    text = "%s:%s:%s:%d" % (getattr(net, "identity", ""), seed, kind, row)
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
 def usable_districts(net):
@@ -568,45 +723,79 @@ def write_csv(path, rows):
 
 
 def positive_int(text):
+    """Rows per file: 1 to MAX_SAMPLES."""
     try:
-        value = int(text)
+        return limits.parse_int(text, 1, MAX_SAMPLES)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def seed_int(text):
+    """Any whole number of at most MAX_SEED_DIGITS digits."""
+    try:
+        return limits.parse_int(text, -10 ** MAX_SEED_DIGITS + 1, 10 ** MAX_SEED_DIGITS - 1)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+        raise argparse.ArgumentTypeError("expected a whole number of at most %d digits"
+                                         % MAX_SEED_DIGITS)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        sys.stderr.write("make_benchmark.py: %s\n" % message)
+        sys.stderr.write("make_benchmark.py: %s\n" % limits.one_line(message))
         sys.exit(EXIT_USAGE)
 
 
 def parse_args(argv):
     parser = _Parser(description="Build the four TransitLM benchmark files for a network folder.")
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--samples", type=positive_int, required=True, help="rows per file")
-    parser.add_argument("--seed", type=int, default=SEED_DEFAULT, help="generator seed")
+    parser.add_argument("--seed", type=seed_int, default=SEED_DEFAULT, help="generator seed")
     parser.add_argument("--lang", choices=("zh", "en"), default="zh", help="prompt language (default zh)")
     return parser.parse_args(argv)
 
 
+def output_problem(network, out):
+    """Why --out cannot take the benchmark files (a file, or an output would
+    overwrite one of the network's files), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return "--out %s is not a folder" % out
+    outputs = [os.path.join(out, filename) for _, filename, _ in FILES]
+    clash = limits.output_clash(outputs, [os.path.join(network, name) for name in NETWORK_FILES])
+    if clash:
+        return "%s would overwrite the input %s" % clash
+    odd = limits.unwritable_output(outputs)
+    if odd:
+        return "%s exists and is not a regular file" % odd
+    return None
+
+
+def fail(message):
+    sys.stderr.write("make_benchmark.py: %s\n" % limits.one_line(message))
+    return EXIT_USAGE
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    problem = output_problem(args.network, args.out)
+    if problem:
+        return fail(problem)
     try:
         net = load_network(args.network)
     except NetworkError as exc:
-        sys.stderr.write("make_benchmark.py: %s\n" % exc)
-        return EXIT_USAGE
+        return fail(exc)
     if not usable_districts(net):
-        sys.stderr.write("make_benchmark.py: %s: no area with lines to route on\n" % args.network)
-        return EXIT_USAGE
+        return fail("%s: no area with lines to route on" % args.network)
     req_types, left_out = satisfiable_req_types(net)
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        return fail("cannot create %s: %s" % (args.out, exc.strerror or exc))
     print("network        %s  (%d stops, %d lines, %d walking links)" % (
-        args.network, len(net.ids), len(net.linedirs), sum(len(l) for l in net.links)))
+        limits.terminal_text(args.network), len(net.ids), len(net.linedirs),
+        sum(len(l) for l in net.links)))
     if left_out:
         print("left out        req_type %s: the network has no %s line" % (
             ", ".join(str(r) for r in left_out),
@@ -614,7 +803,11 @@ def main(argv=None):
     written = 0
     for kind, filename, task_id in FILES:
         rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
-        write_csv(os.path.join(args.out, filename), rows)
+        try:
+            write_csv(os.path.join(args.out, filename), rows)
+        except OSError as exc:
+            return fail("cannot write %s: %s" % (os.path.join(args.out, filename),
+                                                 exc.strerror or exc))
         written += len(rows)
         note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (

@@ -43,6 +43,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from common import VERSION  # noqa: E402
+import limits  # noqa: E402
+from transitlm.status import EXIT_USAGE  # noqa: E402
 from routing import (  # noqa: E402
     KIND_METRO, Prefs, alternatives, dumps, pick_od, prefs_for_req, route_json, sub_rng)
 from demo_cases import Case, prompt_json  # noqa: E402
@@ -231,25 +234,64 @@ def generate(out_dir, seed, stations, samples, workers):
     return net
 
 
-def non_negative(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
+# Limits (README "Limits"): the scale options bound the network and rows built
+# in memory; the seed's length bounds its conversion.
+MAX_STATIONS = 1000000
+MAX_SAMPLES = 1000000
+MAX_WORKERS = 64
+MAX_SEED_DIGITS = 40
+
+
+def bounded(high):
+    """An argparse type: a whole number from 0 to ``high``."""
+    def parse(text):
+        try:
+            return limits.parse_int(text, 0, high)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc))
+    return parse
+
+
+def seed_int(text):
+    try:
+        return limits.parse_int(text, -10 ** MAX_SEED_DIGITS + 1, 10 ** MAX_SEED_DIGITS - 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number of at most %d digits"
+                                         % MAX_SEED_DIGITS)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(message))
+        sys.exit(EXIT_USAGE)
 
 
 def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=VERSION,
+                        help="print the project version and exit")
     parser.add_argument("--out", default=here, help="output folder (default: this script's folder)")
-    parser.add_argument("--stations", type=non_negative, default=None,
+    parser.add_argument("--stations", type=bounded(MAX_STATIONS), default=None,
                         help="approximate station count of a large network (default: small demo)")
-    parser.add_argument("--samples", type=non_negative, default=None,
+    parser.add_argument("--samples", type=bounded(MAX_SAMPLES), default=None,
                         help="rows per sample file (default: one per scenario)")
-    parser.add_argument("--seed", type=int, default=SEED_DEFAULT, help="generator seed")
-    parser.add_argument("--workers", type=non_negative, default=None,
+    parser.add_argument("--seed", type=seed_int, default=SEED_DEFAULT, help="generator seed")
+    parser.add_argument("--workers", type=bounded(MAX_WORKERS), default=None,
                         help="processes building sample rows (output is identical for any value)")
     return parser.parse_args(argv)
+
+
+def output_problem(out):
+    """Why --out cannot take the files (a file, or a file there that is not a regular
+    file), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return "--out %s is not a folder" % out
+    odd = limits.unwritable_output([os.path.join(out, name) for name in
+                                    [FILE_STATIONS, FILE_LINES] + [b.filename for b in BENCHMARKS]])
+    if odd:
+        return "%s exists and is not a regular file" % odd
+    return None
 
 
 def main(argv=None):
@@ -257,7 +299,16 @@ def main(argv=None):
     workers = default_workers() if args.workers is None else args.workers
     if args.samples is None and args.stations is None:
         workers = 1   # the bundled demo is tiny; a pool would only cost start-up time
-    generate(args.out, args.seed, args.stations, args.samples, workers)
+    problem = output_problem(args.out)
+    if problem:
+        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(problem))
+        return EXIT_USAGE
+    try:
+        generate(args.out, args.seed, args.stations, args.samples, workers)
+    except OSError as exc:
+        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(
+            "cannot write to %s: %s" % (args.out, exc.strerror or exc)))
+        return EXIT_USAGE
     return 0
 
 
