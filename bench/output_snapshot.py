@@ -91,6 +91,7 @@ def run(code_dir, work, args, name, results, cwd=None):
 
 def snapshot(code_dir):
     results = {}
+    code_dir = os.path.realpath(code_dir)
     work = tempfile.mkdtemp(prefix="snapshot-")
     try:
         _snapshot(code_dir, work, results)
@@ -101,7 +102,16 @@ def snapshot(code_dir):
                 if rel.startswith("in" + os.sep):
                     continue
                 with open(path, "rb") as handle:
-                    results["file:" + rel] = hashlib.sha256(handle.read()).hexdigest()
+                    data = handle.read()
+                if name == "run.json":
+                    # When and where a run was made changes from run to run;
+                    # the rest of run.json is compared.
+                    record = json.loads(data.decode("utf-8"))
+                    record.pop("created", None)
+                    record["command"] = [part.replace(code_dir, "<CODE>")
+                                         for part in record.get("command", [])]
+                    data = json.dumps(record, sort_keys=True).encode("utf-8")
+                results["file:" + rel] = hashlib.sha256(data).hexdigest()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return dict(sorted(results.items()))

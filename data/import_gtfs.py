@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn a GTFS feed into a TransitLM network (station_info.csv, line_info.csv).
 
-    python3 data/import_gtfs.py FEED --out DIR [--date YYYYMMDD] [--city NAME]
+    python3 data/import_gtfs.py FEED --out DIR --city NAME [--date YYYYMMDD]
                                 [--adcode CODE] [--route_types 1,2,3] [--patterns main|all]
 
 FEED is a GTFS zip or folder.  The output folder gets, in the released
@@ -9,11 +9,14 @@ formats, ``station_info.csv`` (stop_id, ad_code, coord_x, coord_y,
 next_hop_stations, station_name) and ``line_info.csv`` (citycode, line_name,
 station_list), so the evaluators and the route-eval server run on it
 unchanged, plus two side files the evaluators ignore and make_benchmark.py
-reads: ``hop_times.csv`` (line_name, from_stop_id, to_stop_id, minutes,
-trips: the mean scheduled run time of each hop of each line; rows with an
-empty line_name are walking transfers with their time) and
+reads: ``hop_times.csv`` (line_name, from_stop_id, to_stop_id, run_min,
+dwell_min, trips, pickup, drop_off: per hop of each line the mean run time
+from the departure at its first stop to the arrival at the next, the mean
+dwell there, and whether riders may board at its first stop and alight at the
+next; rows with an empty line_name are walking transfers with their time),
 ``line_service.csv`` (line_name, route_id, route_type, rail, direction,
-trips, headway_min, fare).
+trips, headway_min, fare, zone_fares, fare_note: fares per ride, see
+fares.py) and ``city.json``.
 
 Conventions (README "Evaluate a new city"):
 - one service day: ``--date``, default the feed's busiest day (most trips,
@@ -22,6 +25,10 @@ Conventions (README "Evaluate a new city"):
   that day (``--patterns all``: one line per pattern); the kept trips are the
   trips running that pattern; without ``direction_id`` a pattern's end stops
   stand for its direction;
+- a stop pattern is a trip's stops with where riders may board and alight
+  (``pickup_type`` / ``drop_off_type`` 1: not); stop times where neither is
+  allowed are passed through (left out); arrival and departure times are
+  both kept;
 - stops are the GTFS stops trips call at (platforms), ids as in the feed;
   next hops are consecutive stops of kept trips, plus walking transfers
   between stops of one parent station (both ways) and those listed in
@@ -33,8 +40,8 @@ Conventions (README "Evaluate a new city"):
   100-199, 400-499) get the prefix 地铁 so the evaluator's subway rules see
   them as subway; in every other line name 地铁 and 号线 are written 地·铁 and
   号·线 so those rules never do; a repeated name gets ``/route_id``;
-- ``--city`` default: the city of agency_timezone (America/New_York -> New
-  York), else the feed's file name; ``--adcode`` default ``0``.
+- ``--city`` is required (a feed does not name its city, and a time zone is
+  not a place); ``--adcode`` default ``0``.
 
 Damaged feeds: a missing required file or column, or an unreadable value in a
 required column, stops with exit status 2 and one line naming the file (and
@@ -50,8 +57,10 @@ import array
 import csv
 import datetime
 import io
+import itertools
 import json
 import math
+import operator
 import os
 import sys
 import zipfile
@@ -60,6 +69,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import SUBWAY_MARKERS, haversine_km  # noqa: E402
 from transitlm.status import EXIT_USAGE  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fares  # noqa: E402
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
 REQUIRED_COLUMNS = {
@@ -83,13 +95,17 @@ TRANSFER_DETOUR = 1.2
 WALK_KMH = 5.0
 MIN_TRANSFER_MIN = 2.0
 NO_TRANSFER = "3"
+NOT_AVAILABLE = "1"        # pickup_type / drop_off_type: no pickup / no drop-off
+NO_PICKUP, NO_DROP_OFF = 1, 2
+PASS_THROUGH = NO_PICKUP | NO_DROP_OFF
 DEFAULT_ADCODE = "0"
 
 STATION_HEADER = ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"]
 LINE_HEADER = ["citycode", "line_name", "station_list"]
-HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "minutes", "trips"]
+HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min", "trips",
+              "pickup", "drop_off"]
 SERVICE_HEADER = ["line_name", "route_id", "route_type", "rail", "direction", "trips",
-                  "headway_min", "fare"]
+                  "headway_min", "fare", "zone_fares", "fare_note"]
 
 
 class FeedError(Exception):
@@ -144,27 +160,6 @@ def line_base_name(short_name, long_name, route_id, rail):
 def line_name(base, first_stop, last_stop, rail):
     first, last = (first_stop, last_stop) if rail else (defuse(first_stop), defuse(last_stop))
     return "%s(%s--%s)" % (base, first, last)
-
-
-def city_from_timezone(timezone):
-    """'America/New_York' -> 'New York'; '' -> ''."""
-    return timezone.rsplit("/", 1)[-1].replace("_", " ").strip() if timezone else ""
-
-
-def interpolate_times(times):
-    """Fill None entries linearly by position; None when an end time is missing."""
-    if not times or times[0] is None or times[-1] is None:
-        return None
-    out = list(times)
-    last = 0
-    for k in range(1, len(out)):
-        if out[k] is None:
-            continue
-        gap = k - last
-        for j in range(last + 1, k):
-            out[j] = out[last] + (out[k] - out[last]) * (j - last) / gap
-        last = k
-    return out
 
 
 def busiest_date(trips_per_service, calendar, exceptions):
@@ -309,7 +304,7 @@ class Skips(object):
 
 
 def read_stops(feed, skips):
-    """-> dict stop_id -> [name, lng, lat, location_type, parent] (lng None: no coordinates)."""
+    """-> dict stop_id -> [name, lng, lat, location_type, parent, zone_id] (lng None: no coordinates)."""
     columns, rows = feed.table("stops.txt")
     stops = {}
     for row in rows:
@@ -326,7 +321,7 @@ def read_stops(feed, skips):
             lat = lng = None
         stops[stop_id] = [cell(row, columns, "stop_name") or stop_id, lng, lat,
                           cell(row, columns, "location_type") or "0",
-                          cell(row, columns, "parent_station")]
+                          cell(row, columns, "parent_station"), cell(row, columns, "zone_id")]
     return stops
 
 
@@ -418,26 +413,26 @@ def read_trips(feed, routes, skips):
 
 
 def read_fares(feed):
-    """-> (route_id -> price, price for every route or None), from fare_attributes/fare_rules."""
+    """-> fares.FareTable from fare_attributes.txt and fare_rules.txt, or None without fares."""
     if not feed.has("fare_attributes.txt"):
-        return {}, None
+        return None
     columns, rows = feed.table("fare_attributes.txt")
-    prices = {}
+    prices, agency, transfers = {}, {}, {}
     for row in rows:
+        fare_id = cell(row, columns, "fare_id")
         try:
-            prices[cell(row, columns, "fare_id")] = float(cell(row, columns, "price"))
+            prices[fare_id] = float(cell(row, columns, "price"))
         except ValueError:
             raise FeedError("fare_attributes.txt line %d: price is not a number" % rows.line)
-    by_route = {}
+        agency[fare_id] = cell(row, columns, "agency_id")
+        transfers[fare_id] = cell(row, columns, "transfers")
+    rules = []
     if feed.has("fare_rules.txt"):
         columns, rows = feed.table("fare_rules.txt")
         for row in rows:
-            route_id, fare_id = cell(row, columns, "route_id"), cell(row, columns, "fare_id")
-            if route_id and fare_id in prices:
-                # Several rules for a route (zones): the cheapest is its base fare.
-                by_route[route_id] = min(prices[fare_id], by_route.get(route_id, float("inf")))
-    single = next(iter(prices.values())) if len(prices) == 1 else None
-    return by_route, single
+            rules.append(tuple(cell(row, columns, c) for c in
+                               ("fare_id", "route_id", "origin_id", "destination_id", "contains_id")))
+    return fares.FareTable(prices, rules, agency, transfers)
 
 
 def read_transfers(feed, skips):
@@ -464,18 +459,22 @@ def read_transfers(feed, skips):
 
 
 def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
-    """Read stop_times.txt once -> per active trip an array of (sequence, stop code, time s).
+    """Read stop_times.txt once -> per active trip an array of (sequence,
+    stop code * 4 + rule bits, arrival s, departure s) (-1: no time; rule bits
+    NO_PICKUP, NO_DROP_OFF from pickup_type / drop_off_type 1).
 
     ``active`` maps trip_id -> trip index; ``stop_code`` stop_id -> int.  A
     stop time of an unknown trip is skipped; a trip calling at an unknown stop
     or at a stop without coordinates is marked (its index in the returned set).
+    An empty arrival time is the departure time and the other way round.
     """
     columns, rows = feed.table("stop_times.txt")
     if "arrival_time" not in columns and "departure_time" not in columns:
         raise FeedError("stop_times.txt: missing column arrival_time and departure_time")
     i_trip, i_stop, i_seq = columns["trip_id"], columns["stop_id"], columns["stop_sequence"]
     i_arr, i_dep = columns.get("arrival_time"), columns.get("departure_time")
-    width = max(i_trip, i_stop, i_seq, i_arr or 0, i_dep or 0) + 1
+    i_pick, i_drop = columns.get("pickup_type"), columns.get("drop_off_type")
+    width = max(i_trip, i_stop, i_seq, i_arr or 0, i_dep or 0, i_pick or 0, i_drop or 0) + 1
     data = [array.array("i") for _ in range(len(active))]
     marked = {}
     time_cache = {"": -1}
@@ -499,52 +498,120 @@ def stream_stop_times(feed, active, known_trips, stop_code, bad_stops, skips):
             code = "unknown stop" if row[i_stop] not in bad_stops else "stop without coordinates"
             marked.setdefault(trip, (code, "stop_times.txt line %d" % rows.line))
             continue
-        text = row[i_dep] if i_dep is not None and row[i_dep] else (row[i_arr] if i_arr is not None else "")
-        seconds = time_cache.get(text)
-        if seconds is None:
-            try:
-                seconds = parse_time(text)
-            except ValueError:
-                raise FeedError("stop_times.txt line %d: time %r is not H:MM:SS" % (rows.line, text))
-            time_cache[text] = seconds
+        dep_text = row[i_dep] if i_dep is not None else ""
+        arr_text = row[i_arr] if i_arr is not None else ""
+        text = dep_text or arr_text
+        departure = time_cache.get(text)
+        if departure is None:
+            departure = cached_time(time_cache, text, rows.line)
+        if arr_text and arr_text != dep_text:
+            arrival = time_cache.get(arr_text)
+            if arrival is None:
+                arrival = cached_time(time_cache, arr_text, rows.line)
+        else:
+            arrival = departure
+        rules = 0
+        if i_pick is not None and row[i_pick] and row[i_pick].strip() == NOT_AVAILABLE:
+            rules = NO_PICKUP
+        if i_drop is not None and row[i_drop] and row[i_drop].strip() == NOT_AVAILABLE:
+            rules |= NO_DROP_OFF
         try:
             sequence = int(row[i_seq])
         except ValueError:
             raise FeedError("stop_times.txt line %d: stop_sequence %r is not a whole number"
                             % (rows.line, row[i_seq]))
-        data[trip].extend((sequence, stop, seconds))
+        data[trip].extend((sequence, stop * 4 + rules, arrival, departure))
     if unknown_trips:
         skips.add("stop times of trips not in trips.txt", first_unknown, unknown_trips)
     return data, marked, count, inactive
 
 
+def cached_time(cache, text, line):
+    """Seconds of a stop time text (remembered in cache), or a FeedError."""
+    try:
+        seconds = parse_time(text)
+    except ValueError:
+        raise FeedError("stop_times.txt line %d: time %r is not H:MM:SS" % (line, text))
+    if seconds is None:
+        seconds = -1            # blank
+    cache[text] = seconds
+    return seconds
+
+
+def plain_trip(values):
+    """trip_pattern's result for the common trip (calls in stop_sequence order,
+    every time given and in order, no pickup or drop-off rule, no stop twice in
+    a row), computed without a Python loop per call; None for any other trip."""
+    sequence, codes = values[0::4], values[1::4]
+    arrivals, departures = values[2::4].tolist(), values[3::4].tolist()
+    if not (all(map(operator.lt, sequence, sequence[1:])) and min(arrivals) >= 0
+            and all(map(operator.le, arrivals, departures))
+            and all(map(operator.le, departures, arrivals[1:]))
+            and not any(map(operator.and_, codes, itertools.repeat(PASS_THROUGH)))):
+        return None
+    stops = tuple(code >> 2 for code in codes)
+    if any(map(operator.eq, stops, stops[1:])):
+        return None
+    rules = (NO_DROP_OFF,) + (0,) * (len(stops) - 2) + (NO_PICKUP,)
+    return stops, rules, arrivals, departures
+
+
 def trip_pattern(values):
-    """Flat (sequence, stop, seconds) triples -> (stops tuple, times list) or a skip reason.
+    """Flat (sequence, stop * 4 + rule bits, arrival s, departure s) quadruples
+    -> (stops tuple, rules tuple, arrivals list, departures list) or a skip reason.
 
     Sorted by stop_sequence (any order in the file is fine); a repeated
     sequence number, a missing first/last time or times running backwards
-    make the trip unusable; a stop repeated back to back is one call.
+    make the trip unusable.  Blank times are interpolated by position between
+    the departure before and the arrival after.  A pass-through stop time
+    (pickup_type and drop_off_type 1: no one gets on or off) is left out, the
+    vehicle's time there counting as running time; a stop repeated back to
+    back is one call (arrival of the first, departure of the last, boarding or
+    alighting allowed if either allows it).  Rules are normalised: nobody
+    alights at the first call or boards at the last.
     """
-    triples = sorted(zip(values[0::3], values[1::3], values[2::3]))
-    if len(triples) < 2:
+    if len(values) < 8:
         return "trips with fewer than 2 stop times"
-    for a, b in zip(triples, triples[1:]):
+    if not isinstance(values, array.array):
+        values = array.array("i", values)
+    plain = plain_trip(values)
+    if plain is not None:
+        return plain
+    calls = sorted(zip(values[0::4], values[1::4], values[2::4], values[3::4]))
+    for a, b in zip(calls, calls[1:]):
         if a[0] == b[0]:
             return "trips with a repeated stop_sequence"
-    times = interpolate_times([t if t >= 0 else None for _, _, t in triples])
-    if times is None:
+    arrivals = [c[2] if c[2] >= 0 else None for c in calls]
+    departures = [c[3] if c[3] >= 0 else None for c in calls]
+    if departures[0] is None or arrivals[-1] is None:
         return "trips without a first or last time"
-    stops, out_times = [], []
-    for (_, stop, _), t in zip(triples, times):
+    known = [k for k in range(len(calls)) if departures[k] is not None]
+    for a, b in zip(known, known[1:]):
+        for k in range(a + 1, b):
+            t = departures[a] + (arrivals[b] - departures[a]) * (k - a) / (b - a)
+            arrivals[k] = departures[k] = t
+    stops, rules, arr_out, dep_out = [], [], [], []
+    last = arrivals[0]
+    for (_, code, _, _), arr, dep in zip(calls, arrivals, departures):
+        stop, rule = code >> 2, code & 3
+        if arr < last or dep < arr:
+            return "trips whose times run backwards"
+        last = dep
+        if rule == PASS_THROUGH:
+            continue
         if stops and stops[-1] == stop:
+            rules[-1] &= rule
+            dep_out[-1] = dep
             continue
         stops.append(stop)
-        out_times.append(t)
+        rules.append(rule)
+        arr_out.append(arr)
+        dep_out.append(dep)
     if len(stops) < 2:
-        return "trips with fewer than 2 distinct stops"
-    if any(b < a for a, b in zip(out_times, out_times[1:])):
-        return "trips whose times run backwards"
-    return tuple(stops), out_times
+        return "trips with fewer than 2 distinct stops where riders get on or off"
+    rules[0] |= NO_DROP_OFF
+    rules[-1] |= NO_PICKUP
+    return tuple(stops), tuple(rules), arr_out, dep_out
 
 
 # ---------------------------------------------------------------------------
@@ -552,31 +619,53 @@ def trip_pattern(values):
 # ---------------------------------------------------------------------------
 
 class Pattern(object):
-    """The trips of one route, direction and stop sequence on the service day."""
+    """The trips of one route and direction on the service day with one stop
+    sequence and one set of boarding and alighting rules (``rules``: per stop,
+    NO_PICKUP / NO_DROP_OFF bits)."""
 
-    __slots__ = ("route_id", "direction", "stops", "trips", "hop_sums", "departures", "headways")
+    __slots__ = ("route_id", "direction", "stops", "rules", "trips", "hop_sums", "dwell_sums",
+                 "departures", "headways")
 
-    def __init__(self, route_id, direction, stops):
+    def __init__(self, route_id, direction, stops, rules=None):
         self.route_id = route_id
         self.direction = direction
         self.stops = stops
+        self.rules = rules if rules is not None else \
+            (NO_DROP_OFF,) + (0,) * (len(stops) - 2) + (NO_PICKUP,)
         self.trips = 0
-        self.hop_sums = [0.0] * (len(stops) - 1)
+        self.hop_sums = [0.0] * (len(stops) - 1)      # departure -> next arrival (s)
+        self.dwell_sums = [0.0] * (len(stops) - 1)    # arrival -> departure at the hop's end (s)
         self.departures = []     # first-stop departure of each plain trip (s)
         self.headways = []       # (runs, headway s) of frequency-based trips
 
-    def add(self, times, windows):
+    def add(self, arrivals, departures, windows):
         runs = runs_of(windows) if windows else 1
         self.trips += runs
-        for k in range(len(self.hop_sums)):
-            self.hop_sums[k] += (times[k + 1] - times[k]) * runs
+        hops = map(operator.sub, arrivals[1:], departures)
+        dwells = map(operator.sub, departures[1:], arrivals[1:])
+        if runs != 1:
+            hops = map(operator.mul, hops, itertools.repeat(runs))
+            dwells = map(operator.mul, dwells, itertools.repeat(runs))
+        self.hop_sums = list(map(operator.add, self.hop_sums, hops))
+        self.dwell_sums = list(map(operator.add, self.dwell_sums, dwells))
         if windows:
             self.headways.extend((runs_of([w]), w[2]) for w in windows)
         else:
-            self.departures.append(times[0])
+            self.departures.append(departures[0])
 
     def hop_minutes(self):
+        """Mean run time of each hop: departure from its first stop to arrival at the next."""
         return [total / self.trips / 60.0 for total in self.hop_sums]
+
+    def dwell_minutes(self):
+        """Mean dwell at the end stop of each hop (arrival to departure)."""
+        return [total / self.trips / 60.0 for total in self.dwell_sums]
+
+    def can_board(self, k):
+        return not self.rules[k] & NO_PICKUP
+
+    def can_alight(self, k):
+        return not self.rules[k] & NO_DROP_OFF
 
     def headway_min(self):
         """Mean gap between departures over the day (minutes), or None for one trip."""
@@ -702,6 +791,7 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
                                                                      stop_code, bad_stops, skips)
 
     patterns, by_key = [], {}
+    pass_through = 0
     for trip_id in active_ids:
         index = active[trip_id]
         values = data[index]
@@ -718,37 +808,29 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
         if isinstance(result, str):
             skips.add(result, "stop_times.txt (trip %s)" % trip_id)
             continue
-        stop_seq, times = result
+        stop_seq, rules, arrivals, departures = result
+        if 4 * len(stop_seq) != len(values):     # calls left out or merged
+            pass_through += sum(1 for code in values[1::4] if code & PASS_THROUGH == PASS_THROUGH)
         route_id, _, direction = trips[trip_id]
         if direction == "":
             direction = "%s>%s" % (usable[stop_seq[0]], usable[stop_seq[-1]])
-        key = (route_id, direction, stop_seq)
+        key = (route_id, direction, stop_seq, rules)
         pattern = by_key.get(key)
         if pattern is None:
-            pattern = by_key[key] = Pattern(route_id, direction, stop_seq)
+            pattern = by_key[key] = Pattern(route_id, direction, stop_seq, rules)
             patterns.append(pattern)
-        pattern.add(times, frequencies.get(trip_id))
+        pattern.add(arrivals, departures, frequencies.get(trip_id))
     kept_patterns = choose_patterns(patterns, keep_all)
     if not kept_patterns:
         raise FeedError("no usable trip runs on %s (see the skipped items)" % day.strftime("%Y%m%d"))
     # Deterministic order: by route as routes.txt lists them, then direction.
     route_order = {r: i for i, r in enumerate(routes)}
-    kept_patterns.sort(key=lambda p: (route_order[p.route_id], p.direction, -p.trips, p.stops))
+    kept_patterns.sort(key=lambda p: (route_order[p.route_id], p.direction, -p.trips, p.stops, p.rules))
     return {"feed": feed, "day": day, "stops": stops, "routes": routes, "usable": usable,
             "patterns": patterns, "kept": kept_patterns, "skips": skips,
             "active_trips": len(active_ids), "stop_time_rows": stop_time_rows,
             "inactive_rows": inactive_rows, "transfers": read_transfers(feed, skips),
-            "fares": read_fares(feed),
-            "timezone": _agency_timezone(feed)}
-
-
-def _agency_timezone(feed):
-    if not feed.has("agency.txt"):
-        return ""
-    columns, rows = feed.table("agency.txt")
-    for row in rows:
-        return cell(row, columns, "agency_timezone")
-    return ""
+            "fares": read_fares(feed), "pass_through": pass_through}
 
 
 def build_outputs(result, adcode):
@@ -775,7 +857,7 @@ def build_outputs(result, adcode):
         if b not in hops[a]:
             hops[a].append(b)
         km = haversine_km(stops[a][1], stops[a][2], stops[b][1], stops[b][2])
-        link_rows.append(["", a, b, "%.2f" % transfer_minutes(links[(a, b)], km), ""])
+        link_rows.append(["", a, b, "%.2f" % transfer_minutes(links[(a, b)], km), "", "", "", ""])
 
     wanted = []
     for p in kept:
@@ -784,7 +866,8 @@ def build_outputs(result, adcode):
         wanted.append((base, stops[usable[p.stops[0]]][0], stops[usable[p.stops[-1]]][0],
                        route["rail"], route["route_id"]))
     names = unique_names(wanted)
-    by_route, single_fare = result["fares"]
+    table = result["fares"]
+    fare_kinds = {"flat": 0, "zones": 0, "none": 0, "unpriced": 0}
     line_rows, hop_rows, service_rows = [], [], []
     for name, p in zip(names, kept):
         route = routes[p.route_id]
@@ -792,13 +875,18 @@ def build_outputs(result, adcode):
                          "x": stops[usable[c]][1], "y": stops[usable[c]][2],
                          "station_id": usable[c]} for c in p.stops]
         line_rows.append([adcode, name, json.dumps(station_list, ensure_ascii=False)])
-        for (a, b), minutes in zip(zip(p.stops, p.stops[1:]), p.hop_minutes()):
-            hop_rows.append([name, usable[a], usable[b], "%.2f" % minutes, str(p.trips)])
+        last = len(p.stops) - 2
+        for k, (run, dwell) in enumerate(zip(p.hop_minutes(), p.dwell_minutes())):
+            hop_rows.append([name, usable[p.stops[k]], usable[p.stops[k + 1]], "%.2f" % run,
+                             "" if k == last else "%.2f" % dwell, str(p.trips),
+                             "1" if p.can_board(k) else "0", "1" if p.can_alight(k + 1) else "0"])
         headway = p.headway_min()
-        fare = by_route.get(p.route_id, single_fare)
+        kind, fare, zone_fares, note = line_fare_cells(table, route, [stops[usable[c]][5] for c in p.stops])
+        fare_kinds[kind] += 1
+        fare_kinds["unpriced"] += kind == "zones" and fares.unpriced_pairs(json.loads(zone_fares)["fares"]) > 0
         service_rows.append([name, p.route_id, str(route["route_type"]), "1" if route["rail"] else "0",
                              p.direction, str(p.trips), "" if headway is None else "%.1f" % headway,
-                             "" if fare is None else "%g" % fare])
+                             fare, zone_fares, note])
     station_rows = []
     for sid in stop_order:
         name, lng, lat = stops[sid][0], stops[sid][1], stops[sid][2]
@@ -808,7 +896,28 @@ def build_outputs(result, adcode):
     return {"stations": station_rows, "lines": line_rows, "hops": hop_rows + link_rows,
             "service": service_rows, "links": len(link_rows), "places": len(parents),
             "rail_lines": sum(1 for p in kept if routes[p.route_id]["rail"]),
-            "kept_trips": sum(p.trips for p in kept)}
+            "kept_trips": sum(p.trips for p in kept), "fare_kinds": fare_kinds,
+            "no_boarding": sum(1 for p in kept for k in range(len(p.stops) - 1) if not p.can_board(k)),
+            "no_alighting": sum(1 for p in kept for k in range(1, len(p.stops)) if not p.can_alight(k))}
+
+
+def line_fare_cells(table, route, zones):
+    """-> (kind flat|zones|none, fare, zone_fares, fare_note) cells of a line in line_service.csv."""
+    if table is None:
+        return "none", "", "", "the feed has no fares: make_benchmark.py's distance table"
+    flat, matrix = fares.line_fares(table, route["route_id"], zones, route["agency"])
+    notes = []
+    if table.transfer_fares():
+        notes.append("fare transfers not applied: each ride pays its fare")
+    if flat is not None:
+        return "flat", "%g" % flat, "", "; ".join(notes)
+    if matrix is None:
+        return "none", "", "", "; ".join(["no fare of the feed applies: make_benchmark.py's distance table"]
+                                         + notes)
+    unpriced = fares.unpriced_pairs(matrix)
+    if unpriced:
+        notes.insert(0, "%d zone pairs without a fare are not ridden" % unpriced)
+    return "zones", "", json.dumps({"zones": zones, "fares": matrix}, ensure_ascii=False), "; ".join(notes)
 
 
 def write_csv(path, header, rows):
@@ -840,12 +949,55 @@ def summary(result, outputs, args, out_dir, city):
             fmt_count(outputs["links"])),
         "lines          %s (%s rail-bound, named 地铁...)" % (fmt_count(len(outputs["lines"])),
                                                          fmt_count(outputs["rail_lines"])),
+        "stop rules     %s pass-through stop times left out; on the lines %s stops without "
+        "boarding, %s without alighting" % (
+            fmt_count(result["pass_through"]), fmt_count(outputs["no_boarding"]),
+            fmt_count(outputs["no_alighting"])),
+        "fares          %s" % fare_summary(result["fares"], outputs["fare_kinds"]),
     ]
     skipped = result["skips"].lines()
     lines.append("skipped        %s" % (skipped[0] if skipped else "nothing"))
     lines.extend("               %s" % text for text in skipped[1:])
     lines.append("written        %s/{station_info,line_info,hop_times,line_service}.csv" % out_dir)
     return "\n".join(lines)
+
+
+def fare_summary(table, kinds):
+    """How the feed's fares are applied, in one line."""
+    if table is None:
+        return "none in the feed: make_benchmark.py prices rides by its distance table"
+    parts = ["per ride: %s lines flat, %s by zone" % (fmt_count(kinds["flat"]), fmt_count(kinds["zones"]))]
+    if kinds["none"]:
+        parts.append("%s without a fare of the feed (distance table)" % fmt_count(kinds["none"]))
+    if kinds["unpriced"]:
+        parts.append("%s with zone pairs no fare applies to (such rides are not taken)"
+                     % fmt_count(kinds["unpriced"]))
+    transfer = table.transfer_fares()
+    if transfer:
+        parts.append("fare transfers not applied (%s fares allow them): each ride pays its fare"
+                     % fmt_count(len(transfer)))
+    return "; ".join(parts)
+
+
+def agency_names(path):
+    """Names of the feed's agencies ([] when they cannot be read)."""
+    try:
+        feed = Feed(path)
+        if not feed.has("agency.txt"):
+            return []
+        columns, rows = feed.table("agency.txt")
+        return [cell(row, columns, "agency_name") for row in itertools.islice(rows, 3)]
+    except (FeedError, OSError, zipfile.BadZipFile, ValueError):
+        return []
+
+
+def city_hint(path):
+    """The one-line message when --city is missing."""
+    names = [n for n in agency_names(path) if n]
+    known = " (agencies in this feed: %s)" % ", ".join(json.dumps(n, ensure_ascii=False) for n in names) \
+        if names else ""
+    return ("--city is required: a GTFS feed does not name its city and its time zone is not a "
+            "place%s; add --city NAME, the city the prompts should name" % known)
 
 
 def parse_route_types(text):
@@ -875,7 +1027,7 @@ def parse_args(argv):
     parser.add_argument("--date", type=parse_date_arg, default=None,
                         help="service day YYYYMMDD (default: the feed's busiest day)")
     parser.add_argument("--city", default=None,
-                        help="city name in the prompts (default: from agency_timezone, else the feed name)")
+                        help="city named in the prompts (required: a GTFS feed does not name its city)")
     parser.add_argument("--adcode", default=DEFAULT_ADCODE, help="ad_code/citycode column (default 0)")
     parser.add_argument("--route_types", type=parse_route_types, default=None,
                         help="comma-separated GTFS route_type values to keep (default: all)")
@@ -887,11 +1039,13 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    city = (args.city or "").strip()
+    if not city:
+        sys.stderr.write("import_gtfs.py: %s\n" % city_hint(args.feed))
+        return EXIT_USAGE
     try:
         result = import_feed(args.feed, args.date, args.route_types, args.patterns == "all")
         outputs = build_outputs(result, args.adcode)
-        city = args.city or city_from_timezone(result["timezone"]) or \
-            os.path.splitext(os.path.basename(os.path.normpath(args.feed)))[0]
         os.makedirs(args.out, exist_ok=True)
         write_csv(os.path.join(args.out, "station_info.csv"), STATION_HEADER, outputs["stations"])
         write_csv(os.path.join(args.out, "line_info.csv"), LINE_HEADER, outputs["lines"])

@@ -10,25 +10,31 @@ benchmark3_diversity.csv and general_llm.csv in the released test-file
 layout (task_id, req_type, adcode, indexid, system_prompt, sft_prompt,
 sft_label) plus an empty generate_results column, N rows each.
 
-Labels come from the router of routing.py (the one behind the demo data):
+Labels come from the router of routing.py (the one behind the demo data),
+exact under its documented cost and rules (README "Evaluate a new city"):
 cost = the expert score; walking, cycling or taxi access by distance; ride
-times from hop_times.csv (the schedule's mean run time of each hop) or, for a
-network without one, from the demo's fixed speeds; a wait of half the line's
-mean headway (line_service.csv, 1-15 min) or the demo's 3 min (subway) / 5 min;
+times from hop_times.csv (run times and the dwells a rider sits through,
+boarding and alighting only where the timetable allows) or, for a network
+without one, from the demo's fixed speeds; a wait of half the line's mean
+headway (line_service.csv, 1-15 min) or the demo's 3 min (subway) / 5 min;
 walking transfers at their stated time (hop_times.csv rows without a line)
-or at 5 km/h; fares from line_service.csv (the feed's fare_attributes.txt,
-one flat fare per boarding) or else the demo's distance table (subway 3 up to
-6 km, 4 up to 12 km, 5 up to 22 km, 6 up to 32 km, +1 per further 20 km; bus
-2 up to 10 km, +1 per further 5 km).  Lines are subway when their name has
-地铁 or 号线 (the evaluator's rule); track length is 1.10 (subway) or 1.25
-(bus) times the straight line between stops.
+or at 5 km/h; fares per ride from line_service.csv (a flat fare, or zone
+fares) or else the demo's distance table (subway 3 up to 6 km, 4 up to 12
+km, 5 up to 22 km, 6 up to 32 km, +1 per further 20 km; bus 2 up to 10 km,
++1 per further 5 km).  Lines are subway when their name has 地铁 or 号线 (the
+evaluator's rule); track length is 1.10 (subway) or 1.25 (bus) times the
+straight line between stops.
 
-Benchmark 2 cycles through preferences 2, 5, 7 and 8, each routed with the
-preference applied; a preference the network cannot satisfy (no bus line for
-5, no subway line for 7) is left out and reported.  Benchmark 3 labels are
-three routes that differ in their lines.  General-LLM labels name stations
-and are kept only when the route-eval name matching finds exactly the
-label's stops.  Deterministic for a given seed.  Standard library only.
+Origin and destination lie TRIP_KM apart (so never within walking range);
+a row with no such trip after MAX_ATTEMPTS draws is not written and the
+shortfall is reported.  Benchmark 2 cycles through preferences 2, 5, 7 and
+8, each routed with the preference applied; a preference the network cannot
+satisfy (no bus line for 5, no subway line for 7) is left out and reported.
+Benchmark 3 labels are the best route, the best riding none of its lines,
+and the best riding none of either's, each within ALTERNATIVE_FACTOR of the
+first.  General-LLM labels name stations and are kept only when the
+route-eval name matching finds exactly the label's stops.  Deterministic for
+a given seed.  Standard library only.
 """
 
 import argparse
@@ -47,11 +53,12 @@ from common import DP_RATIO, is_subway_line, parse_distance_km  # noqa: E402
 from transitlm.status import EXIT_USAGE  # noqa: E402
 from general_llm.route_eval import CITY_CODES  # noqa: E402
 from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
+import fares  # noqa: E402
 import routing  # noqa: E402
 from routing import (  # noqa: E402
     FARE_BANDS, FARE_STEP_KM, KIND_BUS, KIND_METRO, WAIT_MIN, District, Line, LineDir,
-    Network, PointAccess, Prefs, alternatives, dumps, find_route, pick_od, prefs_for_req,
-    route_json, sub_rng)
+    Network, PointAccess, Prefs, distinct_alternatives, draw_od, dumps, ends_where_it_boarded,
+    find_route, prefs_for_req, route_json, sub_rng)
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -60,7 +67,8 @@ SPEED_KMH = {KIND_METRO: 35.0, KIND_BUS: 18.0}      # only for networks without 
 DWELL_MIN = {KIND_METRO: 0.5, KIND_BUS: 0.4}
 WAIT_RANGE_MIN = (1.0, 15.0)
 FLAT_FARE_STEP_KM = float("inf")
-TRIP_KM = (2.5, 13.0)
+TRIP_KM = (2.5, 13.0)             # origin to destination, straight line (and their stations)
+ALTERNATIVE_FACTOR = 1.5          # benchmark 3: expert score and minutes at most this times the first's
 MAX_ATTEMPTS = 200
 SEED_DEFAULT = 20240611
 REQ_TYPES = (2, 5, 7, 8)
@@ -156,18 +164,52 @@ def city_names(folder):
 
 
 def hop_minutes_table(rows):
-    """hop_times.csv rows -> ({line name: [minutes per hop]}, {(a, b): transfer minutes})."""
+    """hop_times.csv rows -> ({line name: [Hop per hop]}, {(a, b): transfer minutes})."""
     lines, transfers = {}, {}
     for row in rows or ():
         try:
-            minutes = float(row["minutes"])
+            minutes = float(row["run_min"])
+            dwell = float(row["dwell_min"] or 0.0) if row["line_name"] else 0.0
         except ValueError:
-            raise NetworkError("hop_times.csv: minutes %r is not a number" % row["minutes"])
+            raise NetworkError("hop_times.csv: run_min %r or dwell_min %r is not a number"
+                               % (row["run_min"], row["dwell_min"]))
         if row["line_name"]:
-            lines.setdefault(row["line_name"], []).append(minutes)
+            if row["pickup"] not in ("0", "1") or row["drop_off"] not in ("0", "1"):
+                raise NetworkError("hop_times.csv: pickup %r or drop_off %r of %s is not 0 or 1"
+                                   % (row["pickup"], row["drop_off"], row["line_name"]))
+            lines.setdefault(row["line_name"], []).append(
+                Hop(row["from_stop_id"], row["to_stop_id"], minutes, dwell,
+                    row["pickup"] == "1", row["drop_off"] == "1"))
         else:
             transfers[(row["from_stop_id"], row["to_stop_id"])] = minutes
     return lines, transfers
+
+
+class Hop(object):
+    """One hop_times.csv row of a line: run time, dwell at its end, and whether
+    riders may board at its first stop (pickup) and alight at its end (drop_off)."""
+
+    __slots__ = ("from_id", "to_id", "run", "dwell", "pickup", "drop_off")
+
+    def __init__(self, from_id, to_id, run, dwell, pickup, drop_off):
+        self.from_id, self.to_id = from_id, to_id
+        self.run, self.dwell = run, dwell
+        self.pickup, self.drop_off = pickup, drop_off
+
+
+def scheduled_times(hops):
+    """-> (departure, arrival, board, alight) per line position, minutes from the
+    first departure: a hop runs from a departure to the next arrival; the dwell
+    at its end lies between that arrival and the next departure."""
+    departure, arrival = [0.0], [0.0]
+    board, alight = [], [False]
+    for hop in hops:
+        arrival.append(departure[-1] + hop.run)
+        departure.append(arrival[-1] + hop.dwell)
+        board.append(hop.pickup)
+        alight.append(hop.drop_off)
+    board.append(False)
+    return departure, arrival, board, alight
 
 
 def wait_from_headway(headway_text, kind):
@@ -189,6 +231,31 @@ def fare_table(fare_text, kind):
     return ((float("inf"), fare),), FLAT_FARE_STEP_KM
 
 
+def zone_fare_table(text, name, stop_count):
+    """line_service.csv zone_fares -> (zone run of each position, fares[run][run]) or None.
+
+    ``{"zones": [zone of each stop], "fares": [[...]]}``: consecutive stops with
+    one zone form a run; fares[a][b] is the fare of a ride boarding in run a
+    and alighting in run b (null: no fare, the ride is not taken).
+    """
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+        zones, matrix = value["zones"], value["fares"]
+        runs = fares.zone_runs([str(z) for z in zones])
+        size = runs[-1] + 1
+        ok = len(zones) == stop_count and len(matrix) == size and all(
+            len(row) == size and all(f is None or (isinstance(f, (int, float)) and f >= 0)
+                                     for f in row) for row in matrix)
+    except (ValueError, KeyError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise NetworkError("line_service.csv: zone_fares of %s is not {\"zones\": [one per stop], "
+                           "\"fares\": [[one per zone run] per zone run]}" % name)
+    return runs, [[None if f is None else float(f) for f in row] for row in matrix]
+
+
 def load_network(folder):
     """A routing.Network from a network folder; one district per ad_code."""
     stations = read_table(os.path.join(folder, "station_info.csv"),
@@ -197,7 +264,8 @@ def load_network(folder):
     line_rows = read_table(os.path.join(folder, "line_info.csv"),
                            ("citycode", "line_name", "station_list"))
     hop_rows = read_table(os.path.join(folder, "hop_times.csv"),
-                          ("line_name", "from_stop_id", "to_stop_id", "minutes"), optional=True)
+                          ("line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min",
+                           "pickup", "drop_off"), optional=True)
     service_rows = read_table(os.path.join(folder, "line_service.csv"),
                               ("line_name", "route_id", "headway_min", "fare"), optional=True)
     names = city_names(folder)
@@ -257,12 +325,20 @@ def load_network(folder):
         for k, (a, b) in enumerate(zip(stops, stops[1:])):
             km = net.dist(a, b) * TRACK_FACTOR[kind]
             cumdist.append(cumdist[-1] + km)
-            minutes = scheduled[k] if scheduled else km / SPEED_KMH[kind] * 60 + DWELL_MIN[kind]
-            cumtime.append(cumtime[-1] + minutes)
+            if scheduled and (scheduled[k].from_id, scheduled[k].to_id) != (net.ids[a], net.ids[b]):
+                raise NetworkError("hop_times.csv: hop %d of %s is %s -> %s, line_info.csv has %s -> %s"
+                                   % (k + 1, name, scheduled[k].from_id, scheduled[k].to_id,
+                                      net.ids[a], net.ids[b]))
+            cumtime.append(cumtime[-1] + km / SPEED_KMH[kind] * 60 + DWELL_MIN[kind])
             line_hops.add((a, b))
+        cumarr = board = alight = None
+        if scheduled:
+            cumtime, cumarr, board, alight = scheduled_times(scheduled)
         bands, step = fare_table(info.get("fare"), kind)
+        zones = zone_fare_table(info.get("zone_fares"), name, len(stops))
         net.add_linedir(LineDir(len(net.linedirs), line, name, stops, cumdist, cumtime,
-                                wait_from_headway(info.get("headway_min"), kind), bands, step))
+                                wait_from_headway(info.get("headway_min"), kind), bands, step,
+                                cumarr=cumarr, board=board, alight=alight, zone_fares=zones))
     if not net.linedirs:
         raise NetworkError("%s: no line with two or more stations" % folder)
 
@@ -288,11 +364,12 @@ def fastest_minutes_per_km(net):
         for k in range(len(ld.stops) - 1):
             km = net.dist(ld.stops[k], ld.stops[k + 1])
             if km > 0:
-                best = min(best, (ld.cumtime[k + 1] - ld.cumtime[k]) / km)
-    for (a, b), minutes in net.transfer_min.items():
-        km = net.dist(a, b)
-        if km > 0:
-            best = min(best, minutes / km)
+                best = min(best, ld.ride_minutes(k, k + 1) / km)
+    for a, twins in enumerate(net.link_set):
+        for b in twins:
+            km = net.dist(a, b)
+            if km > 0:
+                best = min(best, net.transfer_minutes(a, b, km * routing.TRANSFER_WALK_DETOUR) / km)
     return max(0.0, best) if best != float("inf") else 0.0
 
 
@@ -367,10 +444,10 @@ def label_routes(kind, trip, req_type):
     """The label route(s) of a trip for a benchmark, or None when the trip does not fit."""
     net = trip.net
     if kind == "b3":
-        routes = alternatives(trip, Prefs(), 3)
-        return routes if len(routes) == 3 else None
+        routes = distinct_alternatives(trip, Prefs(), 3, ALTERNATIVE_FACTOR)
+        return routes if len(routes) == 3 and not ends_where_it_boarded(net, routes[0]) else None
     route = trip.find(prefs_for_req(req_type) if kind == "b2" else Prefs())
-    if route is None:
+    if route is None or ends_where_it_boarded(net, route):
         return None
     if kind == "b2" and not honours(req_type, route, net):
         return None
@@ -418,15 +495,24 @@ def system_prompt(kind, lang):
     return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
 
 
-def build_row(net, seed, kind, task_id, row, lang, req_type, districts):
-    """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws."""
+def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=None):
+    """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws.
+
+    ``draws`` (a dict) counts the draws rejected: "range" (no origin and
+    destination TRIP_KM apart), "route" (no fitting label)."""
     rng = sub_rng(seed, kind, row)
+    draws = {} if draws is None else draws
     for _ in range(MAX_ATTEMPTS):
         district = districts[rng.randrange(len(districts))]
-        origin, dest = pick_od(net, rng, district, *TRIP_KM)
+        od = draw_od(net, rng, district, *TRIP_KM)
+        if od is None:
+            draws["range"] = draws.get("range", 0) + 1
+            continue
+        origin, dest = od
         trip = Trip(net, district, origin, dest)
         routes = label_routes(kind, trip, req_type)
         if routes is None:
+            draws["route"] = draws.get("route", 0) + 1
             continue
         labels = [with_plausible_access(net, trip, r, route_json(
             net, r, rng, use_names=kind == "general", tag=kind == "b3")) for r in routes]
@@ -448,10 +534,11 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types):
     """-> (rows, figures) of one benchmark file."""
     districts = usable_districts(net)
     rows, failures, legs, line_changes = [], 0, 0, 0
+    draws = {"range": 0, "route": 0}
     row = 0
     while len(rows) < samples and row < samples * 3:
         req_type = req_types[len(rows) % len(req_types)] if kind == "b2" else 0
-        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts)
+        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws)
         row += 1
         if built is None:
             failures += 1
@@ -460,7 +547,17 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types):
         rows.append(cells)
         legs += 1
         line_changes += len(routes[0].legs) > 1
-    return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes}
+    return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes,
+                  "short": samples - len(rows), "out_of_range": draws["range"],
+                  "no_label": draws["route"]}
+
+
+def shortfall_note(figures):
+    """Why a file has fewer rows than asked for, in one parenthesis."""
+    return ("  (%d short: %d rows found no trip in %d draws each; draws rejected: %d without an "
+            "origin and destination %g-%g km apart, %d without a fitting label)"
+            % (figures["short"], figures["no_trip"], MAX_ATTEMPTS, figures["out_of_range"],
+               TRIP_KM[0], TRIP_KM[1], figures["no_label"]))
 
 
 def write_csv(path, rows):
@@ -514,13 +611,18 @@ def main(argv=None):
         print("left out        req_type %s: the network has no %s line" % (
             ", ".join(str(r) for r in left_out),
             " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
+    written = 0
     for kind, filename, task_id in FILES:
         rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
         write_csv(os.path.join(args.out, filename), rows)
-        note = "" if figures["rows"] == args.samples else \
-            "  (only %d: no fitting trip in %d draws)" % (figures["rows"], figures["no_trip"])
+        written += len(rows)
+        note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
+    if not written:
+        sys.stderr.write("make_benchmark.py: %s: no trip %g-%g km long with a label: no row written\n"
+                         % (args.network, TRIP_KM[0], TRIP_KM[1]))
+        return EXIT_USAGE
     return 0
 
 

@@ -2,13 +2,16 @@
 """The shortest-path router behind the labels of make_demo.py and make_benchmark.py.
 
 A network is a set of stops with coordinates and names, line directions
-(``LineDir``: ordered stops with cumulative track distance and ride time, a
-wait time and a fare table) and walking links between stops.  ``find_route``
-is an A* search over (stop, about to board / just alighted) whose cost is the
-expert score of protocol.md §3 (time in 5-minute units + one per line ridden
-+ fare), or a variant of it for a benchmark-2 preference (``prefs_for_req``).
-``alternatives`` gives up to three distinct routes (benchmark 3) and
-``route_json`` writes a route the way the released data does.
+(``LineDir``: ordered stops with cumulative track distance, departure and
+arrival times, where riders may board and alight, a wait time and fares) and
+walking links between stops.  ``find_route`` is an exact A* search over
+(stop, free to board / alighted from line L) whose cost is the expert score
+of protocol.md §3 (time in 5-minute units + one per line ridden + fare), or a
+variant of it for a benchmark-2 preference (``prefs_for_req``); its docstring
+states the rules.  ``distinct_alternatives`` gives benchmark 3's routes
+(``alternatives``: the demo's older penalty-based ones), ``draw_od`` a trip
+within a distance range (``pick_od``: the demo's draw) and ``route_json``
+writes a route the way the released data does.
 
 Nothing here knows where the network came from: make_demo.py lays out a
 fictional one (ride times from a fixed speed), make_benchmark.py reads one
@@ -121,10 +124,19 @@ class Line:
 
 
 class LineDir:
-    """One riding direction: its stops, cumulative track distance (km) and ride
-    time (minutes) from the first stop, the wait at boarding and its fare table."""
+    """One riding direction: its stops, cumulative track distance (km), the
+    minutes from the first stop's departure to each stop's departure
+    (``cumtime``) and arrival (``cumarr``, the same without dwells), the wait at
+    boarding, where riders may board (``board``) and alight (``alight``), and
+    its fares: a distance table, or a zone matrix (``zone_fares``).
 
-    def __init__(self, ld_id, line, name, stops, cumdist, cumtime, wait_min, fare_bands, fare_step_km):
+    A ride from position i to j takes ``cumarr[j] - cumtime[i]`` minutes: run
+    times plus the dwells at the stops it sits through, not the dwell where it
+    gets off.
+    """
+
+    def __init__(self, ld_id, line, name, stops, cumdist, cumtime, wait_min, fare_bands, fare_step_km,
+                 cumarr=None, board=None, alight=None, zone_fares=None):
         self.ld_id = ld_id
         self.line = line
         self.kind = line.kind
@@ -133,9 +145,33 @@ class LineDir:
         self.stops = stops
         self.cumdist = cumdist
         self.cumtime = cumtime
+        self.cumarr = cumtime if cumarr is None else cumarr
         self.wait_min = wait_min
         self.fare_bands = fare_bands
         self.fare_step_km = fare_step_km
+        n = len(stops)
+        self.board = [k < n - 1 for k in range(n)] if board is None else list(board)
+        self.alight = [k > 0 for k in range(n)] if alight is None else list(alight)
+        self.board[-1] = False
+        self.alight[0] = False
+        # (zone run of each position, fares[run][run] or None): see ZoneFares.
+        self.zone_fares = zone_fares
+
+    def ride_minutes(self, i, j):
+        return self.cumarr[j] - self.cumtime[i]
+
+    def fare(self, i, j):
+        """The fare of a ride from position i to j (None: the feed prices no such ride)."""
+        if self.zone_fares is not None:
+            runs, fares = self.zone_fares
+            return fares[runs[i]][runs[j]]
+        return fare_band(self.fare_bands, self.fare_step_km, self.cumdist[j] - self.cumdist[i])[0]
+
+    def least_fare(self):
+        if self.zone_fares is not None:
+            priced = [f for row in self.zone_fares[1] for f in row if f is not None]
+            return min(priced) if priced else None
+        return self.fare_bands[0][1]
 
 
 class District:
@@ -197,14 +233,16 @@ class Network:
         """Register a LineDir (ld.ld_id must be its position) for boarding and lookup."""
         self.linedirs.append(ld)
         for pos, s in enumerate(ld.stops[:-1]):
-            self.boardings[s].append((ld.ld_id, pos))
+            if ld.board[pos]:
+                self.boardings[s].append((ld.ld_id, pos))
         code = ld.line.city.code
         self.line_by_short.setdefault((code, ld.short), ld)
         self.line_by_name.setdefault((code, ld.name), ld)
         self.city_linedirs.setdefault(code, []).append(ld)
-        wait, fare = ld.wait_min, ld.fare_bands[0][1]
+        wait, fare = ld.wait_min, ld.least_fare()
         self.min_wait_min = wait if self.min_wait_min is None else min(self.min_wait_min, wait)
-        self.least_fare = fare if self.least_fare is None else min(self.least_fare, fare)
+        if fare is not None:
+            self.least_fare = fare if self.least_fare is None else min(self.least_fare, fare)
 
     def link(self, a, b):
         """A walking transfer a -> b (one way); the evaluator sees it as a next hop."""
@@ -287,14 +325,15 @@ class Prefs:
         self.line_w = {KIND_METRO: 1.0, KIND_BUS: 1.0}
         self.bike_w = 1.0
         self.fare_w = 1.0
-        self.banned = frozenset()
+        self.banned = frozenset()                # kinds of line not ridden
+        self.banned_lines = frozenset()          # line ids not ridden (benchmark 3)
         self.penalty = {}                        # line_id -> extra cost per use
         self.stop_penalty = {}                   # stop -> extra cost per boarding there
 
     def least_boarding_cost(self, net):
         """No ride costs less than this (shortest wait, cheapest line, fare)."""
         return (self.time_w * net.min_wait_min + min(self.line_w.values())
-                + self.fare_w * net.least_fare)
+                + self.fare_w * (net.least_fare or 0.0))
 
     def access_cost(self, acc):
         return (self.time_w * acc.minutes + self.fare_w * acc.fare
@@ -308,6 +347,13 @@ class Prefs:
             prefs.penalty[line_id] = prefs.penalty.get(line_id, 0.0) + amount
         for stop in stops:
             prefs.stop_penalty[stop] = prefs.stop_penalty.get(stop, 0.0) + amount
+        return prefs
+
+
+    def without_lines(self, lines):
+        """These prefs, never riding the given lines (any direction)."""
+        prefs = copy.copy(self)
+        prefs.banned_lines = self.banned_lines | frozenset(lines)
         return prefs
 
 
@@ -341,10 +387,9 @@ class Itinerary:
         self.fare = start.fare + end.fare
         for ld_id, i, j in legs:
             ld = net.linedirs[ld_id]
-            km = ld.cumdist[j] - ld.cumdist[i]
-            self.km += km
-            self.minutes += ld.wait_min + ld.cumtime[j] - ld.cumtime[i]
-            self.fare += leg_fare(ld, km)
+            self.km += ld.cumdist[j] - ld.cumdist[i]
+            self.minutes += ld.wait_min + ld.ride_minutes(i, j)
+            self.fare += ld.fare(i, j)
         self.transfer_kinds = []
         for a, b in zip(self.leg_stops, self.leg_stops[1:]):
             if a[-1] == b[0]:
@@ -393,6 +438,8 @@ class PointAccess:
         kx = KM_PER_DEG * math.cos(math.radians(lat0))
         hypot = math.hypot
         self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
+        self.point = point
+        self.coords = district.coords
         self._bounds = {}
         nearest = min(self.flat.values())
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
@@ -407,18 +454,22 @@ class PointAccess:
                 self.options.append((s, accs))
 
     def bound(self, per_km, board_min):
-        """Admissible A* bound per search state (stop * 2 + phase) towards this
-        point: per_km times the straight distance left once the longest offered
-        access could finish the trip, plus the least boarding cost wherever one
-        more ride is unavoidable (before any ride, or beyond access reach)."""
+        """Admissible A* bounds towards this point, per stop: (free to board,
+        just alighted).  per_km times the straight distance left once the
+        longest offered access could finish the trip, plus the least boarding
+        cost wherever one more ride is unavoidable (before any ride, or beyond
+        access reach)."""
         key = (per_km, board_min)
         if key not in self._bounds:
-            reach, h = self.reach_km, {}
-            for s, d in self.flat.items():
-                rest = per_km * (d - reach)
-                h[2 * s] = (rest if rest > 0 else 0.0) + board_min
-                h[2 * s + 1] = rest + board_min if rest > 0 else 0.0
-            self._bounds[key] = h
+            reach, h_free, h_off = self.reach_km, {}, {}
+            lng0, lat0 = self.point
+            for s, lng, lat in self.coords:
+                # great-circle distance: the flat one is off by the cosine of the
+                # latitude across a district hundreds of km wide (coaches)
+                rest = per_km * (haversine_km(lng0, lat0, lng, lat) - reach)
+                h_free[s] = (rest if rest > 0 else 0.0) + board_min
+                h_off[s] = rest + board_min if rest > 0 else 0.0
+            self._bounds[key] = (h_free, h_off)
         return self._bounds[key]
 
     def best(self, prefs):
@@ -435,12 +486,26 @@ class PointAccess:
 
 
 def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
-    """A* over (stop, phase); phase 0 = about to board, 1 = just alighted.
+    """The itinerary of least cost under prefs (None when there is none).
 
-    A ride edge covers a whole leg, so the per-leg fare table and the one-off
-    line cost are exact.  The search is confined to one district, is guided by
-    an admissible straight-line bound and stops once the destination is
-    settled, which keeps it fast at any network size.
+    Itineraries: access to a stop, one or more legs, egress from the last
+    leg's alighting stop.  A leg boards a line direction where riders may
+    board and alights at a later position where they may alight.  Between
+    legs a rider either stays at the stop and boards another line (never the
+    line just left, in either direction) or walks one walking link and boards
+    any line there.  Cost: Prefs.access_cost of access and egress, per leg
+    time_w * (wait + ride minutes) + line_w + fare_w * fare + the penalties,
+    per walk time_w * walk minutes.
+
+    Search space: per stop, "free to board" (after access or a walk) and "just
+    alighted from line L" for every line L, since what may be boarded next
+    depends on L.  A* over it, a ride edge covering a whole leg (so fares per
+    leg are exact), with an admissible straight-line bound; states are
+    re-opened when found cheaper, so the result is exact.  Of the alighted
+    states of one stop only the two cheapest expanded ones with different
+    lines matter (any later one boards nothing either does not), so the rest
+    are skipped.  The search is confined to one district and stops once no
+    open state can beat the best complete itinerary.
     """
     start_access = start_access or PointAccess(net, district, origin)
     end_access = end_access or PointAccess(net, district, dest)
@@ -448,56 +513,91 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     if not starts or not ends:
         return None
     time_w, fare_w = prefs.time_w, prefs.fare_w
-    bound = end_access.bound(0.98 * time_w * net.min_minutes_per_km, prefs.least_boarding_cost(net))
+    h_free, h_off = end_access.bound(0.98 * time_w * net.min_minutes_per_km,
+                                     prefs.least_boarding_cost(net))
+    n_stops = len(net.ids)
+    # State keys: stop for "free to board at stop"; (line_id + 1) * n_stops + stop
+    # for "just alighted at stop from line line_id".
     best, prev, heap = {}, {}, []
     for s, (acc, cost) in starts.items():
-        best[s * 2] = cost
-        prev[s * 2] = None
-        heap.append((cost + bound[s * 2], s * 2))
+        best[s] = cost
+        prev[s] = None
+        heap.append((cost + h_free[s], s))
     heapq.heapify(heap)
     best_dest, dest_state = float("inf"), None
+    expanded = {}       # stop -> [(cost, line_id)]: the two cheapest alighted expansions, distinct lines
     linedirs, boardings, links = net.linedirs, net.boardings, net.links
-    banned, penalty, stop_penalty, line_w = prefs.banned, prefs.penalty, prefs.stop_penalty, prefs.line_w
+    banned, banned_lines = prefs.banned, prefs.banned_lines
+    penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
     heappush = heapq.heappush
     while heap:
         f, state = heapq.heappop(heap)
         if f >= best_dest:
             break
-        stop = state >> 1
         cost = best[state]
-        if f > cost + bound[state]:
-            continue        # stale heap entry
-        last_line = None
-        if state & 1:
-            last_line = linedirs[prev[state][1]].line.line_id
-            for twin, _, walk_min in links[stop]:
-                new = cost + time_w * walk_min
-                t = twin * 2
-                old = best.get(t)
-                if (old is None or new < old) and new + bound[t] < best_dest:
-                    best[t] = new
-                    prev[t] = (state, None, 0, 0)
-                    heappush(heap, (new + bound[t], t))
+        came_by = state // n_stops - 1          # -1: free to board
+        stop = state - (came_by + 1) * n_stops
+        if came_by < 0:
+            if f > cost + h_free[stop]:
+                continue        # stale heap entry
+            only = None
+        else:
+            if f > cost + h_off[stop]:
+                continue
+            # Dominance: an earlier expansion here at no greater cost has
+            # already boarded every line but its own and walked every link.
+            done = expanded.get(stop)
+            only = None
+            if done is not None:
+                c1, l1 = done[0]
+                if c1 <= cost:
+                    if l1 == came_by or (len(done) > 1 and done[1][0] <= cost):
+                        continue
+                    only = l1       # only the line the cheaper label could not board
+            remember_expansion(expanded, stop, cost, came_by)
+            if only is None:
+                for twin, _, walk_min in links[stop]:
+                    new = cost + time_w * walk_min
+                    old = best.get(twin)
+                    if (old is None or new < old) and new + h_free[twin] < best_dest:
+                        best[twin] = new
+                        prev[twin] = (state, None, 0, 0)
+                        heappush(heap, (new + h_free[twin], twin))
         board_cost = cost + stop_penalty.get(stop, 0.0)
         for ld_id, pos in boardings[stop]:
             ld = linedirs[ld_id]
             kind = ld.kind
             line_id = ld.line.line_id
-            if kind in banned or line_id == last_line:
+            if line_id == came_by or kind in banned or line_id in banned_lines:
+                continue
+            if only is not None and line_id != only:
                 continue
             base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
-            cd, ct, stops = ld.cumdist, ld.cumtime, ld.stops
-            d0, t0 = cd[pos], ct[pos]
-            bands, step_km = ld.fare_bands, ld.fare_step_km
-            fare, limit = fare_band(bands, step_km, 0.0)
+            cd, ca, stops, alight = ld.cumdist, ld.cumarr, ld.stops, ld.alight
+            t0 = ld.cumtime[pos]
+            offset = (line_id + 1) * n_stops
+            zone = ld.zone_fares
+            if zone is None:
+                d0 = cd[pos]
+                bands, step_km = ld.fare_bands, ld.fare_step_km
+                fare, limit = fare_band(bands, step_km, 0.0)
+            else:
+                runs, row = zone[0], zone[1][zone[0][pos]]
             for j in range(pos + 1, len(stops)):
-                km = cd[j] - d0
-                if km > limit:
-                    fare, limit = fare_band(bands, step_km, km)
-                new = base + time_w * (ct[j] - t0) + fare_w * fare
+                if zone is None:
+                    km = cd[j] - d0
+                    if km > limit:
+                        fare, limit = fare_band(bands, step_km, km)
+                if not alight[j]:
+                    continue
+                if zone is not None:
+                    fare = row[runs[j]]
+                    if fare is None:
+                        continue
+                new = base + time_w * (ca[j] - t0) + fare_w * fare
                 nxt = stops[j]
-                t = nxt * 2 + 1
-                f_new = new + bound[t]
+                t = offset + nxt
+                f_new = new + h_off[nxt]
                 if f_new >= best_dest:
                     continue
                 old = best.get(t)
@@ -510,19 +610,36 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                         best_dest, dest_state = new + egress[1], t
     if dest_state is None:
         return None
-    return rebuild_route(net, origin, dest, prev, dest_state, starts, ends)
+    return rebuild_route(net, origin, dest, prev, dest_state, starts, ends, n_stops)
 
 
-def rebuild_route(net, origin, dest, prev, state, starts, ends):
+def remember_expansion(expanded, stop, cost, line_id):
+    """Keep per stop the cheapest alighted expansion and the cheapest one of
+    another line (what find_route's dominance test needs)."""
+    done = expanded.get(stop)
+    if done is None:
+        expanded[stop] = [(cost, line_id)]
+        return
+    first_cost, first_line = done[0]
+    if cost < first_cost:
+        if line_id != first_line:
+            expanded[stop] = [(cost, line_id), (first_cost, first_line)]
+        else:
+            done[0] = (cost, line_id)
+    elif line_id != first_line and (len(done) == 1 or cost < done[1][0]):
+        expanded[stop] = [done[0], (cost, line_id)]
+
+
+def rebuild_route(net, origin, dest, prev, state, starts, ends, n_stops):
     legs = []
-    end_mode = ends[state // 2][0].mode
+    end_mode = ends[state % n_stops][0].mode
     while prev[state] is not None:
         back_state, ld_id, i, j = prev[state]
         if ld_id is not None:
             legs.append((ld_id, i, j))
         state = back_state
     legs.reverse()
-    return make_route(net, origin, dest, legs, starts[state // 2][0].mode, end_mode)
+    return make_route(net, origin, dest, legs, starts[state % n_stops][0].mode, end_mode)
 
 
 # ---------------------------------------------------------------------------
@@ -649,6 +766,9 @@ def access_point(net, rng, district, stop, allow_far):
 
 
 def pick_od(net, rng, district, min_km, max_km):
+    """make_demo.py's draw (its bundled files depend on it): the destination
+    station is the first of 50 draws in range, else the 50th; draw_od keeps
+    the range."""
     stops = district.stops
     a = rng.choice(stops)
     for _ in range(50):
@@ -661,9 +781,68 @@ def pick_od(net, rng, district, min_km, max_km):
             access_point(net, rng, district, b, far_end == 1))
 
 
+def draw_od(net, rng, district, min_km, max_km, tries=50):
+    """(origin, destination) min_km..max_km apart in a straight line, each near a
+    station (access_point), the two stations also min_km..max_km apart; None
+    when none of `tries` stations drawn for the destination lies in range of the
+    origin's station, or when the points themselves fall out of range."""
+    stops = district.stops
+    a = rng.choice(stops)
+    for _ in range(tries):
+        b = rng.choice(stops)
+        if min_km <= net.dist(a, b) <= max_km:
+            break
+    else:
+        return None
+    # at most one end of a trip lies beyond cycling range of every station
+    far_end = rng.randrange(2)
+    origin = access_point(net, rng, district, a, far_end == 0)
+    dest = access_point(net, rng, district, b, far_end == 1)
+    if not min_km <= haversine_km(origin[0], origin[1], dest[0], dest[1]) <= max_km:
+        return None
+    return origin, dest
+
+
+def expert_score(route):
+    """The expert score of protocol.md section 3 over the unrounded figures:
+    minutes * 60 / 300 + (lines + cycling segments) + fare."""
+    cycling = (route.start.mode == ACCESS_BIKE) + (route.end.mode == ACCESS_BIKE)
+    return route.minutes * 60.0 / 300.0 + len(route.legs) + cycling + route.fare
+
+
+def ends_where_it_boarded(net, route):
+    """True for a ride out and back: the last stop is the first boarding stop or
+    a walking link away from it."""
+    first, last = route.leg_stops[0][0], route.leg_stops[-1][-1]
+    return first == last or last in net.link_set[first] or first in net.link_set[last]
+
+
+def distinct_alternatives(case, prefs, count, factor):
+    """Benchmark 3: the best route under prefs, then the best route riding none
+    of the lines (any direction) of the routes before it, and so on; each is
+    exact under its exclusions.  The list stops short when the next route does
+    not exist, ends where it boarded, or takes more than `factor` times the
+    first route's expert score or minutes."""
+    first = case.find(prefs)
+    if first is None:
+        return []
+    routes, used = [first], set(first.line_ids(case.net))
+    score, minutes = expert_score(first), first.minutes
+    while len(routes) < count:
+        route = case.find(prefs.without_lines(used))
+        if route is None or ends_where_it_boarded(case.net, route) or \
+                expert_score(route) > factor * score or route.minutes > factor * minutes:
+            break
+        routes.append(route)
+        used.update(route.line_ids(case.net))
+    return routes
+
+
 def alternatives(case, base_prefs, count):
-    """Up to `count` routes, each avoiding the lines and boarding stops of the
-    ones before it (with a growing penalty when that is not enough)."""
+    """make_demo.py's benchmark 3 (its bundled files depend on it): up to
+    `count` routes, each avoiding the lines and boarding stops of the ones
+    before it by a growing penalty (make_benchmark.py uses
+    distinct_alternatives)."""
     routes = [case.find(base_prefs)]
     if routes[0] is None:
         return []

@@ -88,6 +88,10 @@ class Diversity(transitlm.engine.Benchmark):
         # reference: Part A takes only rows with a first route on both sides.
         return protocol.funnel_over_all_rows
 
+    def label_drawing(self, label, protocol):
+        return {key: common.route_json(route)
+                for key, route in present_routes(label, "label", protocol).items()}
+
     def evaluate(self, row, context):
         protocol, network = context.protocol, context.network
         preds = present_routes(row.prediction, "prediction", protocol)

@@ -134,6 +134,11 @@ class GeneralLLM(transitlm.engine.Benchmark):
                 "(--allow_service_errors)" % failures]
 
     # -- per batch -------------------------------------------------------------
+    def label_drawing(self, label, protocol):
+        label = common.Route(label, protocol, "label")
+        return {"first": common.route_json(label, route_eval.normalise_transfer_names(
+            label.sequence, len(label.lines), protocol.trim_single_leg_names))}
+
     def build_case(self, row, protocol):
         """A decoded row -> (case for the route-eval check, pred Route, label Route,
         normalised predicted names, normalised label names)."""

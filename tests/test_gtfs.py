@@ -17,7 +17,10 @@ SCRIPT = os.path.join(DATA, "import_gtfs.py")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 sys.path.insert(0, DATA)
 
+sys.path.insert(0, HERE)
+
 import import_gtfs as gtfs  # noqa: E402
+import real_feeds  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -75,9 +78,12 @@ def write_feed(folder, files, as_zip=False, bom=False):
     return path
 
 
-def run_import(feed, out, *extra):
-    return subprocess.run([sys.executable, SCRIPT, feed, "--out", out] + list(extra),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+def run_import(feed, out, *extra, city="Test City"):
+    """Run the importer (with --city unless city is None or --city is in extra)."""
+    args = [sys.executable, SCRIPT, feed, "--out", out] + list(extra)
+    if city is not None and "--city" not in extra:
+        args += ["--city", city]
+    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
 
 def read_csv(path):
@@ -114,20 +120,40 @@ class HelperTest(unittest.TestCase):
                          ["地铁S(A--B)", "地铁S/FS(A--B)", "地铁S/FS#2(A--B)"])
         self.assertEqual(gtfs.unique_names([]), [])
 
-    def test_interpolate_times(self):
-        self.assertEqual(gtfs.interpolate_times([0, None, None, 30]), [0, 10, 20, 30])
-        self.assertIsNone(gtfs.interpolate_times([None, 5]))
-        self.assertIsNone(gtfs.interpolate_times([]))
-
     def test_trip_pattern_sorts_and_rejects(self):
-        # (sequence, stop, seconds) triples in file order; unsorted is fine.
-        stops, times = gtfs.trip_pattern([3, 7, 300, 1, 5, 0, 2, 6, 100])
-        self.assertEqual((stops, times), ((5, 6, 7), [0, 100, 300]))
-        self.assertEqual(gtfs.trip_pattern([1, 5, 0, 1, 6, 60]), "trips with a repeated stop_sequence")
-        self.assertEqual(gtfs.trip_pattern([1, 5, 100, 2, 6, 50]), "trips whose times run backwards")
-        self.assertEqual(gtfs.trip_pattern([1, 5, 0]), "trips with fewer than 2 stop times")
-        self.assertEqual(gtfs.trip_pattern([1, 5, 0, 2, 5, 60]), "trips with fewer than 2 distinct stops")
-        self.assertEqual(gtfs.trip_pattern([1, 5, -1, 2, 6, 60]), "trips without a first or last time")
+        # (sequence, stop * 4 + rule bits, arrival, departure) in file order; unsorted is fine.
+        def call(seq, stop, arr, dep=None, rules=0):
+            return [seq, stop * 4 + rules, arr, arr if dep is None else dep]
+        first, last = gtfs.NO_DROP_OFF, gtfs.NO_PICKUP
+        self.assertEqual(gtfs.trip_pattern(call(3, 7, 300) + call(1, 5, 0) + call(2, 6, 100, 130)),
+                         ((5, 6, 7), (first, 0, last), [0, 100, 300], [0, 130, 300]))
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, 0) + call(1, 6, 60)), "trips with a repeated stop_sequence")
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, 100) + call(2, 6, 50)), "trips whose times run backwards")
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, 0) + call(2, 6, 60, 50)),
+                         "trips whose times run backwards")          # departs before it arrives
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, 0)), "trips with fewer than 2 stop times")
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, 0) + call(2, 5, 60)),
+                         "trips with fewer than 2 distinct stops where riders get on or off")
+        self.assertEqual(gtfs.trip_pattern(call(1, 5, -1) + call(2, 6, 60)), "trips without a first or last time")
+
+    def test_trip_pattern_interpolates_and_drops_pass_through(self):
+        def call(seq, stop, arr, dep=None, rules=0):
+            return [seq, stop * 4 + rules, arr, arr if dep is None else dep]
+        # blank times between the departure before (100) and the arrival after (400)
+        stops, rules, arr, dep = gtfs.trip_pattern(call(1, 5, 0, 100) + call(2, 6, -1) + call(3, 7, -1)
+                                                   + call(4, 8, 400))
+        self.assertEqual((arr, dep), ([0, 200, 300, 400], [100, 200, 300, 400]))
+        # a pass-through call (no pickup, no drop-off) is left out: its time is running time;
+        # a stop repeated back to back is one call, from the first arrival to the last departure
+        stops, rules, arr, dep = gtfs.trip_pattern(
+            call(1, 5, 0) + call(2, 6, 60, rules=gtfs.PASS_THROUGH) + call(3, 7, 120, rules=gtfs.NO_PICKUP)
+            + call(4, 7, 150, rules=gtfs.NO_DROP_OFF) + call(5, 8, 300, rules=gtfs.NO_PICKUP))
+        self.assertEqual(stops, (5, 7, 8))
+        self.assertEqual(rules, (gtfs.NO_DROP_OFF, 0, gtfs.NO_PICKUP))   # 7: either call allows
+        self.assertEqual((arr, dep), ([0, 120, 300], [0, 150, 300]))
+        stops, rules, _, _ = gtfs.trip_pattern(call(1, 5, 0, rules=gtfs.NO_PICKUP) + call(2, 6, 60)
+                                               + call(3, 7, 90, rules=gtfs.NO_DROP_OFF))
+        self.assertEqual(rules, (gtfs.PASS_THROUGH, 0, gtfs.PASS_THROUGH))
 
     def test_calendar(self):
         monday = datetime.date(2024, 1, 1)
@@ -139,20 +165,28 @@ class HelperTest(unittest.TestCase):
         self.assertEqual((day, trips), (datetime.date(2024, 1, 6), 5))
         self.assertEqual(gtfs.busiest_date({}, {}, {}), (None, 0))
 
-    def test_city_from_timezone(self):
-        self.assertEqual(gtfs.city_from_timezone("America/New_York"), "New York")
-        self.assertEqual(gtfs.city_from_timezone(""), "")
+    def test_city_hint_names_the_agencies(self):
+        self.assertIn("--city", gtfs.city_hint("/nonexistent.zip"))
+        self.assertNotIn("agencies", gtfs.city_hint("/nonexistent.zip"))
 
     def test_headway(self):
         p = gtfs.Pattern("R", "0", (1, 2))
         self.assertIsNone(p.headway_min())
         for start in (0, 600, 1200):
-            p.add([start, start + 60], None)
+            p.add([start, start + 60], [start, start + 60], None)
         self.assertEqual(p.headway_min(), 10.0)
         self.assertEqual(p.hop_minutes(), [1.0])
         q = gtfs.Pattern("R", "0", (1, 2))
-        q.add([0, 120], [(0, 3600, 300)])          # 12 runs every 5 minutes
+        q.add([0, 120], [0, 120], [(0, 3600, 300)])          # 12 runs every 5 minutes
         self.assertEqual((q.trips, q.headway_min(), q.hop_minutes()), (12, 5.0, [2.0]))
+
+    def test_run_times_and_dwells(self):
+        p = gtfs.Pattern("R", "0", (1, 2, 3))
+        p.add([0, 600, 900], [60, 720, 900], None)     # runs 9 and 3 min; dwells 2 and 0 min
+        p.add([0, 660, 960], [0, 780, 960], None)      # runs 11 and 3 min; dwells 2 and 0 min
+        self.assertEqual((p.hop_minutes(), p.dwell_minutes()), ([10.0, 3.0], [2.0, 0.0]))
+        self.assertEqual([p.can_board(k) for k in range(3)], [True, True, False])
+        self.assertEqual([p.can_alight(k) for k in range(3)], [False, True, True])
 
     def test_transfer_links(self):
         stops = {"P": ["P", 0, 0, "1", ""], "a": ["a", 0, 0, "0", "P"], "b": ["b", 0, 0, "0", "P"],
@@ -207,11 +241,14 @@ class SmallFeedTest(unittest.TestCase):
         self.assertEqual(first[0], {"station_name": "Alpha", "stop_id": "A", "x": -73.0, "y": 40.0,
                                     "station_id": "A"})
         _, hop_rows = read_csv(os.path.join(out, "hop_times.csv"))
-        on_line = [(r["from_stop_id"], r["to_stop_id"], r["minutes"], r["trips"])
+        on_line = [(r["from_stop_id"], r["to_stop_id"], r["run_min"], r["trips"])
                    for r in hop_rows if r["line_name"] == names[0]]
-        # m1: 2.5 then 2.5 min; m2: 3 + 3 (B1 interpolated) -> means 2.75, 2.75
-        self.assertEqual(on_line, [("A", "B1", "2.75", "2"), ("B1", "C", "2.75", "2")])
-        walks = [(r["from_stop_id"], r["to_stop_id"], r["minutes"]) for r in hop_rows if not r["line_name"]]
+        self.assertEqual([(r["dwell_min"], r["pickup"], r["drop_off"]) for r in hop_rows
+                          if r["line_name"] == names[0]], [("0.25", "1", "1"), ("", "1", "1")])
+        # runs: m1 2 (arrival 08:02) then 2.5 min (departure 08:02:30); m2 3 + 3 (B1
+        # interpolated) -> means 2.5, 2.75; dwell at B1: m1 0.5, m2 0 -> 0.25
+        self.assertEqual(on_line, [("A", "B1", "2.50", "2"), ("B1", "C", "2.75", "2")])
+        walks = [(r["from_stop_id"], r["to_stop_id"], r["run_min"]) for r in hop_rows if not r["line_name"]]
         self.assertEqual(walks, [("B1", "B2", "2.00"), ("B2", "B1", "2.00")])
         _, service = read_csv(os.path.join(out, "line_service.csv"))
         self.assertEqual([(r["rail"], r["trips"], r["headway_min"]) for r in service],
@@ -229,6 +266,50 @@ class SmallFeedTest(unittest.TestCase):
         for name in ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv"):
             with open(os.path.join(folder_out, name), "rb") as a, open(os.path.join(zip_out, name), "rb") as b:
                 self.assertEqual(a.read(), b.read(), name)
+
+    def test_city_is_required(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for extra in ((), ("--city", "  ")):
+                done = run_import(write_feed(tmp, BASE_FEED), os.path.join(tmp, "out"), *extra, city=None)
+                self.assertEqual(done.returncode, 2)
+                self.assertEqual(done.stderr.count("\n"), 1, done.stderr)
+                self.assertIn("--city is required", done.stderr)
+                self.assertIn('agencies in this feed: "Test Transit"', done.stderr)
+                self.assertFalse(os.path.exists(os.path.join(tmp, "out")))
+
+    def test_stop_rules_dwells_and_zone_fares(self):
+        files = dict(BASE_FEED)
+        files["stops.txt"] = ("stop_id,stop_name,stop_lat,stop_lon,location_type,parent_station,zone_id\n"
+                              "A,Alpha,40.000,-73.000,,,z1\nS_B,Beta,40.010,-73.000,1,,\n"
+                              "B1,Beta,40.010,-73.000,0,S_B,z1\nB2,Beta,40.0101,-73.000,0,S_B,z1\n"
+                              "C,Gamma,40.020,-73.000,,,z2\nD,Delta,40.030,-73.000,,,z2\n")
+        files["trips.txt"] = "route_id,service_id,trip_id,direction_id\nBUS,WK,b1,0\nBUS,WK,b2,0\n"
+        # both trips: A, then B1 passed through, C dwelling 5 min (set-down only), D
+        files["stop_times.txt"] = (
+            "trip_id,arrival_time,departure_time,stop_id,stop_sequence,pickup_type,drop_off_type\n"
+            "b1,10:00:00,10:00:00,A,1,0,1\nb1,10:04:00,10:04:00,B1,2,1,1\n"
+            "b1,10:10:00,10:15:00,C,3,1,0\nb1,10:20:00,10:20:00,D,4,1,0\n"
+            "b2,11:00:00,11:00:00,A,1,,\nb2,,,B1,2,1,1\n"
+            "b2,11:12:00,11:17:00,C,3,1,\nb2,11:24:00,11:24:00,D,4,,\n")
+        files["fare_attributes.txt"] = ("fare_id,price,currency_type,payment_method,transfers\n"
+                                        "F1,2.5,USD,0,\nF2,4,USD,0,\n")
+        files["fare_rules.txt"] = ("fare_id,route_id,origin_id,destination_id\n"
+                                   "F1,,z1,z1\nF1,,z2,z2\nF2,,z1,z2\n")
+        out, stdout = self.import_ok(files)
+        _, lines = read_csv(os.path.join(out, "line_info.csv"))
+        self.assertEqual([s["stop_id"] for s in json.loads(lines[0]["station_list"])], ["A", "C", "D"])
+        _, hop_rows = read_csv(os.path.join(out, "hop_times.csv"))
+        self.assertEqual([(r["run_min"], r["dwell_min"], r["pickup"], r["drop_off"]) for r in hop_rows],
+                         [("11.00", "5.00", "1", "1"), ("6.00", "", "0", "1")])
+        _, service = read_csv(os.path.join(out, "line_service.csv"))
+        self.assertEqual(service[0]["fare"], "")
+        self.assertEqual(json.loads(service[0]["zone_fares"]),
+                         {"zones": ["z1", "z2", "z2"], "fares": [[2.5, 4.0], [None, 2.5]]})
+        self.assertIn("fare transfers not applied", service[0]["fare_note"])
+        self.assertIn("stop rules     2 pass-through stop times left out; on the lines 1 stops without "
+                      "boarding, 0 without alighting", stdout)
+        self.assertIn("fares          per ride: 0 lines flat, 1 by zone; fare transfers not applied "
+                      "(2 fares allow them): each ride pays its fare", stdout)
 
     def test_date_route_types_city_and_adcode(self):
         out, stdout = self.import_ok(BASE_FEED, "--date", "20240106", "--city", "Gotham",
@@ -281,67 +362,70 @@ class SmallFeedTest(unittest.TestCase):
             self.assertIn("does not exist", done.stderr)
 
 
-def feed_trips_on(zip_path, day):
-    """Every trip of a feed running on `day` -> {trip_id: [stop ids by stop_sequence]},
-    read independently of the importer (csv over the zip)."""
-    with zipfile.ZipFile(zip_path) as archive:
-        def rows(name):
-            with archive.open(name) as raw:
-                return list(csv.DictReader(line.decode("utf-8-sig") for line in raw))
-        names = set(archive.namelist())
-        services = set()
-        weekday = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                   "sunday")[datetime.datetime.strptime(day, "%Y%m%d").weekday()]
-        if "calendar.txt" in names:
-            services = {r["service_id"] for r in rows("calendar.txt")
-                        if r["start_date"] <= day <= r["end_date"] and r[weekday] == "1"}
-        if "calendar_dates.txt" in names:
-            for r in rows("calendar_dates.txt"):
-                if r["date"] == day:
-                    (services.add if r["exception_type"] == "1" else services.discard)(r["service_id"])
-        trips = {r["trip_id"] for r in rows("trips.txt") if r["service_id"] in services}
-        calls = {}
-        for r in rows("stop_times.txt"):
-            if r["trip_id"] in trips:
-                calls.setdefault(r["trip_id"], []).append((int(r["stop_sequence"]), r["stop_id"]))
-    return {t: [s for _, s in sorted(c)] for t, c in calls.items()}
-
-
 @unittest.skipUnless(os.path.isdir(SHARED_GTFS), "../shared/gtfs is absent")
 class RealFeedTest(unittest.TestCase):
-    """The MTA feeds: the network agrees with the feed's own trips."""
+    """The real feeds: the network agrees with the feed's own trips, read
+    independently (real_feeds.feed_trips_on): stops, boarding and alighting
+    rules, run times and dwells."""
 
     def check_feed(self, name, expected):
-        with tempfile.TemporaryDirectory() as out:
-            done = run_import(os.path.join(SHARED_GTFS, name), out)
-            self.assertEqual(done.returncode, 0, done.stderr)
-            _, stations = read_csv(os.path.join(out, "station_info.csv"))
-            _, lines = read_csv(os.path.join(out, "line_info.csv"))
-            with open(os.path.join(out, "city.json"), encoding="utf-8") as handle:
-                info = json.load(handle)
+        if not real_feeds.available(name):
+            self.skipTest("%s is absent" % name)
+        out, _ = real_feeds.imported(name)
+        _, stations = read_csv(os.path.join(out, "station_info.csv"))
+        _, lines = read_csv(os.path.join(out, "line_info.csv"))
+        _, hop_rows = read_csv(os.path.join(out, "hop_times.csv"))
+        _, service = read_csv(os.path.join(out, "line_service.csv"))
+        with open(os.path.join(out, "city.json"), encoding="utf-8") as handle:
+            info = json.load(handle)
         hops = {r["stop_id"]: set(json.loads(r["next_hop_stations"])) for r in stations}
-        self.assertEqual((info["date"], len(stations), len(lines)), expected[:3])
-        self.assertEqual(info["city"], "New York")
-        trips = feed_trips_on(os.path.join(SHARED_GTFS, name), info["date"])
-        patterns = {}
-        for stops in trips.values():
-            patterns[tuple(stops)] = patterns.get(tuple(stops), 0) + 1
+        if expected is not None:
+            self.assertEqual((info["date"], len(stations), len(lines)), expected[:3])
+        self.assertEqual(info["city"], real_feeds.city_of(name))
+        trips = real_feeds.feed_trips(name)
+        by_pattern = {}
+        for route_id, calls in trips.values():
+            seen = real_feeds.rider_calls(calls)
+            key = (route_id, tuple(c[0] for c in seen), tuple(c[1] for c in seen),
+                   tuple(c[2] for c in seen))
+            by_pattern.setdefault(key, []).append(seen)
+        line_hops = {}
+        for r in hop_rows:
+            line_hops.setdefault(r["line_name"], []).append(r)
         kept_trips = 0
-        for line in lines:
+        for line, svc in zip(lines, service):
+            where = line["line_name"]
+            self.assertEqual(svc["line_name"], where)
             stops = tuple(s["stop_id"] for s in json.loads(line["station_list"]))
-            # every line is the stop sequence of trips that run that day ...
-            self.assertIn(stops, patterns, line["line_name"])
-            kept_trips += patterns[stops]
+            rows = line_hops[where]
+            self.assertEqual([(r["from_stop_id"], r["to_stop_id"]) for r in rows],
+                             list(zip(stops, stops[1:])), where)
+            board = tuple(r["pickup"] == "1" for r in rows) + (False,)
+            alight = (False,) + tuple(r["drop_off"] == "1" for r in rows)
+            # every line is the stops and rules of trips that run that day, all of them counted ...
+            runs = by_pattern.get((svc["route_id"], stops, board, alight))
+            self.assertTrue(runs, where)
+            self.assertEqual(len(runs), int(svc["trips"]), where)
+            kept_trips += len(runs)
+            # ... its hops are mean run times (departure to next arrival) and dwells ...
+            if all(c[3] is not None and c[4] is not None for run in runs for c in run):
+                for k, r in enumerate(rows):
+                    run_min = sum(run[k + 1][3] - run[k][4] for run in runs) / len(runs) / 60.0
+                    self.assertAlmostEqual(float(r["run_min"]), run_min, delta=0.006, msg=where)
+                    if k + 1 < len(rows):
+                        dwell = sum(run[k + 1][4] - run[k + 1][3] for run in runs) / len(runs) / 60.0
+                        self.assertAlmostEqual(float(r["dwell_min"]), dwell, delta=0.006, msg=where)
             # ... and each of its consecutive stops is a next hop
             for a, b in zip(stops, stops[1:]):
-                self.assertIn(b, hops[a], line["line_name"])
-            self.assertTrue(line["line_name"].startswith("地铁"), line["line_name"])
-        self.assertEqual(kept_trips, expected[3])
-        self.assertEqual(len(trips), expected[4])
-        return hops
+                self.assertIn(b, hops[a], where)
+        if expected is not None:
+            self.assertEqual(kept_trips, expected[3])
+            self.assertEqual(len(trips), expected[4])
+        return hops, lines
 
     def test_nyc_subway(self):
-        hops = self.check_feed("nyc-subway.zip", ("20260526", 977, 58, 6598, 8497))
+        hops, lines = self.check_feed("nyc-subway.zip", ("20260526", 977, 58, 6598, 8497))
+        self.assertTrue(all(line["line_name"].startswith("地铁") for line in lines))
         # platforms of one station are linked both ways (parent_station) ...
         self.assertIn("101S", hops["101N"])
         self.assertIn("101N", hops["101S"])
@@ -349,7 +433,29 @@ class RealFeedTest(unittest.TestCase):
         self.assertTrue(hops["112S"] & {"A09N", "A09S"})
 
     def test_nyc_lirr(self):
-        self.check_feed("nyc-lirr.zip", ("20260923", 114, 24, 322, 961))
+        # 2 stations only ever passed through (pickup_type = drop_off_type = 1) are left out
+        self.check_feed("nyc-lirr.zip", ("20260923", 112, 24, 332, 961))
+
+    def test_caltrain(self):
+        self.check_feed("caltrain.zip", ("20160404", 46, 6, 32, 92))
+        out, summary = real_feeds.imported("caltrain.zip")
+        self.assertIn("fares          per ride: 0 lines flat, 6 by zone", summary)
+        _, service = read_csv(os.path.join(out, "line_service.csv"))
+        local = json.loads(service[0]["zone_fares"])
+        self.assertEqual(local["fares"][0], [3.75, 5.75, 7.75, 9.75])    # zones 4 -> 4, 3, 2, 1
+
+    def test_cairns(self):
+        self.check_feed("cairns.zip", ("20140530", 414, 40, 600, 636))
+        _, summary = real_feeds.imported("cairns.zip")
+        self.assertIn("stop rules     273 pass-through stop times left out", summary)
+
+    def test_newport(self):
+        self.check_feed("newport.zip", ("20230606", 652, 45, 163, 176))
+
+    def test_other_feeds(self):
+        for name in real_feeds.other_feeds():
+            with self.subTest(feed=name):
+                self.check_feed(name, None)
 
 
 if __name__ == "__main__":

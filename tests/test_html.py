@@ -18,6 +18,7 @@ import transitlm.pages.comparison
 import transitlm.pages.evaluator
 import transitlm.pages.layout
 import transitlm.pages.maps
+import transitlm.pages.static
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVALUATORS = ("single_route", "personalized", "diversity", "general_llm")
@@ -343,6 +344,121 @@ class StopsTest(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
+# Label placement on maps
+# ---------------------------------------------------------------------------
+
+def overlapping_pairs(boxes):
+    """Index pairs of boxes (left, top, width, height) that overlap."""
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if transitlm.pages.maps.boxes_overlap(boxes[i], boxes[j])]
+
+
+def crowded_map(seed, labels=8, spread=40.0):
+    """A synthetic crowded map: ``labels`` labels whose points lie within
+    ``spread`` px of one point of a 440 x 300 map, two marker obstacles among
+    them.  -> (label requests, obstacles)."""
+    import random
+    rng = random.Random(seed)
+    cx, cy = rng.uniform(60, 380), rng.uniform(50, 250)
+    texts = ["origin", "destination", "\u6b65\u884c 1.2 km", "\u6253\u8f66 7.6 km",
+             "\u5317\u4eac\u5357\u7ad9", "bus-100022", "a", "\u9a91\u884c 0.4 km"]
+    requests = []
+    for index in range(labels):
+        x, y = cx + rng.uniform(-spread, spread), cy + rng.uniform(-spread, spread)
+        width, height = transitlm.pages.maps.text_box_size(texts[index % len(texts)], 11)
+        requests.append((x, y, width, height, 9.0))
+    obstacles = [(requests[0][0] - 6, requests[0][1] - 6, 12, 12),
+                 (requests[1][0] - 6, requests[1][1] - 6, 12, 12)]
+    return requests, obstacles
+
+
+class LabelPlacementTest(unittest.TestCase):
+    BOUNDS = (2, 2, 436, 296)
+
+    def test_text_box_size(self):
+        size = transitlm.pages.maps.text_box_size
+        self.assertEqual(size("ab", 10), (12.4, 12.5))        # 2 x 0.62 em
+        self.assertEqual(size("\u5317\u4eac", 10), (20.0, 12.5))  # CJK: 1 em each
+        self.assertEqual(size("", 10), (0.0, 12.5))
+
+    def test_boxes_overlap(self):
+        overlap = transitlm.pages.maps.boxes_overlap
+        self.assertTrue(overlap((0, 0, 10, 10), (5, 5, 10, 10)))
+        self.assertFalse(overlap((0, 0, 10, 10), (10, 0, 10, 10)))      # touching
+        self.assertTrue(overlap((0, 0, 10, 10), (11, 0, 10, 10), gap=2))
+        self.assertFalse(overlap((0, 0, 10, 10), (0, 30, 10, 10)))
+
+    def test_candidates_start_right_of_the_point(self):
+        first = transitlm.pages.maps.label_candidates(100, 50, 30, 10, 9)[0]
+        self.assertEqual(first, (109, 45.0, 30, 10))
+        second = transitlm.pages.maps.label_candidates(100, 50, 30, 10, 9)[1]
+        self.assertEqual(second, (61, 45.0, 30, 10))                     # left
+
+    def test_empty_and_single(self):
+        place = transitlm.pages.maps.place_labels
+        self.assertEqual(place([]), [])
+        self.assertEqual(place([(100, 50, 30, 10, 9)]), [(109, 45.0, 30, 10)])
+
+    def test_a_free_label_keeps_its_first_place_and_bounds_are_kept(self):
+        place = transitlm.pages.maps.place_labels
+        # Near the right edge the label cannot go right: it goes left.
+        box = place([(430, 150, 40, 12, 9)], bounds=self.BOUNDS)[0]
+        self.assertEqual(box, (381, 144.0, 40, 12))
+        # A label whose first place is taken by an obstacle moves.
+        box = place([(100, 50, 30, 10, 9)], obstacles=[(105, 40, 50, 20)])[0]
+        self.assertEqual(box, (61, 45.0, 30, 10))
+
+    def test_crowded_maps_have_no_overlapping_labels(self):
+        place = transitlm.pages.maps.place_labels
+        for seed in range(60):
+            labels, spread = ((8, 40.0), (16, 10.0), (24, 5.0))[seed % 3]
+            with self.subTest(seed=seed, labels=labels, spread=spread):
+                requests, obstacles = crowded_map(seed, labels, spread)
+                boxes = place(requests, obstacles, self.BOUNDS)
+                self.assertEqual(overlapping_pairs(boxes), [])
+                for box in boxes:
+                    self.assertFalse(any(transitlm.pages.maps.boxes_overlap(box, obstacle)
+                                         for obstacle in obstacles))
+                    self.assertTrue(transitlm.pages.maps._inside(box, self.BOUNDS))
+
+    def test_the_check_fails_without_placement(self):
+        # Every label at its first candidate (no placement): the crowded maps
+        # above do have overlapping labels, so the test above can fail.
+        candidates = transitlm.pages.maps.label_candidates
+        crowded = 0
+        for seed in range(60):
+            requests, _ = crowded_map(seed)
+            naive = [candidates(*request)[0] for request in requests]
+            crowded += bool(overlapping_pairs(naive))
+        self.assertGreater(crowded, 50)
+
+    def test_labels_of_a_crowded_row_map(self):
+        # Origin and destination 150 m apart, both access legs between them:
+        # four labels in a few pixels once the map spans 10 km.
+        net = common.StationNetwork.from_dict({
+            "s1": (116.3000, 39.9000, ["s2"]), "s2": (116.4000, 39.9600, ["s1"])})
+        record = {"row": 1, "status": "evaluated", "origin": [116.3001, 39.9001],
+                  "destination": [116.3010, 39.9010],
+                  "prediction_routes": {"first": route(["s1", "s2"], end="\u6253\u8f66")},
+                  "label_routes": None}
+        builder_boxes = []
+        original = transitlm.pages.maps.MapBuilder._place_labels
+
+        def spy(builder):
+            original(builder)
+            builder_boxes.extend(builder.label_boxes)
+        transitlm.pages.maps.MapBuilder._place_labels = spy
+        try:
+            svg, _ = transitlm.pages.maps.row_map(record, "single_route",
+                                                  transitlm.pages.maps.Stops(net))
+        finally:
+            transitlm.pages.maps.MapBuilder._place_labels = original
+        self.assertEqual(len(builder_boxes), 4)            # origin, destination, 2 access
+        self.assertEqual(overlapping_pairs(builder_boxes), [])
+        self.assertEqual(len(re.findall(r'<text class="(?:mk|acc)', svg)), 4)
+
+
+# ---------------------------------------------------------------------------
 # Row selection (pass 1) and fetching (pass 2)
 # ---------------------------------------------------------------------------
 
@@ -521,6 +637,110 @@ class EvaluatorPageTest(TempDir):
         self.assertEqual(parse_page(text).maps, 1)
         self.assertIn("No coordinates to draw", text)
 
+    def row_html(self, text, row):
+        """The html of one listed row (its tbody)."""
+        for body in re.findall(r'<tbody class="r".*?</details></td></tr></tbody>', text, re.S):
+            if re.search(r'<td class="num">%d</td>' % row, body):
+                return body
+        self.fail("row %d is not listed" % row)
+
+    def test_verdict_parts_are_separate_cells(self):
+        _, text = self.page_for("single_route")
+        body = self.row_html(text, 4)
+        table = re.search(r'<table class="verdicts">(.*?)</table>', body, re.S).group(1)
+        rows = [[html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in
+                 re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", line, re.S)]
+                for line in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+        self.assertEqual(rows[0], ["check", "verdict", "detail"])
+        self.assertTrue(all(len(line) == 3 for line in rows))
+        self.assertIn(["expert score", "same", "10 vs label 10 (0%)"], rows)
+        self.assertIn(["access distances accurate", "yes", ""], rows)
+        self.assertIn(["distance accurate", "no", "MAPE 1%"], rows)
+        # The cells are apart on screen: no rule of the row list reaches into
+        # the verdicts table nested in it (the bug: its cells lost their padding).
+        css = transitlm.pages.static.CSS
+        self.assertNotRegex(css, r"table\.rows( [a-z.]+)* td\b")
+        self.assertRegex(css, r"table\.verdicts td[,{][^}]*padding:3px 10px 3px 0|"
+                              r"table\.verdicts td\{[^}]*padding")
+
+    def test_an_error_is_shown_once(self):
+        records = [error_row(1, "generator error: HTTP 500 from the model server"),
+                   error_row(2, "prediction is not valid JSON"), evaluated(3, [])]
+        records[0].update(status="no_response", failure_codes=["no_response"],
+                          generator_error="HTTP 500 from the model server")
+        records[1]["generator_error"] = "rate limited"
+        _, text = self.page_for("single_route", records)
+        first = self.row_html(text, 1)
+        self.assertEqual(first.count("HTTP 500 from the model server"), 1)
+        second = self.row_html(text, 2)
+        self.assertEqual(second.count("prediction is not valid JSON"), 1)
+        self.assertEqual(second.count("rate limited"), 1)
+        self.assertIn("prediction is not valid JSON (generator error: rate limited)", second)
+        self.assertEqual(transitlm.pages.evaluator.error_text(
+            {"error": None, "generator_error": "timeout"}), "generator error: timeout")
+        self.assertEqual(transitlm.pages.evaluator.error_text({"error": "x"}), "x")
+
+    def test_error_rows_draw_the_label_route(self):
+        label = {"first": route(["bus-1", "bus-2", "bus-3", "bus-4"])}
+        records = [error_row(1), error_row(2)]
+        records[0]["label_routes"] = label
+        records[1].update(status="no_response", failure_codes=["no_response"],
+                          label_routes=label)
+        _, text = self.page_for("single_route", records)
+        for row in (1, 2):
+            body = self.row_html(text, row)
+            self.assertIn('stroke="%s"' % transitlm.pages.maps.LABEL_GREY, body)
+            self.assertIn("label route (grey, wide)", body)
+            self.assertEqual(body.count("<circle cx"), 4)        # the label's stops
+        # A label that did not parse (no label_routes): origin and destination only.
+        _, text = self.page_for("single_route", [error_row(3)])
+        self.assertNotIn('stroke="%s"' % transitlm.pages.maps.LABEL_GREY, self.row_html(text, 3))
+
+    def test_general_llm_label_of_station_names_is_listed(self):
+        records = fixture_records("general_llm")
+        _, text = self.page_for("general_llm", records)
+        self.assertIn("Label route (station names, not placed on the map): 1\u53f7\u7ebf; "
+                      "stations \u7532 \u2192 \u4e01", self.row_html(text, 1))
+
+    def test_diversity_route_switch(self):
+        _, text = self.page_for("diversity")
+        body = self.row_html(text, 1)
+        names = set()
+        for key in ("all",) + common.ROUTE_KEYS:
+            match = re.search(r'<input type="radio" name="([^"]+)" id="[^"]+" class="o-%s"'
+                              % key, body)
+            self.assertIsNotNone(match, key)
+            names.add(match.group(1))
+        self.assertEqual(len(names), 1)                       # one radio group a row
+        self.assertIn('class="o-all" checked', body)
+        # The switch precedes the map (the CSS shows the chosen route through ~).
+        self.assertLess(body.index('class="o-third"'), body.index('<svg class="map"'))
+        for key in common.ROUTE_KEYS:
+            groups = "".join(re.findall(r'<g class="rk rk-%s">(.*?)</g>' % key, body, re.S))
+            self.assertIn('stroke="%s"' % transitlm.pages.maps.ROUTE_COLOURS[key], groups)
+            for other in common.ROUTE_KEYS:
+                if other != key:
+                    self.assertNotIn('stroke="%s"' % transitlm.pages.maps.ROUTE_COLOURS[other],
+                                     groups)
+            self.assertIn(".o-%s:checked~svg .rk:not(.rk-%s)" % (key, key),
+                          transitlm.pages.static.CSS)
+        # Radio names differ between rows; single-route maps have no switch.
+        all_names = re.findall(r'<input type="radio" name="([^"]+)" id="[^"]+" class="o-all"',
+                               text)
+        self.assertEqual(len(all_names), len(set(all_names)))
+        self.assertGreater(len(all_names), 1)
+        _, text = self.page_for("single_route")
+        self.assertNotIn('type="radio"', text)
+
+    def test_font_stack_has_cjk_fallbacks(self):
+        css = transitlm.pages.static.CSS
+        body = re.search(r"body\{font:[^;]*;", css).group()
+        for family in ("Noto Sans CJK SC", "Microsoft YaHei", "PingFang SC",
+                       "WenQuanYi Micro Hei"):
+            self.assertIn('"%s"' % family, body)
+        self.assertTrue(body.endswith(",sans-serif;"))
+        self.assertNotIn("@font-face", css)                   # no web font
+
     def test_write_failure_is_an_input_error(self):
         records = fixture_records("single_route")
         report = fixture_report("single_route", records)
@@ -528,6 +748,45 @@ class EvaluatorPageTest(TempDir):
         with self.assertRaises(common.InputError) as caught:
             transitlm.pages.evaluator.write_evaluator_page(self.folder, report, path, network())
         self.assertTrue(str(caught.exception).startswith("cannot write "))
+
+
+class LabelOfRowsNotEvaluatedTest(unittest.TestCase):
+    """Error and no-response records carry the label's routes when the label
+    parses (Benchmark.label_drawing), so their map draws it."""
+
+    LABEL = {"line_sequence": ["L1"], "station_sequence": ["A", "B"],
+             "total_distance": "1\u516c\u91cc", "total_time": "5\u5206\u949f",
+             "total_fare": "2", "start_transfer_mode": "\u6b65\u884c",
+             "end_transfer_mode": "\u6b65\u884c", "start_transfer_distance": "0.1\u516c\u91cc",
+             "end_transfer_distance": "0.1\u516c\u91cc"}
+    PROMPT = json.dumps({"query": "q", "start": "0.0,0.0", "end": "0.001,0.0",
+                         "city": "\u5317\u4eac"})
+
+    def records(self, benchmark, rows):
+        import transitlm.api
+        return transitlm.api.evaluate(benchmark, [
+            {"index_id": "id%d" % index, "sft_prompt": self.PROMPT, "sft_label": label,
+             "generate_results": prediction} for index, (label, prediction) in enumerate(rows)])[1]
+
+    def test_single_route(self):
+        label = json.dumps(self.LABEL)
+        records = self.records("single_route", [(label, "not json"), ("{bad", label),
+                                                ('"text"', "not json")])
+        self.assertEqual([r["failure_codes"] for r in records],
+                         [["error.invalid_json"], ["error.invalid_label"], ["error.invalid_json"]])
+        self.assertEqual(records[0]["label_routes"]["first"]["stations"], ["A", "B"])
+        self.assertEqual(records[0]["label_routes"]["first"]["lines"], ["L1"])
+        self.assertIsNone(records[1]["label_routes"])       # the label does not parse
+        self.assertIsNone(records[2]["label_routes"])       # a label that is not an object
+
+    def test_diversity_and_general_llm(self):
+        label = json.dumps({"first": self.LABEL, "third": self.LABEL})
+        record = self.records("diversity", [(label, "{}")])[0]
+        self.assertEqual(record["failure_codes"], ["error.no_route"])
+        self.assertEqual(sorted(record["label_routes"]), ["first", "third"])
+        record = self.records("general_llm", [(json.dumps(self.LABEL), "")])[0]
+        self.assertEqual(record["status"], "no_response")
+        self.assertEqual(record["label_routes"]["first"]["stations"], ["A", "B"])
 
 
 # ---------------------------------------------------------------------------

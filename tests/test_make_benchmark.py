@@ -18,7 +18,12 @@ SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 sys.path.insert(0, DATA)
 sys.path.insert(0, HERE)
 
+import helpers  # noqa: E402  (first: it puts the project on sys.path)
+import common  # noqa: E402
+import transitlm.records  # noqa: E402
 import make_benchmark as mb  # noqa: E402
+import real_feeds  # noqa: E402
+import route_oracle as oracle  # noqa: E402
 import routing  # noqa: E402
 from test_gtfs import BASE_FEED, write_feed  # noqa: E402
 
@@ -44,23 +49,17 @@ def read_rows(path):
 
 
 def self_scores(network, bench, protocol):
-    """benchmark file -> (report JSON, details records) of its labels scored against themselves."""
+    """benchmark file -> (report JSON, details records) of its labels scored against
+    themselves (the evaluators run in this process)."""
     out = {}
     for evaluator, filename in EVALUATORS:
+        args = ["--input", os.path.join(bench, filename), "--input_field", "sft_label",
+                "--station_info", os.path.join(network, "station_info.csv"),
+                "--protocol", protocol, "--quiet"]
+        if evaluator == "general_llm":
+            args += ["--line_info", os.path.join(network, "line_info.csv")]
         with tempfile.TemporaryDirectory() as tmp:
-            report, details = os.path.join(tmp, "r.json"), os.path.join(tmp, "d.jsonl")
-            args = ["--input", os.path.join(bench, filename), "--input_field", "sft_label",
-                    "--station_info", os.path.join(network, "station_info.csv"),
-                    "--protocol", protocol, "--json", report, "--details", details, "--quiet"]
-            if evaluator == "general_llm":
-                args += ["--line_info", os.path.join(network, "line_info.csv")]
-            done = run(os.path.join(REPO, evaluator, "evaluate.py"), *args)
-            if done.returncode != 0:
-                raise AssertionError("%s failed: %s" % (evaluator, done.stderr))
-            with open(report, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-            with open(details, encoding="utf-8") as handle:
-                records = [json.loads(line) for line in handle]
+            loaded, records, _ = helpers.evaluate_to_files(transitlm.records.load_benchmark(evaluator), args, tmp)
         out[evaluator] = (loaded, records)
     return out
 
@@ -95,6 +94,86 @@ class SelfScoreMixin(object):
                 if evaluator == "diversity":
                     self.assertGreater(metrics["rd"], 0.0, where)
         return scores
+
+
+MODES = {"": routing.ACCESS_WALK, routing.MODE_WALK: routing.ACCESS_WALK,
+         routing.MODE_BIKE: routing.ACCESS_BIKE, routing.MODE_TAXI: routing.ACCESS_TAXI,
+         routing.MODE_RIDE_HAILING: routing.ACCESS_TAXI}
+
+
+def label_legs(net, code, label, by_name):
+    """A label's legs [(ld_id, i, j)] from its line names and stations (ids, or
+    names for the general LLM)."""
+    legs, current = [], []
+    pieces = []
+    for item in label["station_sequence"] + [routing.TRANSFER]:
+        if item == routing.TRANSFER:
+            pieces.append(current)
+            current = []
+        else:
+            current.append(item)
+    for line, stations in zip(label["line_sequence"], pieces):
+        ld = net.line_by_name[(code, line)]
+        seen = [net.names[s] if by_name else net.ids[s] for s in ld.stops]
+        starts = [i for i in range(len(seen)) if seen[i:i + len(stations)] == stations]
+        if not starts:
+            raise AssertionError("%s does not ride %s" % (stations, line))
+        legs.append((ld.ld_id, starts[0], starts[0] + len(stations) - 1))
+    return legs
+
+
+class LabelJudgeMixin(object):
+    """Every label is legal and optimal under its documented cost: its cost
+    equals the least one a textbook Dijkstra (tests/route_oracle.py) finds over
+    all legal itineraries; benchmark 3's second and third are the best routes
+    riding none of the lines before them, within the documented factor of the
+    first; origin and destination lie TRIP_KM apart."""
+
+    def judge(self, net, row, label, prefs, by_name=False):
+        prompt = json.loads(row["sft_prompt"])
+        origin = tuple(float(v) for v in prompt["start"].split(","))
+        dest = tuple(float(v) for v in prompt["end"].split(","))
+        code = row["adcode"]
+        district = next(d for d in net.districts if d.city.code == code)
+        legs = label_legs(net, code, label, by_name)
+        first = net.linedirs[legs[0][0]].stops[legs[0][1]]
+        last = net.linedirs[legs[-1][0]].stops[legs[-1][2]]
+        start = routing.Access(MODES[label["start_transfer_mode"]], net.dist_to(first, origin))
+        end = routing.Access(MODES[label["end_transfer_mode"]], net.dist_to(last, dest))
+        where = "%s %s" % (row["indexid"], label["line_sequence"])
+        self.assertIsNone(oracle.illegal(net, legs, prefs), where)
+        cost = oracle.itinerary_cost(net, legs, start, end, prefs)
+        best = oracle.dijkstra_best(net, district, origin, dest, prefs)
+        self.assertAlmostEqual(cost, best, places=6, msg=where)
+        km = common.haversine_km(origin[0], origin[1], dest[0], dest[1])
+        self.assertTrue(mb.TRIP_KM[0] <= km <= mb.TRIP_KM[1], "%s: %.2f km" % (where, km))
+        self.assertNotEqual(first, last, where)
+        return routing.Itinerary(net, origin, dest, legs, start, end)
+
+    def assert_labels_optimal(self, network, bench):
+        net = mb.load_network(network)
+        judged = 0
+        for _, filename in EVALUATORS:
+            _, rows = read_rows(os.path.join(bench, filename))
+            for row in rows:
+                label = json.loads(row["sft_label"])
+                if "first" in label:
+                    prefs = routing.Prefs()
+                    routes = []
+                    for key in ("first", "second", "third"):
+                        routes.append(self.judge(net, row, label[key], prefs))
+                        prefs = prefs.without_lines(routes[-1].line_ids(net))
+                    score, minutes = routing.expert_score(routes[0]), routes[0].minutes
+                    for other in routes[1:]:
+                        self.assertLessEqual(routing.expert_score(other), mb.ALTERNATIVE_FACTOR * score)
+                        self.assertLessEqual(other.minutes, mb.ALTERNATIVE_FACTOR * minutes)
+                else:
+                    req = int(row["req_type"])
+                    prefs = routing.prefs_for_req(req) if filename.startswith("benchmark2") \
+                        else routing.Prefs()
+                    self.judge(net, row, label, prefs, by_name=filename == "general_llm.csv")
+                judged += 1
+        return judged
 
 
 class HelperTest(unittest.TestCase):
@@ -141,12 +220,15 @@ class SmallFeedNetworkTest(unittest.TestCase):
     def test_schedule_times_waits_and_links(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "net")
-            done = run(IMPORTER, write_feed(tmp, BASE_FEED), "--out", out)
+            done = run(IMPORTER, write_feed(tmp, BASE_FEED), "--out", out, "--city", "Test City")
             self.assertEqual(done.returncode, 0, done.stderr)
             net = mb.load_network(out)
         by_name = {ld.name: ld for ld in net.linedirs}
         metro = by_name["地铁1(Alpha--Gamma 地铁站)"]
-        self.assertEqual(metro.cumtime, [0.0, 2.75, 5.5])       # hop_times.csv, not a speed
+        # hop_times.csv, not a speed: runs 2.5 and 2.75 min, dwell 0.25 min at B1
+        self.assertEqual((metro.cumarr, metro.cumtime), ([0.0, 2.5, 5.5], [0.0, 2.75, 5.5]))
+        self.assertEqual(metro.ride_minutes(0, 1), 2.5)          # not the dwell where it alights
+        self.assertEqual(metro.ride_minutes(0, 2), 5.5)          # the dwell it sits through
         self.assertEqual(metro.wait_min, 15.0)                  # headway 60 min -> capped half
         self.assertEqual(metro.kind, routing.KIND_METRO)
         self.assertIs(metro.line, by_name["地铁1(Gamma 地铁站--Alpha)"].line)   # one route
@@ -158,6 +240,71 @@ class SmallFeedNetworkTest(unittest.TestCase):
         self.assertEqual(mb.satisfiable_req_types(net), ([2, 5, 7, 8], []))
         self.assertEqual(net.districts[0].city.name, "Test City")
 
+    def test_no_trip_in_range_is_a_reported_shortfall(self):
+        # Every stop within 1.2 km of every other: no origin and destination 2.5 km apart.
+        files = dict(BASE_FEED)
+        files["stops.txt"] = files["stops.txt"].replace("40.020", "40.006").replace("40.030", "40.009") \
+            .replace("40.010", "40.003").replace("40.0101", "40.0031")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "net")
+            done = run(IMPORTER, write_feed(tmp, files), "--out", out, "--city", "Tiny")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            done = run(SCRIPT, "--network", out, "--out", os.path.join(tmp, "b"), "--samples", "2")
+            _, rows = read_rows(os.path.join(tmp, "b", "benchmark1_single_route.csv"))
+        self.assertEqual(rows, [])
+        # nothing written at all: exit 2 with one line
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.stderr.count("\n"), 1)
+        self.assertIn("no trip 2.5-13 km long with a label: no row written", done.stderr)
+        self.assertIn("benchmark1_single_route.csv      0 rows,   0% change lines  (2 short: 6 rows found "
+                      "no trip in 200 draws each; draws rejected: 1200 without an origin and destination "
+                      "2.5-13 km apart, 0 without a fitting label)", done.stdout)
+
+    def test_walking_range_is_below_the_trip_range(self):
+        self.assertGreater(mb.TRIP_KM[0], routing.ACCESS_RANGE_KM[routing.ACCESS_WALK][1])
+
+    def test_hop_table_and_scheduled_times(self):
+        rows = [{"line_name": "L", "from_stop_id": "a", "to_stop_id": "b", "run_min": "4", "dwell_min": "1.5",
+                 "pickup": "1", "drop_off": "0"},
+                {"line_name": "L", "from_stop_id": "b", "to_stop_id": "c", "run_min": "3", "dwell_min": "",
+                 "pickup": "0", "drop_off": "1"},
+                {"line_name": "", "from_stop_id": "c", "to_stop_id": "d", "run_min": "2.5", "dwell_min": "",
+                 "pickup": "", "drop_off": ""}]
+        lines, transfers = mb.hop_minutes_table(rows)
+        self.assertEqual(transfers, {("c", "d"): 2.5})
+        departure, arrival, board, alight = mb.scheduled_times(lines["L"])
+        self.assertEqual((departure, arrival), ([0.0, 5.5, 8.5], [0.0, 4.0, 8.5]))
+        self.assertEqual((board, alight), ([True, False, False], [False, False, True]))
+        self.assertEqual(mb.scheduled_times([]), ([0.0], [0.0], [False], [False]))
+        self.assertEqual(mb.hop_minutes_table(None), ({}, {}))
+        for bad in ({"run_min": "x"}, {"pickup": "yes"}, {"drop_off": ""}):
+            with self.assertRaises(mb.NetworkError):
+                mb.hop_minutes_table([dict(rows[0], **bad)])
+
+    def test_draw_od_keeps_the_range(self):
+        net = mb.load_network(DATA)
+        district = net.districts[0]
+        rng = routing.sub_rng(1, "test")
+        drawn = [routing.draw_od(net, rng, district, 2.5, 13.0) for _ in range(40)]
+        pairs = [od for od in drawn if od is not None]
+        self.assertTrue(pairs)
+        for origin, dest in pairs:
+            self.assertTrue(2.5 <= common.haversine_km(origin[0], origin[1], dest[0], dest[1]) <= 13.0)
+        lonely = routing.District(9, district.city, 0.0, 0.0)
+        lonely.stops = district.stops[:1]
+        lonely.coords = district.coords[:1]
+        self.assertIsNone(routing.draw_od(net, rng, lonely, 2.5, 13.0))
+
+    def test_zone_fare_table(self):
+        text = json.dumps({"zones": ["1", "1", "2"], "fares": [[2.0, 3.0], [None, 2.0]]})
+        self.assertEqual(mb.zone_fare_table(text, "L", 3), ([0, 0, 1], [[2.0, 3.0], [None, 2.0]]))
+        self.assertIsNone(mb.zone_fare_table("", "L", 3))
+        for bad in ("{", json.dumps({"zones": ["1"], "fares": [[1]]}),
+                    json.dumps({"zones": ["1", "1", "2"], "fares": [[2.0, -1], [None, 2.0]]}),
+                    json.dumps({"zones": ["1", "1", "2"], "fares": [[2.0]]})):
+            with self.assertRaises(mb.NetworkError):
+                mb.zone_fare_table(bad, "L", 3)
+
     def test_bad_network_folder_exits_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             done = run(SCRIPT, "--network", tmp, "--out", os.path.join(tmp, "o"), "--samples", "2")
@@ -166,7 +313,7 @@ class SmallFeedNetworkTest(unittest.TestCase):
         self.assertIn("station_info.csv does not exist", done.stderr)
 
 
-class DemoNetworkBenchmarkTest(SelfScoreMixin, unittest.TestCase):
+class DemoNetworkBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCase):
     """Built on the bundled demo network (make_demo.py's output)."""
 
     @classmethod
@@ -220,36 +367,89 @@ class DemoNetworkBenchmarkTest(SelfScoreMixin, unittest.TestCase):
     def test_labels_pass_their_own_benchmark(self):
         self.assert_labels_pass(DATA, self.out)
 
+    def test_labels_are_optimal(self):
+        self.assertEqual(self.assert_labels_optimal(DATA, self.out), 48)
+
 
 @unittest.skipUnless(os.path.isdir(SHARED_GTFS), "../shared/gtfs is absent")
-class RealFeedBenchmarkTest(SelfScoreMixin, unittest.TestCase):
-    def build(self, feed, samples):
-        tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(tmp.cleanup)
-        network, bench = os.path.join(tmp.name, "net"), os.path.join(tmp.name, "bench")
-        done = run(IMPORTER, os.path.join(SHARED_GTFS, feed), "--out", network)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        done = run(SCRIPT, "--network", network, "--out", bench, "--samples", str(samples))
-        self.assertEqual(done.returncode, 0, done.stderr)
-        return network, bench, done.stdout
+class RealFeedBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCase):
+    """On every shared feed: labels pass both protocols, are optimal, and keep
+    the timetable's rules on the trips their legs ride."""
 
-    def check(self, feed):
-        network, bench, stdout = self.build(feed, 16)
-        # The MTA feeds are rail only: no bus line, so req_type 5 is left out and said so.
-        self.assertIn("left out        req_type 5: the network has no bus line", stdout)
-        _, rows = read_rows(os.path.join(bench, "benchmark2_personalized.csv"))
-        self.assertEqual(len(rows), 16)
-        self.assertNotIn("5", {r["req_type"] for r in rows})
-        _, rows = read_rows(os.path.join(bench, "benchmark1_single_route.csv"))
-        changes = sum(len(json.loads(r["sft_label"])["line_sequence"]) > 1 for r in rows)
-        self.assertGreaterEqual(changes, 2, "labels should often change lines")
+    def check(self, feed, samples, left_out):
+        if not real_feeds.available(feed):
+            self.skipTest("%s is absent" % feed)
+        network, bench, stdout = real_feeds.built(feed, samples)
+        if left_out is not None:
+            self.assertIn("left out        req_type %s: the network has no %s line" % left_out, stdout)
+            _, rows = read_rows(os.path.join(bench, "benchmark2_personalized.csv"))
+            self.assertEqual(len(rows), samples)
+            self.assertNotIn(str(left_out[0]), {r["req_type"] for r in rows})
         self.assert_labels_pass(network, bench)
+        written = sum(len(read_rows(os.path.join(bench, f))[1]) for _, f in EVALUATORS)
+        self.assertEqual(self.assert_labels_optimal(network, bench), written)
+        if left_out is not None:
+            self.assertEqual(written, 4 * samples)
+        self.assert_timetable_kept(feed, network, bench)
+        return network, bench
+
+    def assert_timetable_kept(self, feed, network, bench):
+        """The trips a label's leg rides (the feed's trips of the line's route with
+        its stops and rules, as many as line_service.csv counts) let riders on
+        where the leg boards and off where it alights."""
+        trips = {}
+        for route_id, calls in real_feeds.feed_trips(feed).values():
+            seen = real_feeds.rider_calls(calls)
+            key = (route_id, tuple(c[0] for c in seen))
+            trips.setdefault(key, []).append(([c[1] for c in seen], [c[2] for c in seen]))
+        _, service = read_rows(os.path.join(network, "line_service.csv"))
+        service = {r["line_name"]: r for r in service}
+        net = mb.load_network(network)
+        legs = 0
+        for _, filename in EVALUATORS:
+            _, rows = read_rows(os.path.join(bench, filename))
+            for row in rows:
+                label = json.loads(row["sft_label"])
+                for route in ([label[k] for k in ("first", "second", "third")] if "first" in label else [label]):
+                    for ld_id, i, j in label_legs(net, row["adcode"], route, filename == "general_llm.csv"):
+                        ld = net.linedirs[ld_id]
+                        info = service[ld.name]
+                        runs = [(b, a) for b, a in trips[(info["route_id"], tuple(net.ids[s] for s in ld.stops))]
+                                if b[:-1] == ld.board[:-1] and a[1:] == ld.alight[1:]]
+                        self.assertEqual(len(runs), int(info["trips"]), ld.name)
+                        for board, alight in runs:
+                            self.assertTrue(board[i] and alight[j], "%s %d..%d" % (ld.name, i, j))
+                        legs += 1
+        self.assertGreater(legs, 0)
 
     def test_nyc_subway(self):
-        self.check("nyc-subway.zip")
+        network, bench = self.check("nyc-subway.zip", 8, (5, "bus"))
+        changes = 0
+        for name in ("benchmark1_single_route.csv", "benchmark2_personalized.csv", "general_llm.csv"):
+            _, rows = read_rows(os.path.join(bench, name))
+            changes += sum(len(json.loads(r["sft_label"])["line_sequence"]) > 1 for r in rows)
+        self.assertGreaterEqual(changes, 2, "labels should often change lines")
 
     def test_nyc_lirr(self):
-        self.check("nyc-lirr.zip")
+        self.check("nyc-lirr.zip", 8, (5, "bus"))
+
+    def test_caltrain(self):
+        network, bench = self.check("caltrain.zip", 8, (5, "bus"))
+        # zone fares per ride: every label's fare is one of the feed's fares or a sum of them
+        _, rows = read_rows(os.path.join(bench, "benchmark1_single_route.csv"))
+        fares = {float(json.loads(r["sft_label"])["total_fare"].rstrip(routing.UNIT_YUAN)) for r in rows}
+        self.assertTrue(fares - {3.75}, fares)
+
+    def test_cairns(self):
+        self.check("cairns.zip", 8, (7, "subway"))
+
+    def test_newport(self):
+        self.check("newport.zip", 8, (7, "subway"))
+
+    def test_other_feeds(self):
+        for name in real_feeds.other_feeds():
+            with self.subTest(feed=name):
+                self.check(name, 4, None)
 
 
 if __name__ == "__main__":

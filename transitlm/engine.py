@@ -10,8 +10,8 @@ import os
 import sys
 
 from common import (
-    InputError, PROTOCOLS, RowError, StationNetwork, decode_json, read_prompt,
-    station_cache_folder)
+    InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
+    route_json, station_cache_folder)
 from transitlm.reading import (
     PredictionsFile, RowsSource, SampleReader, SampleRow, SplitRecord, parse_chunk, read_span)
 from transitlm.records import (
@@ -82,6 +82,12 @@ class Benchmark(object):
     def in_funnel_default(self, protocol):
         """Do error and no-response rows enter Round 1?"""
         return True
+
+    def label_drawing(self, label, protocol):
+        """The label's routes as judged (``label_routes`` of a record: see
+        route_json) from its decoded JSON; raises RowError when it does not
+        parse.  Rows not evaluated carry them too, so a page draws the label."""
+        return {"first": route_json(Route(label, protocol, "label"))}
 
     def evaluate(self, row, context):
         """Evaluate one decoded row -> record fields (raise RowError if it can't)."""
@@ -210,6 +216,12 @@ class RowJudge(object):
         record.update(self.benchmark.sample_fields(sample))
         if sample.generator_error is not None:
             record["generator_error"] = sample.generator_error
+        if self.context.route_drawings:
+            try:
+                label, _ = decode_json(sample.label, "sft_label", code="invalid_label")
+                record["label_routes"] = self.benchmark.label_drawing(label, self.protocol)
+            except RowError:
+                pass            # a label that does not parse is not drawn
         return record
 
     def decode(self, sample):

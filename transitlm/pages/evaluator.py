@@ -433,10 +433,9 @@ def header_section(report, scan):
 def verdict_rows(record, benchmark):
     """(check, verdict, detail) lines of one row."""
     if record.get("status") != "evaluated":
-        detail = record.get("error") or ""
-        if record.get("generator_error"):
-            detail += " (generator: %s)" % fmt_value(record["generator_error"])
-        return [(record.get("status"), "-", detail)]
+        # The error itself is in the row's reasons (error_text): shown once.
+        return [("status", record.get("status"), "not evaluated: no check ran (the reason "
+                 "is in the row's line above)")]
     out = [("reachable", record.get("reachable"), record.get("reachable_reason")),
            ("station grounding", record.get("station_grounding"),
             record.get("station_grounding_reason")),
@@ -473,23 +472,43 @@ def verdict_rows(record, benchmark):
     return out
 
 
-def explorer_row(record, benchmark, stops, open_map):
+def verdicts_table(record, benchmark):
+    """A row's verdicts, one line each: check, verdict and detail in three cells."""
+    return ('<table class="verdicts"><thead><tr><th>check</th><th>verdict</th><th>detail</th>'
+            '</tr></thead><tbody>%s</tbody></table>' % "".join(
+                '<tr><td>%s</td><td class="v-%s">%s</td><td>%s</td></tr>'
+                % (esc(check), "ok" if verdict is True else "bad" if verdict is False else "na",
+                   esc(fmt_value(verdict)), esc(detail or ""))
+                for check, verdict, detail in verdict_rows(record, benchmark)))
+
+
+def error_text(record):
+    """The error of a row not evaluated, with the generator's error when the
+    message does not already hold it (a missing prediction's message does)."""
+    message = clean_text(record.get("error") or "")
+    generator = record.get("generator_error")
+    if generator is not None and generator != "":
+        generator = clean_text(fmt_value(generator))
+        if generator not in message:
+            message = "%s (generator error: %s)" % (message, generator) if message \
+                else "generator error: " + generator
+    return message
+
+
+def explorer_row(record, benchmark, stops, open_map, index=0):
     codes = failure_codes(record)
     stage = first_stage(codes)
     status = str(record.get("status"))
     city = city_of(record)
     reasons = _reasons_text(record, codes)
-    svg, notes = row_map(record, benchmark, stops)
-    verdicts = "".join('<tr><td>%s</td><td class="v-%s">%s</td><td>%s</td></tr>'
-                       % (esc(check), "ok" if verdict is True else "bad" if verdict is False
-                          else "na", esc(fmt_value(verdict)), esc(detail or ""))
-                       for check, verdict, detail in verdict_rows(record, benchmark))
+    svg, notes = row_map(record, benchmark, stops, "rs%d" % index)
+    verdicts = verdicts_table(record, benchmark)
     return ('<tbody class="r" data-status="%s" data-stage="%s" data-codes="%s" data-city="%s">'
             '<tr class="head"><td class="num">%s</td><td class="id">%s</td><td>%s</td>'
             '<td>%s</td><td>%s</td><td>%s</td></tr>'
             '<tr class="more"><td colspan="6"><details%s><summary>map and verdicts</summary>'
-            '<div class="rowbody"><div class="mapbox">%s%s</div><table class="verdicts">'
-            '<tbody>%s</tbody></table></div></details></td></tr></tbody>'
+            '<div class="rowbody"><div class="mapbox">%s%s</div>%s</div></details></td></tr>'
+            '</tbody>'
             % (esc(status), esc(stage), esc(" ".join(codes)), esc(city),
                esc(record.get("row")), esc(record.get("index_id") or "(no id)"), esc(city),
                esc(status), esc(stage), esc(reasons), " open" if open_map else "", svg, notes,
@@ -501,8 +520,9 @@ def _reasons_text(record, codes):
     if not codes:
         return "passed every check"
     texts = []
-    if record.get("error"):
-        texts.append(clean_text(record["error"]))
+    error = error_text(record)
+    if error:
+        texts.append(error)
     for verdict, reason in (("reachable", "reachable_reason"),
                             ("station_grounding", "station_grounding_reason"),
                             ("distance_plausibility", "distance_plausibility_reason"),
@@ -527,7 +547,7 @@ def explorer_section(scan, rows, benchmark, stops):
                              ("code", options["code"]), ("city", options["city"])))
     left_out = scan.rows - len(rows)
     listed_failing = sum(1 for record in rows if failure_codes(record))
-    body = "".join(explorer_row(record, benchmark, stops, index == 0)
+    body = "".join(explorer_row(record, benchmark, stops, index == 0, index)
                    for index, record in enumerate(rows))
     return ('<section id="rows"><h2>Rows</h2><p class="note">%d of %d rows listed (%d with a '
             'failure, %d passed); <b>%d rows left out</b> of this page (limit --html_rows %d: '

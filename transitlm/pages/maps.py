@@ -3,6 +3,7 @@ coordinates (projection, scale bar, legs, legend).
 """
 
 import math
+import unicodedata
 import common
 from general_llm.route_eval import BUS_STOP_PREFIX
 from transitlm.pages.layout import TEXT_COLOUR, esc, fmt_value, n
@@ -71,6 +72,106 @@ def valid_point(point):
     except (TypeError, ValueError, IndexError, KeyError):
         return False
     return math.isfinite(lng) and math.isfinite(lat) and abs(lat) <= 90 and abs(lng) <= 360
+
+
+# ---------------------------------------------------------------------------
+# Label placement
+# ---------------------------------------------------------------------------
+
+MARK_FONT_PX = 11.0           # svg.map .mark text (static.CSS)
+ACCESS_FONT_PX = 10.5         # svg.map text.acc
+LEADER_MIN_PX = 12.0          # a label farther than this from its point gets a leader line
+
+
+def text_box_size(text, font_px):
+    """Estimated (width, height) in px of one line of ``text``: a wide (CJK)
+    character is 1 em, any other 0.62 em (wider than the average Latin glyph
+    of a sans-serif, so the estimate errs on the side of more room)."""
+    ems = sum(1.0 if unicodedata.east_asian_width(char) in "WF" else 0.62 for char in text)
+    return ems * font_px, font_px * 1.25
+
+
+def boxes_overlap(a, b, gap=0.0):
+    """Do boxes (left, top, width, height) overlap, or come closer than ``gap``?"""
+    return (a[0] < b[0] + b[2] + gap and b[0] < a[0] + a[2] + gap
+            and a[1] < b[1] + b[3] + gap and b[1] < a[1] + a[3] + gap)
+
+
+# Directions tried around a point, in order of preference: right, left,
+# above, below, then the four diagonals.
+_DIRECTIONS = ((1, 0), (-1, 0), (0, -1), (0, 1), (1, -1), (1, 1), (-1, -1), (-1, 1))
+
+
+def label_candidates(x, y, width, height, offset, rings=12):
+    """Boxes (left, top, width, height) for a label of a point, nearest first:
+    the eight directions at ``offset`` px from the point, then again at
+    growing distances (rings of 1.5 x the label height further out)."""
+    out = []
+    for ring in range(rings):
+        distance = offset + ring * height * 1.5
+        for dx, dy in _DIRECTIONS:
+            left = x + distance if dx > 0 else x - distance - width if dx < 0 \
+                else x - width / 2.0
+            top = y + distance if dy > 0 else y - distance - height if dy < 0 \
+                else y - height / 2.0
+            out.append((left, top, width, height))
+    return out
+
+
+def place_labels(labels, obstacles=(), bounds=None, gap=2.0):
+    """Greedy label placement: each label, in the given order (most important
+    first), takes its first candidate position (``label_candidates``) that
+    lies inside ``bounds`` (left, top, width, height) and overlaps neither an
+    obstacle nor a label placed before it (boxes ``gap`` px apart).  When no
+    candidate is free the one overlapping the least area is taken.
+
+    labels: (x, y, width, height, offset) per label; obstacles: boxes.
+    -> a box (left, top, width, height) per label, in order.
+    """
+    taken = [tuple(box) for box in obstacles]
+    placed = []
+    for x, y, width, height, offset in labels:
+        best, best_cost = None, None
+        for box in label_candidates(x, y, width, height, offset):
+            if bounds is not None and not _inside(box, bounds):
+                continue
+            cost = sum(_overlap_area(box, other, gap) for other in taken)
+            if best is None or cost < best_cost:
+                best, best_cost = box, cost
+            if cost == 0:
+                break
+        if best is None:            # nothing inside the bounds: the nearest, clamped
+            best = _clamp(label_candidates(x, y, width, height, offset, 1)[0], bounds)
+        placed.append(best)
+        taken.append(best)
+    return placed
+
+
+def _inside(box, bounds):
+    return (box[0] >= bounds[0] and box[1] >= bounds[1]
+            and box[0] + box[2] <= bounds[0] + bounds[2]
+            and box[1] + box[3] <= bounds[1] + bounds[3])
+
+
+def _clamp(box, bounds):
+    if bounds is None:
+        return box
+    left = min(max(box[0], bounds[0]), bounds[0] + bounds[2] - box[2])
+    top = min(max(box[1], bounds[1]), bounds[1] + bounds[3] - box[3])
+    return (left, top, box[2], box[3])
+
+
+def _overlap_area(a, b, gap):
+    width = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]) + gap
+    height = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]) + gap
+    return width * height if width > 0 and height > 0 else 0.0
+
+
+def box_distance(box, x, y):
+    """Distance in px from a point to the nearest point of a box."""
+    dx = max(box[0] - x, 0.0, x - box[0] - box[2])
+    dy = max(box[1] - y, 0.0, y - box[1] - box[3])
+    return math.hypot(dx, dy)
 
 
 # ---------------------------------------------------------------------------
@@ -219,6 +320,15 @@ class MapBuilder(object):
             self.points.append(point)
             self._pending.append(("dot", point, title, colour))
 
+    def begin_group(self, key):
+        """What is queued until end_group is drawn in groups of class
+        ``rk rk-<key>`` (one per layer), which the page's route switch shows
+        or hides; labels queued meanwhile carry those classes too."""
+        self._pending.append(("begin", key))
+
+    def end_group(self):
+        self._pending.append(("end",))
+
     def add_mark(self, point, text):
         if point is not None:
             self.points.append(point)
@@ -231,20 +341,50 @@ class MapBuilder(object):
                     'y="34">No coordinates to draw: origin, destination and stations unknown.'
                     '</text></svg>' % (MAP_WIDTH, MAP_WIDTH, esc(aria_label), MAP_WIDTH))
         project = Projection(self.points)
+        self._labels = []       # (x, y, text, font px, css, offset), most important first
+        self._obstacles = []    # boxes labels keep clear of
+        self._group = None      # (key, layer lengths at its start) while drawing a group
         for item in self._pending:
             getattr(self, "_draw_" + item[0])(project, *item[1:])
         bar_km = scale_bar_km(project.px_per_km, MAP_WIDTH / 4.0)
         bar_px = bar_km * project.px_per_km
         y = MAP_HEIGHT - 12
-        scale = ('<g class="scale"><path d="M%s %sv-5h%sv5" /><text x="%s" y="%s">%s km</text>'
-                 '</g>' % (n(12), n(y), n(bar_px), n(18 + bar_px), n(y), ("%g" % bar_km)))
+        bar_text = "%g km" % bar_km
+        scale = ('<g class="scale"><path d="M%s %sv-5h%sv5" /><text x="%s" y="%s">%s</text>'
+                 '</g>' % (n(12), n(y), n(bar_px), n(18 + bar_px), n(y), bar_text))
         north = '<text class="north" x="%s" y="16">N \u2191</text>' % n(MAP_WIDTH - 30)
+        self._obstacles.append((10, y - 12, 8 + bar_px + text_box_size(bar_text, 11)[0], 15))
+        self._obstacles.append((MAP_WIDTH - 32, 4, 30, 15))
+        self._place_labels()
         body = "".join("".join(self.layers[name]) for name in
                        ("circles", "label", "access", "pred", "broken", "dots", "marks"))
         return ('<svg class="map" viewBox="0 0 %d %d" width="%d" height="%d" role="img" '
                 'aria-label="%s"><rect class="bg" width="%d" height="%d" />%s%s%s</svg>'
                 % (MAP_WIDTH, MAP_HEIGHT, MAP_WIDTH, MAP_HEIGHT, esc(aria_label),
                    MAP_WIDTH, MAP_HEIGHT, body, scale, north))
+
+    def _place_labels(self):
+        """The map's text labels, placed clear of each other and of the
+        markers, the scale bar and the north arrow (``place_labels``); a label
+        moved away from its point is tied to it by a thin leader line."""
+        requests = []
+        for x, y, text, font_px, _, offset in self._labels:
+            width, height = text_box_size(text, font_px)
+            requests.append((x, y, width, height, offset))
+        boxes = place_labels(requests, self._obstacles,
+                             (2, 2, MAP_WIDTH - 4, MAP_HEIGHT - 4))
+        self.label_boxes = boxes
+        for (x, y, text, font_px, css, offset), box in zip(self._labels, boxes):
+            if box_distance(box, x, y) > max(offset, LEADER_MIN_PX):
+                near_x = min(max(x, box[0]), box[0] + box[2])
+                near_y = min(max(y, box[1]), box[1] + box[3])
+                self.layers["marks"].append(
+                    '<line class="leader%s" x1="%s" y1="%s" x2="%s" y2="%s" />'
+                    % (css[css.find(" "):] if " " in css else "", n(x), n(y), n(near_x),
+                       n(near_y)))
+            self.layers["marks"].append(
+                '<text class="%s" x="%s" y="%s">%s</text>'
+                % (css, n(box[0]), n(box[1] + 0.9 * font_px), esc(text)))
 
     def _draw_route(self, project, located, which, label_style, leg_width):
         """Connected hops of one colour as one polyline; a broken hop as a
@@ -292,6 +432,20 @@ class MapBuilder(object):
                    esc(title + " \u2014 " + which))
                 for point, title, dot_colour in dots if dot_colour == colour)))
 
+    def _draw_begin(self, project, key):
+        self._group = (key, {name: len(items) for name, items in self.layers.items()})
+
+    def _draw_end(self, project):
+        key, lengths = self._group
+        self._group = None
+        for name, items in self.layers.items():
+            start = lengths[name]
+            if len(items) > start:
+                items[start:] = ['<g class="rk rk-%s">%s</g>' % (esc(key), "".join(items[start:]))]
+
+    def _group_css(self):
+        return " rk rk-%s" % esc(self._group[0]) if self._group else ""
+
     def _draw_segment(self, project, a, b, colour, dashed, title, layer, width):
         self.layers[layer].append(_line(project, a, b, colour, dashed, width, title))
 
@@ -304,24 +458,20 @@ class MapBuilder(object):
 
     def _draw_access_label(self, project, a, b, text):
         (x1, y1), (x2, y2) = project(a), project(b)
-        x, y = (x1 + x2) / 2, (y1 + y2) / 2 - 6
-        left = x > MAP_WIDTH - 90
-        self.layers["marks"].append('<text class="acc" x="%s" y="%s"%s>%s</text>'
-                                    % (n(x - 6 if left else x + 6), n(y),
-                                       ' text-anchor="end"' if left else "", esc(text)))
+        self._labels.append(((x1 + x2) / 2, (y1 + y2) / 2, text, ACCESS_FONT_PX,
+                             "acc" + self._group_css(), 4.0))
 
     def _draw_dot(self, project, point, title, colour):
         self.layers["dots"].append(_dot(project, point, title, colour, 4.5))
 
     def _draw_mark(self, project, point, text):
         x, y = project(point)
-        # Near the right edge the label goes to the left of the marker.
-        left = x > MAP_WIDTH - 90
-        self.layers["marks"].append(
-            '<g class="mark"><rect x="%s" y="%s" width="12" height="12" /><text x="%s" y="%s"%s>'
-            '%s</text><title>%s</title></g>'
-            % (n(x - 6), n(y - 6), n(x - 9 if left else x + 9), n(y + 4),
-               ' text-anchor="end"' if left else "", esc(text), esc(text)))
+        self.layers["marks"].append('<rect class="mark" x="%s" y="%s" width="12" height="12">'
+                                    '<title>%s</title></rect>' % (n(x - 6), n(y - 6), esc(text)))
+        self._obstacles.append((x - 6, y - 6, 12, 12))
+        # Marks are queued after the access legs; their labels are placed first.
+        self._labels.insert(sum(1 for item in self._labels if item[4] == "mk"),
+                            (x, y, text, MARK_FONT_PX, "mk", 9.0))
 
 
 def _line(project, a, b, colour, dashed, width, title, css="seg"):
@@ -344,8 +494,25 @@ def point_of(value):
         else None
 
 
-def row_map(record, benchmark, stops):
-    """One row's map: (svg text, notes html)."""
+def route_switch(name, keys):
+    """Radio buttons (no script: CSS shows the chosen route, static.CSS) that
+    show every route of a benchmark-3 map, or one: 'all' and one per key.
+    They precede the map's svg in the same box."""
+    out = ['<span class="swl">show</span>']
+    for key in ("all",) + tuple(keys):
+        ident = "%s-%s" % (name, key)
+        swatch = ('<span class="swatch" style="border-color:%s"></span>' % ROUTE_COLOURS[key]
+                  if key in ROUTE_COLOURS else "")
+        out.append('<input type="radio" name="%s" id="%s" class="o-%s"%s><label for="%s">'
+                   '%s%s</label>' % (name, ident, key, " checked" if key == "all" else "",
+                                     ident, swatch, key))
+    return "".join(out)
+
+
+def row_map(record, benchmark, stops, switch_id="rs"):
+    """One row's map: (svg text, notes html).  A benchmark-3 map with more
+    than one predicted route comes after a route switch (radio buttons named
+    ``switch_id``, unique on the page)."""
     builder = MapBuilder(stops)
     origin, destination = point_of(record.get("origin")), point_of(record.get("destination"))
     preds = record.get("prediction_routes") or {}
@@ -354,13 +521,16 @@ def row_map(record, benchmark, stops):
     # Label routes first (grey, underneath).
     label_keys = common.ROUTE_KEYS if benchmark == "diversity" else ("first",)
     label_drawn = False
+    unplaced = []           # label routes of station names (general LLM), listed instead
     for key in label_keys:
         route = route_of(labels, key)
         if route is None:
             continue
         stations = text_items(route.get("stations"))
         if benchmark == "general_llm" and not any(stops.coords(s) for s in stations):
-            continue            # names, not stop ids: nothing to place
+            if stations:    # names, not stop ids: nothing to place
+                unplaced.append((text_items(route.get("lines")), stations))
+            continue
         builder.add_route(stations, [], lambda i: LABEL_GREY, "label " + key, label_style=True)
         label_drawn = label_drawn or bool(stations)
     if label_drawn:
@@ -373,6 +543,7 @@ def row_map(record, benchmark, stops):
         pred_keys = common.ROUTE_KEYS if benchmark == "diversity" else ("first",)
         first_stop = last_stop = None
         start_mode = end_mode = ""
+    switch_keys = []
     for key in pred_keys:
         route = route_of(preds, key)
         if route is None:
@@ -381,9 +552,13 @@ def row_map(record, benchmark, stops):
         lines = text_items(route.get("lines"))
         if benchmark == "diversity":
             colour = ROUTE_COLOURS[key]
-            # Wide under narrow: overlapping routes stay visible.
+            # Wide under narrow: overlapping routes stay visible; the switch
+            # shows one alone.
+            builder.begin_group(key)
             located, _, _ = builder.add_route(stations, [], lambda i, c=colour: c, key,
                                               width=DIVERSITY_WIDTHS[key])
+            builder.end_group()
+            switch_keys.append(key)
             legend.append((colour, "solid", "%s route: %s" % (key, ", ".join(lines) or
                                                               "no lines")))
         else:
@@ -401,22 +576,34 @@ def row_map(record, benchmark, stops):
             placed = [item for item in located if item[1] is not None]
             if placed:
                 first_stop, last_stop = placed[0][1], placed[-1][1]
+    switched = len(switch_keys) > 1
+    if switched and "first" in switch_keys:
+        builder.begin_group("first")        # the access legs are the first route's
     builder.add_access(origin, first_stop, start_mode,
                        "access from the origin (%s)" % (start_mode or common.WALK), TEXT_COLOUR)
     builder.add_access(destination, last_stop, end_mode,
                        "access to the destination (%s)" % (end_mode or common.WALK),
                        TEXT_COLOUR)
+    if switched and "first" in switch_keys:
+        builder.end_group()
     builder.add_mark(origin, "origin")
     builder.add_mark(destination, "destination")
     svg = builder.render("route map of row %s" % record.get("row"))
+    if switched and builder.points:
+        svg = route_switch(switch_id, switch_keys) + svg
     notes = []
     if legend:
-        legend.append((TEXT_COLOUR, "dotted", "access legs; dashed circles: access limits "
+        legend.append((TEXT_COLOUR, "dotted", "access legs%s; dashed circles: access limits "
                        "(%g / %g / %g km walk / bike / taxi)"
-                       % (common.WALK_LIMIT_KM, common.CYCLE_LIMIT_KM, common.TAXI_LIMIT_KM)))
+                       % (" of the first route" if switched else "", common.WALK_LIMIT_KM,
+                          common.CYCLE_LIMIT_KM, common.TAXI_LIMIT_KM)))
         notes.append('<ul class="legend">%s</ul>' % "".join(
             '<li><span class="swatch %s" style="border-color:%s"></span>%s</li>'
             % (style, colour, esc(text)) for colour, style, text in legend))
+    for lines, stations in unplaced:
+        notes.append('<p class="note">Label route (station names, not placed on the map): '
+                     '%s; stations %s</p>' % (esc(", ".join(lines) or "no lines"),
+                                              esc(" \u2192 ".join(stations))))
     if builder.broken:
         notes.append('<p class="broken">Not connected (dashed red): %s</p>'
                      % esc("; ".join(builder.broken)))

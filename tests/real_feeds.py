@@ -1,0 +1,167 @@
+"""The real GTFS feeds of ../shared/gtfs/, imported and turned into benchmarks
+once per test run (in-process, cached) for test_gtfs.py and
+test_make_benchmark.py; and the feed's own trips read independently of the
+importer (csv over the zip)."""
+
+import atexit
+import contextlib
+import csv
+import datetime
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DATA = os.path.join(REPO, "data")
+SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
+if DATA not in sys.path:
+    sys.path.insert(0, DATA)
+
+import import_gtfs  # noqa: E402
+import make_benchmark  # noqa: E402
+
+# feed file -> the city the prompts name (a feed does not say)
+CITIES = {"nyc-subway.zip": "New York", "nyc-lirr.zip": "New York", "caltrain.zip": "San Francisco",
+          "cairns.zip": "Cairns", "newport.zip": "Newport"}
+
+_TMP = []
+_IMPORTED = {}
+_BUILT = {}
+
+
+def available(name):
+    return os.path.exists(os.path.join(SHARED_GTFS, name))
+
+
+def other_feeds():
+    """Feeds in ../shared/gtfs/ besides the five above (checked the same way,
+    the file name standing for the city)."""
+    if not os.path.isdir(SHARED_GTFS):
+        return []
+    return sorted(n for n in os.listdir(SHARED_GTFS) if n.endswith(".zip") and n not in CITIES)
+
+
+def city_of(name):
+    return CITIES.get(name) or os.path.splitext(name)[0]
+
+
+def _folder():
+    if not _TMP:
+        _TMP.append(tempfile.mkdtemp(prefix="transitlm-feeds-"))
+        atexit.register(shutil.rmtree, _TMP[0], True)
+    return _TMP[0]
+
+
+def _run(main, argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv)
+    if status != 0:
+        raise AssertionError("%s exited %s: %s" % (argv, status, err.getvalue()))
+    return out.getvalue()
+
+
+def imported(name):
+    """(network folder, importer summary) of a shared feed, imported once."""
+    if name not in _IMPORTED:
+        out = os.path.join(_folder(), name + ".net")
+        summary = _run(import_gtfs.main, [os.path.join(SHARED_GTFS, name), "--out", out,
+                                          "--city", city_of(name)])
+        _IMPORTED[name] = (out, summary)
+    return _IMPORTED[name]
+
+
+def built(name, samples):
+    """(network folder, benchmark folder, builder summary), built once per feed and size."""
+    key = (name, samples)
+    if key not in _BUILT:
+        network, _ = imported(name)
+        bench = os.path.join(_folder(), "%s.bench%d" % (name, samples))
+        summary = _run(make_benchmark.main, ["--network", network, "--out", bench,
+                                             "--samples", str(samples)])
+        _BUILT[key] = (network, bench, summary)
+    return _BUILT[key]
+
+
+_TRIPS = {}
+
+
+def feed_trips(name):
+    """feed_trips_on for a shared feed on the day it was imported for (cached)."""
+    if name not in _TRIPS:
+        network, _ = imported(name)
+        with open(os.path.join(network, "city.json"), encoding="utf-8") as handle:
+            day = json.load(handle)["date"]
+        _TRIPS[name] = feed_trips_on(os.path.join(SHARED_GTFS, name), day)
+    return _TRIPS[name]
+
+
+def seconds(text):
+    h, m, s = text.strip().split(":")
+    return int(h) * 3600 + int(m) * 60 + int(s)
+
+
+def feed_trips_on(zip_path, day):
+    """Every trip of a feed running on `day` -> {trip_id: (route_id, calls)}, calls
+    [(stop_id, arrival, departure, pickup_type, drop_off_type)] by stop_sequence
+    (times as written)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        def rows(name):
+            with archive.open(name) as raw:
+                return list(csv.DictReader(line.decode("utf-8-sig") for line in raw))
+        names = set(archive.namelist())
+        services = set()
+        weekday = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                   "sunday")[datetime.datetime.strptime(day, "%Y%m%d").weekday()]
+        if "calendar.txt" in names:
+            services = {r["service_id"] for r in rows("calendar.txt")
+                        if r["start_date"] <= day <= r["end_date"] and r[weekday] == "1"}
+        if "calendar_dates.txt" in names:
+            for r in rows("calendar_dates.txt"):
+                if r["date"] == day:
+                    (services.add if r["exception_type"] == "1" else services.discard)(r["service_id"])
+        trips = {r["trip_id"]: r["route_id"] for r in rows("trips.txt") if r["service_id"] in services}
+        calls = {}
+        with archive.open("stop_times.txt") as raw:
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
+            header = next(reader)
+            wanted = ("trip_id", "stop_sequence", "stop_id", "arrival_time", "departure_time",
+                      "pickup_type", "drop_off_type")
+            index = [header.index(c) if c in header else None for c in wanted]
+            i_trip = index[0]
+            for row in reader:
+                trip = row[i_trip]
+                if trip in trips:
+                    call = [row[i] if i is not None else "" for i in index[1:]]
+                    call[0] = int(call[0])
+                    calls.setdefault(trip, []).append(tuple(call))
+    return {t: (trips[t], [c[1:] for c in sorted(c)]) for t, c in calls.items()}
+
+
+def rider_calls(calls):
+    """What a rider sees of a trip (the GTFS reference's reading, written here
+    from the spec): calls where nobody may get on or off (pickup_type and
+    drop_off_type 1) are passed through; a stop repeated back to back is one
+    call.  -> [(stop_id, may board, may alight, arrival, departure)], times in
+    seconds or None when blank; nobody alights at the first or boards at the last."""
+    out = []
+    for stop, arr, dep, pickup, drop in calls:
+        board, alight = pickup.strip() != "1", drop.strip() != "1"
+        if not board and not alight:
+            continue
+        arr_s = seconds(arr or dep) if (arr or dep).strip() else None
+        dep_s = seconds(dep or arr) if (dep or arr).strip() else None
+        if out and out[-1][0] == stop:
+            last = out[-1]
+            out[-1] = (stop, last[1] or board, last[2] or alight, last[3], dep_s)
+            continue
+        out.append((stop, board, alight, arr_s, dep_s))
+    if out:
+        out[0] = (out[0][0], out[0][1], False) + out[0][3:]
+        out[-1] = (out[-1][0], False) + out[-1][2:]
+    return out

@@ -1,0 +1,155 @@
+"""The layout (issue 21), read from the source: dependencies run one way
+(entry scripts and workflow tools -> the transitlm package -> the rules), no
+import cycle anywhere, no module too large to read."""
+
+import ast
+import os
+import unittest
+
+from tests.helpers import REPO
+
+# Layers, lowest first: a module may import its own layer or a lower one.
+RULES, MACHINERY, SCRIPTS = 0, 1, 2
+MAX_LINES = 1250                 # "no module over ~1,200 lines"
+MAX_COMMON_LINES = 1600
+
+
+def project_modules():
+    """{module name: path} of the project's Python files (tests excluded)."""
+    modules = {}
+    for folder, dirs, files in os.walk(REPO):
+        rel = os.path.relpath(folder, REPO)
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "tests")]
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            parts = [] if rel == "." else rel.split(os.sep)
+            stem = name[:-3]
+            if stem != "__init__":
+                parts = parts + [stem]
+            modules[".".join(parts)] = os.path.join(folder, name)
+    return modules
+
+
+def layer(module):
+    if module == "common" or module == "general_llm.route_eval":
+        return RULES
+    if module.split(".")[0] == "transitlm" or module == "general_llm.service_client":
+        return MACHINERY
+    return SCRIPTS
+
+
+def imports_of(path, module, modules):
+    """Project modules that ``module`` (at ``path``) imports, at any depth of
+    its code (lazy imports count too)."""
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    folder = module.rsplit(".", 1)[0] if "." in module else ""
+    found = set()
+
+    def resolve(name):
+        # The longest project module that ``name`` names; or, since a data/ or
+        # bench/ script puts its own folder on sys.path, a sibling imported by
+        # its bare name (never the folder itself).
+        for prefix in ("", folder + "." if folder else None):
+            if prefix is None:
+                continue
+            candidate = prefix + name
+            while len(candidate) > len(prefix):
+                if candidate in modules and candidate != module:
+                    return candidate
+                candidate = candidate.rsplit(".", 1)[0] if "." in candidate else ""
+        return None
+
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            # "from package import module" depends on the module; on the
+            # package itself only for a name that is not a module of it.
+            names = ["%s.%s" % (node.module, alias.name) for alias in node.names]
+            if any(name not in modules for name in names):
+                names.append(node.module)
+        for name in names:
+            target = resolve(name)
+            if target:
+                found.add(target)
+    return found
+
+
+class Layout(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.modules = project_modules()
+        cls.graph = {module: imports_of(path, module, cls.modules)
+                     for module, path in cls.modules.items()}
+
+    def test_the_reader_sees_the_project(self):
+        for module in ("common", "transitlm.engine", "transitlm.cli", "transitlm.pages.maps",
+                       "single_route.evaluate", "data.routing", "compare", "generate"):
+            self.assertIn(module, self.modules)
+        self.assertIn("common", self.graph["transitlm.engine"])
+        self.assertIn("transitlm.engine", self.graph["single_route.evaluate"])
+        self.assertIn("data.routing", self.graph["data.make_benchmark"])   # a sibling by bare name
+
+    def test_no_import_cycle(self):
+        state = {}
+
+        def visit(module, path):
+            state[module] = "open"
+            for target in sorted(self.graph[module]):
+                if state.get(target) == "open":
+                    cycle = path[path.index(target):] + [target] if target in path else [target]
+                    self.fail("import cycle: " + " -> ".join(cycle))
+                if target not in state:
+                    visit(target, path + [target])
+            state[module] = "done"
+
+        for module in sorted(self.graph):
+            if module not in state:
+                visit(module, [module])
+
+    def test_the_cycle_finder_finds_a_cycle(self):
+        saved = self.graph
+        try:
+            type(self).graph = dict(saved, common=saved["common"] | {"transitlm.cli"})
+            with self.assertRaises(AssertionError):
+                self.test_no_import_cycle()
+        finally:
+            type(self).graph = saved
+
+    def test_dependencies_run_one_way(self):
+        wrong = ["%s -> %s" % (module, target)
+                 for module, targets in sorted(self.graph.items())
+                 for target in sorted(targets) if layer(target) > layer(module)]
+        self.assertEqual(wrong, [], "a rule or machinery module imports a higher layer")
+
+    def test_common_holds_only_rules(self):
+        self.assertEqual(self.graph["common"], set())
+        with open(self.modules["common"], encoding="utf-8") as handle:
+            source = handle.read()
+        for machinery in ("class SampleReader", "def evaluate_stream", "def build_parser",
+                          "class Aggregate", "def report_json", "argparse"):
+            self.assertNotIn(machinery, source)
+        self.assertLessEqual(source.count("\n"), MAX_COMMON_LINES)
+
+    def test_no_module_too_large(self):
+        large = []
+        for module, path in sorted(self.modules.items()):
+            with open(path, encoding="utf-8") as handle:
+                count = sum(1 for _ in handle)
+            if module != "common" and count > MAX_LINES:
+                large.append("%s (%d lines)" % (module, count))
+        self.assertEqual(large, [])
+
+    def test_entry_scripts_are_thin(self):
+        for script in ("single_route.evaluate", "personalized.evaluate", "diversity.evaluate",
+                       "general_llm.evaluate", "compare", "generate"):
+            with open(self.modules[script], encoding="utf-8") as handle:
+                count = sum(1 for _ in handle)
+            self.assertLessEqual(count, 300, script)
+
+
+if __name__ == "__main__":
+    unittest.main()

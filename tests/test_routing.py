@@ -1,0 +1,218 @@
+"""The router of data/routing.py is exact under its documented rules: on random
+small networks (seeded) its itinerary is legal and costs exactly what an
+exhaustive enumeration of all legal itineraries finds cheapest."""
+
+import math
+import os
+import random
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(os.path.dirname(HERE), "data")
+sys.path.insert(0, DATA)
+sys.path.insert(0, HERE)
+
+import fares  # noqa: E402
+import make_benchmark as mb  # noqa: E402
+import routing  # noqa: E402
+import route_oracle as oracle  # noqa: E402
+
+LNG0, LAT0 = 116.40, 39.90
+CASES = 600
+SPAN = 0.2          # degrees of longitude
+
+
+def random_network(rng):
+    """A few stops in a ~16 km square (so most trips need more than one ride),
+    a few lines (some both ways, some loops, many shared stops), dwells, stops
+    without boarding or alighting, walking links, and distance, flat or zone
+    fares."""
+    net = routing.Network(0.0)
+    city = mb.City("X", "0")
+    district = routing.District(0, city, LNG0, LAT0)
+    net.districts.append(district)
+    n = rng.randint(5, 9)
+    for k in range(n):
+        s = net.add_stop("s%d" % k, "S%d" % k, LNG0 + rng.uniform(0, SPAN), LAT0 + rng.uniform(0, SPAN * 0.75), "0")
+        district.stops.append(s)
+    for k in range(rng.randint(2, 5)):
+        kind = rng.choice((routing.KIND_METRO, routing.KIND_BUS))
+        path = rng.sample(range(n), rng.randint(2, min(n, 6)))
+        if rng.random() < 0.15:
+            path.append(path[0])                      # a loop: back to its first stop
+        line = routing.Line(len(net.lines), city, kind, str(k), path, district)
+        net.lines.append(line)
+        directions = [path] + ([path[::-1]] if rng.random() < 0.6 else [])
+        for d, stops in enumerate(directions):
+            add_direction(net, rng, line, "L%d-%d" % (k, d), stops)
+    for _ in range(rng.randint(0, 4)):
+        a, b = rng.sample(range(n), 2)
+        net.link(a, b)
+        if rng.random() < 0.5:
+            net.transfer_min[(a, b)] = rng.uniform(2.0, 8.0)
+    net.min_minutes_per_km = mb.fastest_minutes_per_km(net)
+    district.lines = list(net.lines)
+    net.finish()
+    return net, district
+
+
+def add_direction(net, rng, line, name, stops):
+    count = len(stops)
+    cumdist, dep, arr = [0.0], [0.0], [0.0]
+    for a, b in zip(stops, stops[1:]):
+        cumdist.append(cumdist[-1] + net.dist(a, b) * 1.2)
+        arr.append(dep[-1] + rng.choice((0.0, rng.uniform(1.0, 12.0))))
+        dep.append(arr[-1] + (rng.uniform(0.0, 4.0) if rng.random() < 0.3 else 0.0))
+    board = [rng.random() > 0.2 for _ in range(count)]
+    alight = [rng.random() > 0.2 for _ in range(count)]
+    roll = rng.random()
+    zone_fares = None
+    bands, step = routing.FARE_BANDS[line.kind], routing.FARE_STEP_KM[line.kind]
+    if roll < 0.3:
+        bands, step = ((float("inf"), rng.choice((1.0, 2.5))),), float("inf")
+    elif roll < 0.6:
+        runs = fares.zone_runs([str(rng.randint(1, 3)) for _ in range(count)])
+        size = runs[-1] + 1
+        matrix = [[None if b < a or rng.random() < 0.15 else float(rng.randint(1, 6))
+                   for b in range(size)] for a in range(size)]
+        zone_fares = (runs, matrix)
+    ld = routing.LineDir(len(net.linedirs), line, name, list(stops), cumdist, dep,
+                         rng.uniform(1.0, 8.0), bands, step, cumarr=arr, board=board,
+                         alight=alight, zone_fares=zone_fares)
+    net.add_linedir(ld)
+
+
+def random_prefs(rng, net):
+    prefs = routing.prefs_for_req(rng.choice((0, 0, 2, 5, 7, 8)))
+    if rng.random() < 0.3:
+        prefs = prefs.penalised([rng.randrange(len(net.lines))], rng.uniform(0.5, 6.0),
+                                [rng.randrange(len(net.ids))])
+    if rng.random() < 0.3:
+        prefs = prefs.without_lines([rng.randrange(len(net.lines))])
+    return prefs
+
+
+def random_point(rng, net):
+    """Mostly a walk from a stop; sometimes anywhere (bike or taxi access)."""
+    if rng.random() < 0.8:
+        s = rng.randrange(len(net.ids))
+        return (net.lng[s] + rng.uniform(-0.012, 0.012), net.lat[s] + rng.uniform(-0.009, 0.009))
+    return (LNG0 + rng.uniform(0, SPAN), LAT0 + rng.uniform(0, SPAN * 0.75))
+
+
+def random_case(case):
+    """(network, district, prefs, origin, destination) of a seeded random case."""
+    rng = random.Random(case)
+    net, district = random_network(rng)
+    prefs = random_prefs(rng, net)
+    return net, district, prefs, random_point(rng, net), random_point(rng, net)
+
+
+class ExhaustiveSearchTest(unittest.TestCase):
+    def test_router_matches_exhaustive_search(self):
+        """The router's itinerary is legal and no legal itinerary is cheaper (an
+        exhaustive search bounded by its cost finds none); no itinerary at all
+        when the router finds none."""
+        multi_leg = 0
+        for case in range(CASES):
+            net, district, prefs, origin, dest = random_case(case)
+            where = "case %d" % case
+            route = routing.find_route(net, district, origin, dest, prefs)
+            if route is None:
+                self.assertIsNone(oracle.exhaustive_best(net, district, origin, dest, prefs), where)
+                continue
+            self.assertIsNone(oracle.illegal(net, route.legs, prefs), where)
+            cost = oracle.route_cost(net, route, prefs)
+            cheaper = oracle.exhaustive_best(net, district, origin, dest, prefs, below=cost - 1e-9)
+            self.assertIsNone(cheaper, "%s: router %.6f, exhaustive %s" % (where, cost, cheaper))
+            multi_leg += len(route.legs) > 1
+        self.assertGreater(multi_leg, CASES // 10)
+
+    def test_dijkstra_agrees_with_the_router(self):
+        # The textbook search the real-feed tests use, checked where the router
+        # has just been proved exact.
+        for case in range(0, CASES, 3):
+            net, district, prefs, origin, dest = random_case(case)
+            route = routing.find_route(net, district, origin, dest, prefs)
+            got = oracle.dijkstra_best(net, district, origin, dest, prefs)
+            if route is None:
+                self.assertIsNone(got, "case %d" % case)
+            else:
+                self.assertAlmostEqual(got, oracle.route_cost(net, route, prefs), places=9,
+                                       msg="case %d" % case)
+
+    def test_the_line_just_left(self):
+        # A reaches C cheaply by line X, dearly by line Y; only X continues to D,
+        # and X may not be re-boarded at C: the cheapest legal way is Y then X.
+        net = routing.Network(0.0)
+        city = mb.City("X", "0")
+        district = routing.District(0, city, LNG0, LAT0)
+        net.districts.append(district)
+        for k in range(4):
+            district.stops.append(net.add_stop("s%d" % k, "S%d" % k, LNG0 + 0.03 * k, LAT0, "0"))
+        x = routing.Line(0, city, routing.KIND_BUS, "X", [0, 2], district)
+        y = routing.Line(1, city, routing.KIND_BUS, "Y", [0, 2], district)
+        net.lines.extend([x, y])
+        flat = ((float("inf"), 1.0),)
+        net.add_linedir(routing.LineDir(0, x, "X1", [0, 2], [0.0, 5.0], [0.0, 5.0], 2.0, flat, math.inf))
+        net.add_linedir(routing.LineDir(1, y, "Y1", [0, 2], [0.0, 5.0], [0.0, 9.0], 2.0, flat, math.inf))
+        net.add_linedir(routing.LineDir(2, x, "X2", [2, 3], [0.0, 2.0], [0.0, 2.0], 2.0, flat, math.inf))
+        net.min_minutes_per_km = mb.fastest_minutes_per_km(net)
+        district.lines = list(net.lines)
+        net.finish()
+        prefs = routing.Prefs()
+        origin, dest = (net.lng[0], net.lat[0]), (net.lng[3], net.lat[3])
+        route = routing.find_route(net, district, origin, dest, prefs)
+        self.assertEqual([ld for ld, _, _ in route.legs], [1, 2])
+        self.assertAlmostEqual(oracle.route_cost(net, route, prefs),
+                               oracle.exhaustive_best(net, district, origin, dest, prefs))
+
+
+class HelperTest(unittest.TestCase):
+    def test_zone_runs_and_line_fares(self):
+        self.assertEqual(fares.zone_runs([]), [])
+        self.assertEqual(fares.zone_runs(["1", "1", "2", "1"]), [0, 0, 1, 2])
+        table = fares.FareTable({"A": 2.0, "B": 3.0, "C": 1.0},
+                                [("A", "", "1", "1", ""), ("B", "", "1", "2", ""),
+                                 ("B", "", "2", "1", ""), ("A", "", "2", "2", ""),
+                                 ("C", "R9", "", "", "")])
+        self.assertEqual(fares.line_fares(table, "R1", ["1", "1"]), (2.0, None))
+        self.assertEqual(fares.line_fares(table, "R1", ["1", "2"]),
+                         (None, [[2.0, 3.0], [None, 2.0]]))
+        self.assertEqual(fares.line_fares(table, "R9", ["1", "2"]), (1.0, None))  # cheapest applies
+        self.assertEqual(fares.line_fares(table, "R1", ["3", "3"]), (None, None))
+
+    def test_contains_and_rule_free_fares(self):
+        table = fares.FareTable({"Z": 4.0}, [("Z", "", "", "", "5"), ("Z", "", "", "", "6")])
+        self.assertEqual(table.ride_fare("R", ["5", "6"]), 4.0)
+        self.assertIsNone(table.ride_fare("R", ["5"]))          # must pass exactly 5 and 6
+        self.assertIsNone(table.ride_fare("R", ["5", "6", "7"]))
+        agency = fares.FareTable({"F": 2.5}, [], {"F": "AG"}, {"F": ""})
+        self.assertEqual(agency.ride_fare("R", [""], "AG"), 2.5)
+        self.assertIsNone(agency.ride_fare("R", [""], "OTHER"))
+        self.assertEqual(agency.transfer_fares(), ["F"])
+        self.assertEqual(fares.FareTable({"F": 1.0}, [], transfers={"F": "0"}).transfer_fares(), [])
+
+    def test_expert_score_and_out_and_back(self):
+        net = routing.Network(0.0)
+        city = mb.City("X", "0")
+        for k in range(3):
+            net.add_stop("s%d" % k, "S%d" % k, LNG0 + 0.01 * k, LAT0, "0")
+        line = routing.Line(0, city, routing.KIND_BUS, "1", [0, 1, 0], None)
+        net.add_linedir(routing.LineDir(0, line, "1", [0, 1, 0], [0.0, 1.0, 2.0], [0.0, 10.0, 20.0],
+                                        5.0, ((float("inf"), 2.0),), math.inf))
+        net.link(1, 2)
+        net.finish()
+        loop = routing.make_route(net, (LNG0, LAT0), (LNG0, LAT0), [(0, 0, 2)], "walk", "walk")
+        self.assertTrue(routing.ends_where_it_boarded(net, loop))
+        out = routing.make_route(net, (LNG0, LAT0), (LNG0 + 0.01, LAT0), [(0, 0, 1)], "walk", "bike")
+        self.assertFalse(routing.ends_where_it_boarded(net, out))
+        # 5 min wait + 10 min ride + bike access minutes; 1 line + 1 cycling; fare 2 + 1.5
+        self.assertAlmostEqual(routing.expert_score(out),
+                               out.minutes * 0.2 + 2 + 2.0 + routing.BIKE_FARE)
+        self.assertAlmostEqual(out.minutes, 15.0 + out.start.minutes + out.end.minutes)
+
+
+if __name__ == "__main__":
+    unittest.main()
