@@ -817,6 +817,7 @@ class ServerRuns(unittest.TestCase):
             ["--input", B1, "--api_url", server.url, "--model", "m"],          # no --out
             self.argv(server, "--extra_body", "{bad"),
             self.argv(server, "--extra_body", "[1]"),
+            self.argv(server, "--extra_body", "[" * 100000),
             self.argv(server, "--extra_body", '{"stream": true}'),
             self.argv(server, "--concurrency", "0"),
             self.argv(server, "--api_key_env", "NOT_SET_ANYWHERE"),

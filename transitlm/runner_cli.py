@@ -17,11 +17,12 @@ import threading
 import time
 
 from common import VERSION, file_sha256
+from transitlm.bounded_json import loads_bounded
 from transitlm.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
                             build_body, chat_url, request_headers)
 from transitlm.generation_settings import settings_record
 from transitlm.output_guard import OutputGuard, check_paths
-from transitlm.runner import (BENCHMARKS, LineWriter, OutputState, ProgressLine, Run, Settings,
+from transitlm.runner import (BENCHMARKS, MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
                               UsageError, compact_output, drop_partial_line, infer_benchmark,
                               input_notes, pending_rows, read_output_state, run_dir_for,
                               scan_input, summary_lines)
@@ -167,9 +168,9 @@ def parse_extra_body(text):
     if text is None:
         return {}
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
     except ValueError as exc:
-        raise UsageError("--extra_body is not JSON: %s" % exc)
+        raise UsageError("--extra_body is %s" % exc)
     if not isinstance(value, dict):
         raise UsageError("--extra_body must be a JSON object")
     if value.get("stream"):
@@ -178,14 +179,19 @@ def parse_extra_body(text):
 
 
 def read_system_prompt(path):
+    """The text of --system_prompt_file, at most MAX_ROW_CHARS characters."""
     try:
         with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
+            text = handle.read(MAX_ROW_CHARS + 1)
     except OSError as exc:
         raise UsageError("cannot read --system_prompt_file %s: %s"
                          % (path, exc.strerror or exc))
     except UnicodeDecodeError:
         raise UsageError("--system_prompt_file %s is not UTF-8 text" % path)
+    if len(text) > MAX_ROW_CHARS:
+        raise UsageError("--system_prompt_file %s holds more than %d characters"
+                         % (path, MAX_ROW_CHARS))
+    return text
 
 
 def dry_run_text(url, headers, body, key_env, row_text):
