@@ -365,6 +365,13 @@ class TerminalEscapeTest(TempDirTest):
 
     ESC = "\x1b[31mred\x1b[0m\x9b2J\x07"
 
+    def check_escaped(self, out, fmt):
+        for raw in (b"\x1b", b"\x07", "\x9b".encode("utf-8")):
+            self.assertNotIn(raw, out)
+        self.assertIn(b"x1b[31mred", out)
+        if fmt != "latex":
+            self.assertIn(b"\\x1b[31mred", out)
+
     def test_control_characters_in_every_printed_field(self):
         records = benchmark_records("single_route", 30, 0.6, seed=8,
                                     cities=("Bei" + self.ESC, "Shen\nzhen"), prefix=self.ESC)
@@ -379,17 +386,15 @@ class TerminalEscapeTest(TempDirTest):
         data["signature"] += "|x" + self.ESC
         with open(report, "w", encoding="utf-8") as handle:
             json.dump(data, handle)
+        argv = [a, b, "--by", "city", "--by", "failure", "--bootstrap", "50"]
         for fmt in FORMATS:
             with self.subTest(format=fmt):
-                status, out, err = run_compare_process(
-                    [a, b, "--format", fmt, "--by", "city", "--by", "failure",
-                     "--bootstrap", "50"])
+                status, out, err = run_compare(argv + ["--format", fmt])
                 self.assertEqual(status, 0, err)
-                for raw in (b"\x1b", b"\x07", "\x9b".encode("utf-8")):
-                    self.assertNotIn(raw, out)
-                self.assertIn(b"x1b[31mred", out)
-                if fmt != "latex":
-                    self.assertIn(b"\\x1b[31mred", out)
+                self.check_escaped(out.encode("utf-8"), fmt)
+        status, out, err = run_compare_process(argv)           # a real stdout
+        self.assertEqual(status, 0, err)
+        self.check_escaped(out, "text")
         # an error message quoting a folder name is escaped too
         status, out, err = run_compare_process([os.path.join(self.tmp, "none" + self.ESC)])
         self.assertEqual(status, 2)
@@ -406,13 +411,16 @@ class TerminalEscapeTest(TempDirTest):
         b = write_run(self.path("b"), records)
         out_json, out_html = self.path("c.json"), self.path("c.html")
         for fmt in FORMATS:
-            status, out, err = run_compare_process(
-                [folder, b, "--format", fmt, "--json", out_json, "--html", out_html])
+            status, out, err = run_compare([folder, b, "--format", fmt, "--json", out_json,
+                                            "--html", out_html])
             self.assertEqual(status, 0, err)
-            out.decode("utf-8")                          # valid UTF-8
+            out = out.encode("utf-8")                    # strict: no lone surrogate left
             self.assertIn(b"udcff", out)
             if fmt != "latex":
                 self.assertIn(b"run\\udcff\\udcfe", out)
+        status, out, err = run_compare_process([folder, b])     # a real stdout
+        self.assertEqual(status, 0, err)
+        self.assertIn(b"run\\udcff\\udcfe", out)
         with open(out_json, encoding="utf-8") as handle:
             result = json.load(handle)
         self.assertEqual(result["runs"][0]["name"], "run\udcff\udcfe")
