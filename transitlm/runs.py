@@ -224,6 +224,8 @@ def run_files(path):
     if os.path.isdir(path):
         report, details = os.path.join(path, "report.json"), os.path.join(path, "details.jsonl")
         for needed in (report, details):
+            if os.path.lexists(needed) and not os.path.isfile(needed):
+                raise CompareError("%s: not a regular file" % needed)
             if not os.path.isfile(needed):
                 raise CompareError("%s: no %s in this run folder"
                                    % (path, os.path.basename(needed)))
