@@ -7,8 +7,9 @@ Usage: python3 bench/bench_compare.py [--rows N] [--runs N] [--bootstrap N]
 
 The folders are built in a temporary directory (report metrics from the
 engine's own aggregation, as an evaluator writes them) and removed afterwards.
-Each repeat runs compare.py in a fresh process; the best wall time is printed
-with a CPU calibration line (the machine's speed drifts).
+Each repeat runs compare.py in a fresh process; the best wall time and the
+best CPU time (user + system of the process) are printed with a calibration
+line (the machine's speed drifts).
 """
 
 import argparse
@@ -122,18 +123,22 @@ def main():
         for name in args.by:
             command += ["--by", name]
         print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
-        times = []
+        times, cpu = [], []
         for _ in range(args.repeat):
-            started = time.perf_counter()
+            started, before = time.perf_counter(), os.times()
             done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   universal_newlines=True)
+            after = os.times()
             times.append(time.perf_counter() - started)
+            cpu.append(after.children_user + after.children_system
+                       - before.children_user - before.children_system)
             if done.returncode != 0:
                 sys.exit("compare.py failed: " + done.stderr.strip())
-        print("compare.py: %d runs x %d rows x %d resamples%s: best %.2f s of %d (all: %s)"
+        print("compare.py: %d runs x %d rows x %d resamples%s: best %.2f s of %d (all: %s); "
+              "CPU time best %.2f s (less sensitive to a busy machine)"
               % (args.runs, args.rows, args.bootstrap,
                  "".join(" --by " + b for b in args.by), min(times), len(times),
-                 ", ".join("%.2f" % t for t in times)))
+                 ", ".join("%.2f" % t for t in times), min(cpu)))
         print("calibration: 5M-step Python loop %.2f s (after)" % calibration_seconds())
     finally:
         shutil.rmtree(folder)

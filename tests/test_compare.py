@@ -377,7 +377,7 @@ class TermsReproduceMetricsTest(unittest.TestCase):
             where = "%s %s %s" % (benchmark, protocol, " ".join(argv))
             self.assert_same_metrics(report["metrics"],
                                      term_sums(benchmark, protocol, records), where)
-            self.assertEqual(metric_terms.run_metrics(runs.load_run("x", out))[0],
+            self.assertEqual(metric_terms.run_metrics(runs.load_run(out))[0],
                              report["metrics"], where)
 
     def test_bundled_examples(self):
@@ -509,7 +509,7 @@ class CompareCommandTest(TempDirTest):
 
     def test_json_layout_and_values_equal_the_reports(self):
         result, out = self.compare_json([self.a, self.b, "--by", "city"])
-        self.assertEqual(result["schema_version"], 1)
+        self.assertEqual(result["schema_version"], 2)
         self.assertEqual((result["confidence"], result["bootstrap"], result["seed"]),
                          (0.95, 1000, comparison.DEFAULT_SEED))
         self.assertEqual(result["baseline"], "model_a")          # folder name, first run
@@ -575,7 +575,7 @@ class CompareCommandTest(TempDirTest):
         rows = list(csv.DictReader(io.StringIO(run_compare([self.a, short, "--format",
                                                              "csv"])[1])))
         self.assertTrue(all(r["missing_rows"] == "20" and r["paired_rows"] == "100"
-                            for r in rows))
+                            for r in rows if r["section"] == "metrics"))
 
     def test_a_runs_interval_is_over_its_own_rows_with_the_shared_draws(self):
         alone, _ = self.compare_json([self.a])
@@ -600,9 +600,9 @@ class CompareCommandTest(TempDirTest):
     def test_formats(self):
         _, markdown, _ = run_compare([self.a, self.b, "--format", "markdown"])
         table = [line for line in markdown.splitlines() if line.startswith("|")]
-        self.assertTrue(table[1].startswith("|---|---:|"))
+        self.assertTrue(table[1].startswith("|---|---|---:|"))
         self.assertEqual(len({line.count("|") for line in table[:4]}), 1)
-        self.assertIn("| model_a | 120 |", markdown)
+        self.assertIn("| model_a | - | 120 |", markdown)
         _, latex, _ = run_compare([self.a, self.b, "--format", "latex"])
         for part in (r"\begin{tabular}", r"\toprule", r"\midrule", r"\bottomrule",
                      r"\end{tabular}", r"\textbf{", r"$\pm$", "model\\_a"):
@@ -611,7 +611,8 @@ class CompareCommandTest(TempDirTest):
         row_a = [l for l in latex.splitlines() if l.startswith("model\\_a")][0]
         self.assertTrue(row_a.split(" & ")[2].startswith(r"\textbf{"))
         _, text, _ = run_compare([self.a, self.b, "--format", "csv"])
-        rows = list(csv.DictReader(io.StringIO(text)))
+        rows = [row for row in csv.DictReader(io.StringIO(text))
+                if row["section"] == "metrics"]
         self.assertEqual(len(rows), 2 * 8)
         self.assertEqual(rows[0]["run"], "model_a")
         self.assertEqual(rows[0]["delta"], "")
@@ -699,13 +700,14 @@ class CompareInputErrorTest(TempDirTest):
         os.remove(os.path.join(self.a, "details.jsonl"))
         self.assert_usage_error([self.a], "details.jsonl")
 
-    def test_different_benchmarks_or_protocols(self):
-        other = [dict(r, req_type=2, compliant=True, label_compliant=True)
-                 for r in self.records]
-        b = write_run(self.path("b"), other, benchmark="personalized")
-        self.assert_usage_error([self.a, b], "different benchmarks")
+    def test_different_protocols_form_groups_and_req_type_needs_benchmark_2(self):
         c = write_run(self.path("c"), self.records, protocol="paper")
-        self.assert_usage_error([self.a, c], "different protocols")
+        status, out, err = run_compare([self.a, c, "--names", "m,m", "--format", "csv"])
+        self.assertEqual(status, 0, err)
+        groups = {(r["benchmark"], r["protocol"]) for r in csv.DictReader(io.StringIO(out))
+                  if r["section"] == "metrics"}
+        self.assertEqual(groups, {("single_route", "reference"), ("single_route", "paper")})
+        self.assert_usage_error([self.a, c, "--by", "req_type"], "needs benchmark 2")
 
     def test_metrics_that_do_not_match_the_report(self):
         metrics = metrics_of("single_route", "reference", self.records)
@@ -769,12 +771,17 @@ class CompareInputErrorTest(TempDirTest):
                             for r in self.records])
         self.assert_usage_error([self.a, "--by", "failure"], "line 1: no 'failure_codes' key")
         self.write_details([dict(r, failure_codes="reachability.x") for r in self.records])
-        self.assert_usage_error([self.a, "--by", "failure"], "failure_codes is not a list")
+        self.assert_usage_error([self.a, "--by", "failure"],
+                                "failure_codes is text, expected a list of texts")
 
     def test_default_names_stay_unique(self):
-        self.assertEqual(compare_cli.run_names([self.a, self.a], None),
-                         [os.path.normpath(self.a), os.path.normpath(self.a) + "#2"])
-        self.assertEqual(compare_cli.run_names([self.a], None), ["a"])
+        status, out, err = run_compare([self.a, self.a, "--format", "csv"])
+        self.assertEqual(status, 0, err)
+        names = [r["run"] for r in csv.DictReader(io.StringIO(out))
+                 if r["section"] == "metrics" and r["metric"] == "conn"]
+        self.assertEqual(names, [os.path.normpath(self.a), os.path.normpath(self.a) + "#2"])
+        status, out, err = run_compare([self.a, "--format", "csv"])
+        self.assertEqual([r["run"] for r in csv.DictReader(io.StringIO(out))][0], "a")
 
 
 if __name__ == "__main__":

@@ -819,7 +819,7 @@ class ComparisonPageTest(unittest.TestCase):
         self.assertIn("84.2% [71.0%, 95.0%]", text)
         self.assertIn("+5.8 pp", text)
         self.assertIn("[-2.0 pp, +13.0 pp]", text)
-        self.assertIn("0.2100", text)
+        self.assertIn("p=0.210", text)             # p-values as in the other formats
         self.assertEqual(text.count('class="whisker"'), 2)    # two intervals for conn
         self.assertEqual(text.count('<figure class="mchart">'), 2)
         self.assertIn("北京", text)

@@ -12,10 +12,12 @@ workflow tools -> this package -> ``common``):
 - ``api``: ``evaluate()``, the Python API;
 - ``terminal``: escaping text for a terminal, the progress line;
 - ``status``: exit statuses and the errors that stop a run;
-- compare.py's machinery: ``runs`` (reading run folders), ``metric_terms``
-  (per-row terms of every metric), ``resampling`` (bootstrap intervals, paired
-  p-values), ``comparison`` (the figures), ``breakdowns`` (--by),
-  ``compare_formats`` (text, Markdown, LaTeX, CSV, JSON), ``compare_cli``.
+- compare.py's machinery (docs/comparison.md): ``runs`` (reading run folders),
+  ``metric_terms`` (per-row terms of every metric), ``resampling`` (bootstrap
+  intervals, paired p-values), ``comparison`` (one benchmark group),
+  ``breakdowns`` (--by), ``signature`` (comparability), ``run_groups`` (names,
+  groups, the whole result), ``main_table``, ``compare_formats`` (text,
+  Markdown, CSV, JSON), ``compare_latex``, ``compare_cli``.
 
 With the repository root on ``sys.path``::
 

@@ -10,9 +10,6 @@ from transitlm.metric_terms import aggregate, json_value
 BREAKDOWNS = ("city", "req_type", "failure")
 
 
-# 5. Breakdowns
-# ---------------------------------------------------------------------------
-
 def _most_frequent_first(counts_by_name):
     """Keys ordered by their total over runs, descending, then by name."""
     return sorted(counts_by_name, key=lambda name: (-sum(counts_by_name[name].values()),

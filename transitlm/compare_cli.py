@@ -1,4 +1,5 @@
-"""The command line of compare.py: options, run names, writing the outputs.
+"""The command line of compare.py: options, checking that no output overwrites
+an input, writing the outputs.
 
 Standard library only; Python 3.8+.
 """
@@ -10,25 +11,34 @@ import sys
 
 import transitlm.status
 from transitlm.breakdowns import BREAKDOWNS
-from transitlm.compare_formats import FORMATS, FORMATTERS, result_json
-from transitlm.comparison import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED,
-                                  compare_runs)
-from transitlm.runs import CompareError, check_failure_codes, load_run
+from transitlm.compare_formats import (FORMATS, format_csv, format_markdown, format_text,
+                                       one_line, result_json)
+from transitlm.compare_latex import format_latex
+from transitlm.comparison import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from transitlm.run_groups import compare
+from transitlm.runs import CompareError, load_run, run_files
 
+FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
+              "csv": format_csv}
+MAX_RESAMPLES = 100000
+# Files of a run folder an output must not replace, beside compare's inputs.
+RUN_FOLDER_FILES = ("report.json", "details.jsonl", "run.json", "report.txt", "report.html")
 
-# 7. Command line
-# ---------------------------------------------------------------------------
 
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="compare.py",
         description="Compare TransitLM evaluation runs: metrics with bootstrap intervals, "
-                    "paired significance against a baseline, breakdowns.")
+                    "paired significance against a baseline, breakdowns; runs of several "
+                    "benchmarks give the paper's main table.")
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="run folder written with --out, or a details JSONL with its "
                              "report JSON beside it")
-    parser.add_argument("--names", help="comma-separated run names (default: folder names)")
-    parser.add_argument("--baseline", help="name of the baseline run (default: the first)")
+    parser.add_argument("--names",
+                        help="comma-separated names, one per run; runs of different "
+                             "benchmarks with the same name are one model (default: the model "
+                             "run.json records, else the folder name)")
+    parser.add_argument("--baseline", help="name of the baseline model (default: the first)")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N",
                         help="bootstrap resamples (default %(default)s; 0 = no intervals)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
@@ -41,42 +51,18 @@ def build_parser():
     parser.add_argument("--html", metavar="PATH", help="write the comparison as an HTML page")
     parser.add_argument("--by", action="append", choices=BREAKDOWNS, default=[],
                         help="breakdown (repeatable)")
+    parser.add_argument("--allow-different-inputs", action="store_true",
+                        help="compare runs of one benchmark scored on different test or "
+                             "station files (refused otherwise); every output then says so")
     return parser
-
-
-def run_names(paths, names_option):
-    if names_option is not None:
-        names = [name.strip() for name in names_option.split(",")]
-        if len(names) != len(paths):
-            raise CompareError("--names gives %d name(s) for %d run(s)"
-                               % (len(names), len(paths)))
-        if any(not name for name in names):
-            raise CompareError("--names has an empty name")
-        if len(set(names)) != len(names):
-            raise CompareError("--names repeats a name")
-        return names
-    names = [default_name(path) for path in paths]
-    if len(set(names)) != len(names):
-        names = [os.path.normpath(path) for path in paths]
-    seen = {}
-    unique = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        unique.append(name if seen[name] == 1 else "%s#%d" % (name, seen[name]))
-    return unique
-
-
-def default_name(path):
-    path = os.path.normpath(path)
-    if os.path.isdir(path):
-        return os.path.basename(os.path.abspath(path))
-    base = os.path.basename(path)
-    return base[:-len(".jsonl")] if base.endswith(".jsonl") else os.path.splitext(base)[0]
 
 
 def write_file(path, text):
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        # backslashreplace: a lone surrogate (a folder name that is not UTF-8)
+        # is written as its \\u escape, which is also what JSON calls it.
+        with open(path, "w", encoding="utf-8", errors="backslashreplace",
+                  newline="\n") as handle:
             handle.write(text)
     except OSError as exc:
         raise CompareError("cannot write %s: %s" % (path, exc.strerror or exc))
@@ -90,6 +76,53 @@ def html_page(result):
     return comparison_page(result)
 
 
+def _same_file(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def protected_files(paths):
+    """(path, what) of every input of the runs and the other files of their
+    folders; CompareError for a RUN that is not there."""
+    protected = []
+    for path in paths:
+        report, details, run_json = run_files(path)
+        protected += [(report, "an input (%s)" % report), (details, "an input (%s)" % details)]
+        if run_json:
+            protected.append((run_json, "an input (%s)" % run_json))
+        if os.path.isdir(path):
+            for name in RUN_FOLDER_FILES:
+                protected.append((os.path.join(path, name), "a file of run folder %s" % path))
+    return protected
+
+
+def check_outputs(outputs, paths):
+    """No output may replace an input, a run folder's file or another output
+    (compared by real path and by file identity: symlinks, hard links, ./)."""
+    protected = protected_files(paths)
+    for index, (flag, output) in enumerate(outputs):
+        if os.path.isdir(output):
+            raise CompareError("%s %s is a folder, expected a file name" % (flag, output))
+        for path, what in protected:
+            if _same_file(output, path):
+                raise CompareError("%s %s is %s: refusing to overwrite it" % (flag, output, what))
+        for other_flag, other in outputs[:index]:
+            if _same_file(output, other):
+                raise CompareError("%s and %s name the same file (%s)" % (other_flag, flag,
+                                                                          output))
+
+
+def check_options(args):
+    if not 0 <= args.bootstrap <= MAX_RESAMPLES:
+        raise CompareError("--bootstrap must be from 0 to %d" % MAX_RESAMPLES)
+    if not 0.0 < args.confidence < 1.0:
+        raise CompareError("--confidence must be between 0 and 1 (e.g. 0.95)")
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -97,32 +130,26 @@ def main(argv=None):
     # only re-scan the growing list of decoded rows (as in transitlm.cli.run).
     gc.disable()
     try:
-        if args.bootstrap < 0:
-            raise CompareError("--bootstrap must be 0 or more")
-        if not 0.0 < args.confidence < 1.0:
-            raise CompareError("--confidence must be between 0 and 1 (e.g. 0.95)")
-        names = run_names(args.runs, args.names)
-        baseline = names[0] if args.baseline is None else args.baseline
-        if baseline not in names:
-            raise CompareError("--baseline %s is not one of the runs (%s)"
-                               % (baseline, ", ".join(names)))
+        check_options(args)
         by = list(dict.fromkeys(args.by))
+        outputs = [(flag, path) for flag, path in (("--json", args.json), ("--html", args.html))
+                   if path]
+        check_outputs(outputs, args.runs)
         needs = (("city",) if "city" in by else ()) + (
             ("failure_codes",) if "failure" in by else ())
-        runs = [load_run(name, path, needs) for name, path in zip(names, args.runs)]
-        if "failure" in by:
-            for run in runs:
-                check_failure_codes(run)
-        result = compare_runs(runs, baseline, args.bootstrap, args.seed, args.confidence, by)
+        runs = [load_run(path, needs) for path in args.runs]
+        result = compare(runs, args.baseline, args.bootstrap, args.seed, args.confidence, by,
+                         args.allow_different_inputs, args.names)
         page = html_page(result) if args.html else None
+        stdout = FORMATTERS[args.format](result)
         if args.json:
             write_file(args.json, result_json(result))
         if args.html:
             write_file(args.html, page)
-        sys.stdout.write(FORMATTERS[args.format](result))
+        sys.stdout.write(stdout)
         sys.stdout.flush()
     except CompareError as exc:
-        sys.stderr.write("error: %s\n" % exc)
+        sys.stderr.write("error: %s\n" % one_line(str(exc)))
         return transitlm.status.EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
@@ -130,4 +157,3 @@ def main(argv=None):
     finally:
         gc.enable()
     return transitlm.status.EXIT_OK
-

@@ -1,5 +1,11 @@
 """The output formats of a comparison (compare.py --format): aligned text,
-Markdown pipe tables, a LaTeX booktabs tabular, CSV rows, and the JSON text.
+Markdown pipe tables and CSV rows (LaTeX: compare_latex), and the JSON text;
+the cell formats they share.
+
+Every text that comes from a file (run and model names, signatures, cities,
+failure codes, ids) is escaped for the terminal: control characters and lone
+surrogates as backslash escapes (transitlm.terminal.printable), newlines and
+tabs too.
 
 Standard library only; Python 3.8+.
 """
@@ -10,29 +16,37 @@ import json
 import unicodedata
 
 from transitlm.comparison import alpha_of
-from transitlm.metric_terms import LOWER_IS_BETTER, METRIC_KIND, METRIC_LABEL
+from transitlm.main_table import BENCHMARK_TITLES
+from transitlm.metric_terms import METRIC_KIND, METRIC_LABEL, decimals, scaled
+from transitlm.run_groups import groups_of
+from transitlm.signature import comparable_signature
+from transitlm.terminal import printable
 
 FORMATS = ("text", "markdown", "latex", "csv")
 
+# Short tags of the benchmarks for column headers (Markdown, CSV, HTML).
+BENCHMARK_TAGS = {"single_route": "B1", "personalized": "B2", "diversity": "B3",
+                  "general_llm": "GL"}
+BEST_MARK_TEXT = "^"
 
-# 6. Formatting
+
 # ---------------------------------------------------------------------------
+# Cells
+# ---------------------------------------------------------------------------
+
+def one_line(text):
+    """Text from a file, safe for a terminal and for one table cell."""
+    text = printable(text if isinstance(text, str) else str(text))
+    if "\n" in text or "\t" in text:
+        text = text.replace("\n", "\\x0a").replace("\t", "\\x09")
+    return text
+
 
 def metric_header(key, delta=False):
     kind = METRIC_KIND[key]
-    if kind == "rate":
-        return METRIC_LABEL[key] + (" pp" if delta else " %")
-    if kind == "pct":
+    if kind in ("rate", "pct"):
         return METRIC_LABEL[key] + (" pp" if delta else " %")
     return METRIC_LABEL[key]
-
-
-def scaled(key, value):
-    return value * 100.0 if METRIC_KIND[key] == "rate" else value
-
-
-def decimals(key):
-    return {"rate": 1, "pct": 2, "mean": 3}[METRIC_KIND[key]]
 
 
 def fmt_number(key, value, sign=False):
@@ -55,6 +69,7 @@ def fmt_value_ci(key, figure):
 
 
 def fmt_p(p_value):
+    """p<0.001 below 0.0005 (the resolution of the bootstrap), else p=0.123."""
     if p_value is None:
         return ""
     if p_value < 0.0005:
@@ -81,6 +96,7 @@ def display_width(text):
 def aligned(rows, right_from=1, left=()):
     """Rows of cells -> lines; the first `right_from` columns and those in
     `left` left-aligned, the others right-aligned, two spaces apart."""
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
@@ -92,12 +108,12 @@ def aligned(rows, right_from=1, left=()):
     return lines
 
 
-def comparison_index(result):
-    return {(c["run"], c["metric"]): c for c in result["comparisons"]}
+def comparison_index(group):
+    return {(c["run"], c["metric"]): c for c in group["comparisons"]}
 
 
-def metric_keys(result):
-    return list(result["runs"][0]["metrics"]) if result["runs"] else []
+def metric_keys(group):
+    return list(group["runs"][0]["metrics"]) if group["runs"] else []
 
 
 def intervals_line(result):
@@ -107,54 +123,170 @@ def intervals_line(result):
             % (result["bootstrap"], result["seed"], 100 * result["confidence"]))
 
 
-def rows_line(result):
-    biggest = max(run["rows"] for run in result["runs"])
-    return "%d rows paired by index_id (of %d)" % (result["rows"]["paired"], biggest)
+def rows_line(group):
+    biggest = max(run["rows"] for run in group["runs"])
+    return "%d rows paired by index_id (of %d)" % (group["rows"]["paired"], biggest)
 
 
 def significance_legend(result, mark):
     return "%s marks p < %g, two-sided paired bootstrap" % (mark, alpha_of(result["confidence"]))
 
 
-def format_text(result):
-    keys, names = metric_keys(result), [run["name"] for run in result["runs"]]
-    others = [name for name in names if name != result["baseline"]]
-    lines = ["TransitLM comparison: %s (protocol: %s)" % (result["benchmark"],
-                                                          result["protocol"]),
-             "  baseline %s; %s" % (result["baseline"], rows_line(result)),
-             "  " + intervals_line(result), ""]
-    lines += aligned([["run", "rows", "signature"]]
-                     + [[run["name"], str(run["rows"]), run["signature"] or "-"]
-                        for run in result["runs"]], left=(2,))
-    lines += ["", "Metrics (each run over all its rows%s)"
-              % (", value [interval]" if result["bootstrap"] else "")]
-    table = [["metric"] + names]
-    for key in keys:
-        table.append([metric_header(key)]
-                     + [fmt_value_ci(key, run["metrics"][key]) for run in result["runs"]])
-    lines += aligned(table)
-    if others:
-        index = comparison_index(result)
-        lines += ["", "Differences from %s (paired rows; %s)"
-                  % (result["baseline"], significance_legend(result, "*"))]
-        table = [["metric"] + others]
-        for key in keys:
-            table.append([metric_header(key, delta=True)]
-                         + [fmt_comparison(index[(name, key)]) for name in others])
-        lines += aligned(table)
-    for note in result["notes"]:
-        lines += ["", "Note: " + note]
-    lines += text_breakdowns(result, keys, names)
-    return "\n".join(lines) + "\n"
+def group_baseline(result, group):
+    """The group's baseline run name, or None (the baseline model has no run here)."""
+    return group["baseline"] if "baseline" in group and group is not result \
+        else result["baseline"]
+
+
+def group_title(group):
+    return BENCHMARK_TITLES.get(group["benchmark"], group["benchmark"])
+
+
+def group_tag(column, columns):
+    """B1, B2, B3, GL; with the protocol when a benchmark has two groups."""
+    tag = BENCHMARK_TAGS.get(column["benchmark"], column["benchmark"])
+    if sum(1 for c in columns if c["benchmark"] == column["benchmark"]) > 1:
+        tag += "/" + column["protocol"]
+    return tag
+
+
+def signature_lines(group):
+    """["signature: ..."] when the runs share one; else one line per run."""
+    if group["signature"] is not None:
+        return ["signature: " + one_line(group["signature"])]
+    lines = ["signatures differ between the runs:"]
+    for run in group["runs"]:
+        signature = comparable_signature(run["signature"])
+        lines.append("  %s: %s" % (one_line(run["name"]),
+                                   one_line(signature) if signature else "(none recorded)"))
+    return lines
 
 
 def city_label(city):
     return "(no city)" if city is None else (city or "(empty)")
 
 
-def text_breakdowns(result, keys, names):
+def fmt_compliance(row):
+    if not row["samples"]:
+        return "-"
+    return "%d/%d (%.1f%%)" % (row["compliant"], row["samples"], 100.0 * row["rate"])
+
+
+def fmt_share(count, whole):
+    return "%d (%.1f%%)" % (count, 100.0 * count / whole) if whole else str(count)
+
+
+def main_cell_text(key, figure, significant_mark, best_mark=None, with_ci=True):
+    """A main-table cell: value, interval, significance mark (and best mark)."""
+    text = fmt_number(key, figure["value"])
+    if best_mark and figure["best"]:
+        text = best_mark(text)
+    if with_ci and figure["ci"] is not None:
+        text += " " + fmt_interval(key, figure["ci"])
+    if figure["significant"]:
+        text += significant_mark
+    return text
+
+
+def main_legend(result, mark, best, escape=one_line):
+    table = result["main_table"]
+    parts = ["value [%g%% interval]" % (100 * result["confidence"])
+             if result["bootstrap"] else "value"]
+    if result["bootstrap"]:
+        parts.append("%s: differs from %s, p < %g (two-sided paired bootstrap)"
+                     % (mark, escape(table["baseline"]), alpha_of(result["confidence"])))
+    parts.append("%s: the best value of the column (lowest for MAPE)" % best)
+    parts.append("empty: no run of the model")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Text
+# ---------------------------------------------------------------------------
+
+def format_text(result):
+    groups = groups_of(result)
+    if len(groups) == 1:
+        lines = ["TransitLM comparison: %s (protocol: %s)" % (result["benchmark"],
+                                                              result["protocol"]),
+                 "  baseline %s; %s" % (one_line(result["baseline"]), rows_line(result)),
+                 "  " + intervals_line(result), ""]
+        lines += text_group(result, result)
+        return printable("\n".join(lines) + "\n")
+    table = result["main_table"]
+    lines = ["TransitLM comparison: %d benchmark groups, %d models; baseline %s"
+             % (len(groups), len(table["rows"]), one_line(result["baseline"])),
+             "  " + intervals_line(result), ""]
+    lines += text_main_table(result)
+    for note in result["notes"]:
+        lines += ["", "Note: " + one_line(note)]
+    for group in groups:
+        lines += ["", "=" * 78,
+                  "%s (protocol: %s); baseline %s; %s"
+                  % (group_title(group), group["protocol"],
+                     one_line(group["baseline"] or "none"), rows_line(group)), ""]
+        lines += text_group(result, group)
+    return printable("\n".join(lines) + "\n")
+
+
+def text_main_table(result):
+    """The main table turned for a terminal: a row per benchmark and metric, a
+    column per model."""
+    table = result["main_table"]
+    lines = ["Main table (%s)" % main_legend(result, "*", BEST_MARK_TEXT)]
+    rows = [["benchmark", "metric"] + [row["model"] for row in table["rows"]]]
+    for index, column in enumerate(table["columns"]):
+        for number, key in enumerate(column["metrics"]):
+            cells = []
+            for row in table["rows"]:
+                cell = row["cells"][index]
+                cells.append("" if cell is None else main_cell_text(
+                    key, cell["metrics"][key], " *", lambda text: text + BEST_MARK_TEXT))
+            rows.append([group_tag(column, table["columns"]) if number == 0 else "",
+                         metric_header(key)] + cells)
+    lines += aligned(rows, right_from=2)
+    lines += [""] + ["%s = %s (protocol %s); %s"
+                     % (group_tag(column, table["columns"]), column["title"],
+                        column["protocol"],
+                        "signature: " + one_line(column["signature"])
+                        if column["signature"] else "signatures differ between the runs")
+                     for column in table["columns"]]
+    return lines
+
+
+def text_group(result, group):
+    keys, names = metric_keys(group), [run["name"] for run in group["runs"]]
+    baseline = group_baseline(result, group)
+    others = [name for name in names if name != baseline] if baseline is not None else []
+    lines = aligned([["run", "model", "rows"]]
+                    + [[run["name"], run.get("model") or "-", str(run["rows"])]
+                       for run in group["runs"]], right_from=2)
+    lines += ["", "Metrics (each run over all its rows%s)"
+              % (", value [interval]" if result["bootstrap"] else "")]
+    table = [["metric"] + names]
+    for key in keys:
+        table.append([metric_header(key)]
+                     + [fmt_value_ci(key, run["metrics"][key]) for run in group["runs"]])
+    lines += aligned(table)
+    if others:
+        index = comparison_index(group)
+        lines += ["", "Differences from %s (paired rows; %s)"
+                  % (one_line(baseline), significance_legend(result, "*"))]
+        table = [["metric"] + others]
+        for key in keys:
+            table.append([metric_header(key, delta=True)]
+                         + [fmt_comparison(index[(name, key)]) for name in others])
+        lines += aligned(table)
+    for note in group["notes"]:
+        lines += ["", "Note: " + one_line(note)]
+    lines += text_breakdowns(group, keys, names)
+    lines += [""] + signature_lines(group)
+    return lines
+
+
+def text_breakdowns(group, keys, names):
     lines = []
-    breakdowns = result["breakdowns"]
+    breakdowns = group["breakdowns"]
     if "city" in breakdowns:
         lines += ["", "By city (each run over its rows of the city)"]
         table = [["city", "run", "rows"] + [metric_header(k) for k in keys]]
@@ -190,18 +322,16 @@ def text_breakdowns(result, keys, names):
     return lines
 
 
-def fmt_compliance(row):
-    if not row["samples"]:
-        return "-"
-    return "%d/%d (%.1f%%)" % (row["compliant"], row["samples"], 100.0 * row["rate"])
-
-
-def fmt_share(count, whole):
-    return "%d (%.1f%%)" % (count, 100.0 * count / whole) if whole else str(count)
-
+# ---------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------
 
 def md_cell(text):
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+    return one_line(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+
+
+def md_code(text):
+    return "`%s`" % one_line(text).replace("`", "'")
 
 
 def md_table(rows, right_from=1):
@@ -213,20 +343,66 @@ def md_table(rows, right_from=1):
 
 
 def format_markdown(result):
-    keys, names = metric_keys(result), [run["name"] for run in result["runs"]]
-    others = [name for name in names if name != result["baseline"]]
-    lines = ["**TransitLM comparison** — benchmark `%s`, protocol `%s`; baseline `%s`; %s; %s."
-             % (result["benchmark"], result["protocol"], result["baseline"],
-                rows_line(result), intervals_line(result)), ""]
-    table = [["run", "rows"] + [md_cell(metric_header(k)) for k in keys]]
-    for run in result["runs"]:
-        table.append([md_cell(run["name"]), str(run["rows"])]
+    groups = groups_of(result)
+    if len(groups) == 1:
+        lines = ["**TransitLM comparison** — benchmark `%s`, protocol `%s`; baseline %s; %s; %s."
+                 % (result["benchmark"], result["protocol"], md_code(result["baseline"]),
+                    rows_line(result), intervals_line(result)), ""]
+        lines += markdown_group(result, result)
+        return printable("\n".join(lines) + "\n")
+    lines = ["**TransitLM comparison** — %d benchmark groups, %d models; baseline %s; %s."
+             % (len(groups), len(result["main_table"]["rows"]), md_code(result["baseline"]),
+                intervals_line(result)), ""]
+    lines += markdown_main_table(result)
+    for note in result["notes"]:
+        lines += ["", "*Note:* " + md_cell(note)]
+    for group in groups:
+        lines += ["", "### %s (protocol `%s`)" % (group_title(group), group["protocol"]), "",
+                  "Baseline %s; %s." % (md_code(group["baseline"] or "none"), rows_line(group)),
+                  ""]
+        lines += markdown_group(result, group)
+    return printable("\n".join(lines) + "\n")
+
+
+def markdown_main_table(result):
+    table = result["main_table"]
+    columns = table["columns"]
+    header = ["model"]
+    for column in columns:
+        tag = group_tag(column, columns)
+        header += ["%s %s" % (tag, md_cell(metric_header(key))) for key in column["metrics"]]
+    rows = [header]
+    for row in table["rows"]:
+        cells = [md_cell(row["model"])]
+        for index, column in enumerate(columns):
+            cell = row["cells"][index]
+            for key in column["metrics"]:
+                cells.append("" if cell is None else main_cell_text(
+                    key, cell["metrics"][key], "†", lambda text: "**%s**" % text))
+        rows.append(cells)
+    lines = ["Main table (%s):" % main_legend(result, "†", "**bold**", md_code), ""]
+    lines += md_table(rows)
+    lines += [""] + ["- %s = %s (protocol `%s`): %s"
+                     % (group_tag(column, columns), column["title"], column["protocol"],
+                        "signature " + md_code(column["signature"]) if column["signature"]
+                        else "signatures differ between the runs")
+                     for column in columns]
+    return lines
+
+
+def markdown_group(result, group):
+    keys, names = metric_keys(group), [run["name"] for run in group["runs"]]
+    baseline = group_baseline(result, group)
+    others = [name for name in names if name != baseline] if baseline is not None else []
+    table = [["run", "model", "rows"] + [md_cell(metric_header(k)) for k in keys]]
+    for run in group["runs"]:
+        table.append([md_cell(run["name"]), md_cell(run.get("model") or "-"), str(run["rows"])]
                      + [fmt_value_ci(k, run["metrics"][k]) for k in keys])
-    lines += md_table(table, right_from=1)
+    lines = md_table(table, right_from=2)
     if others:
-        index = comparison_index(result)
-        lines += ["", "Differences from `%s` over the paired rows (**bold**: p < %g, "
-                  "two-sided paired bootstrap):" % (result["baseline"],
+        index = comparison_index(group)
+        lines += ["", "Differences from %s over the paired rows (**bold**: p < %g, "
+                  "two-sided paired bootstrap):" % (md_code(baseline),
                                                     alpha_of(result["confidence"])), ""]
         table = [["run"] + [md_cell(metric_header(k, delta=True)) for k in keys]]
         for name in others:
@@ -237,9 +413,21 @@ def format_markdown(result):
                 cells.append("**%s**" % text if comparison["significant"] else text)
             table.append([md_cell(name)] + cells)
         lines += md_table(table)
-    for note in result["notes"]:
+    for note in group["notes"]:
         lines += ["", "*Note:* " + md_cell(note)]
-    breakdowns = result["breakdowns"]
+    lines += markdown_breakdowns(group, keys, names)
+    lines += [""] + (["Signature: " + md_code(group["signature"])]
+                     if group["signature"] is not None else
+                     ["Signatures differ between the runs:", ""]
+                     + ["- %s: %s" % (md_cell(run["name"]),
+                                      md_code(comparable_signature(run["signature"]) or "none"))
+                        for run in group["runs"]])
+    return lines
+
+
+def markdown_breakdowns(group, keys, names):
+    lines = []
+    breakdowns = group["breakdowns"]
     if "city" in breakdowns:
         lines += ["", "By city:", ""]
         table = [["city", "run", "rows"] + [md_cell(metric_header(k)) for k in keys]]
@@ -253,7 +441,7 @@ def format_markdown(result):
         lines += ["", "Round 5 compliance by req_type (compliant / samples):", ""]
         table = [["req", "preference"] + [md_cell(n) for n in names]]
         for entry in breakdowns["req_type"]:
-            table.append([entry["req_type"], entry["name"]]
+            table.append([md_cell(entry["req_type"]), md_cell(entry["name"])]
                          + [fmt_compliance(entry["runs"][n]) for n in names])
         lines += md_table(table, right_from=2)
     if "failure" in breakdowns:
@@ -266,79 +454,19 @@ def format_markdown(result):
         table.append(["(no failure)"] + [fmt_share(failure["passed"][n], failure["rows"][n])
                                          for n in names])
         for entry in failure["codes"]:
-            table.append(["`%s`" % entry["code"].replace("`", "'")]
+            table.append([md_code(entry["code"])]
                          + [fmt_share(entry["rows"][n], failure["rows"][n]) for n in names])
         lines += md_table(table)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}"}
+# ---------------------------------------------------------------------------
+# CSV
+# ---------------------------------------------------------------------------
 
-
-def latex_escape(text):
-    return "".join(LATEX_SPECIALS.get(ch, ch) for ch in text)
-
-
-def best_values(result, keys):
-    """Per metric the best value over the runs (max; min for MAPE), or None."""
-    best = {}
-    for key in keys:
-        values = [run["metrics"][key]["value"] for run in result["runs"]
-                  if run["metrics"][key]["value"] is not None]
-        if values:
-            pick = min if key in LOWER_IS_BETTER else max
-            best[key] = round(scaled(key, pick(values)), decimals(key))
-    return best
-
-
-def format_latex(result):
-    """booktabs tabular: runs as rows, metrics as columns, value +- half the
-    width of its percentile interval, best printed value per column in bold,
-    dagger on values significantly different from the baseline."""
-    keys = metric_keys(result)
-    index = comparison_index(result)
-    best = best_values(result, keys)
-    lines = ["% TransitLM comparison: " + latex_escape(result["benchmark"]) + ", protocol "
-             + result["protocol"] + "; " + rows_line(result) + "; " + intervals_line(result),
-             r"\begin{tabular}{l" + "r" * (len(keys) + 1) + "}", r"\toprule",
-             " & ".join(["Run", "Rows"] + [latex_escape(metric_header(k)) for k in keys])
-             + r" \\", r"\midrule"]
-    for run in result["runs"]:
-        cells = [latex_escape(run["name"]), str(run["rows"])]
-        for key in keys:
-            figure = run["metrics"][key]
-            text = fmt_number(key, figure["value"])
-            if figure["value"] is not None and \
-                    round(scaled(key, figure["value"]), decimals(key)) == best.get(key):
-                text = r"\textbf{%s}" % text
-            comparison = index.get((run["name"], key))
-            if comparison is not None and comparison["significant"]:
-                text += r"$^\dagger$"
-            if figure["ci"] is not None:
-                half = (figure["ci"][1] - figure["ci"][0]) / 2.0
-                text += r" {\scriptsize $\pm$%s}" % fmt_number(key, half)
-            cells.append(text)
-        lines.append(" & ".join(cells) + r" \\")
-    lines.append(r"\bottomrule")
-    notes = []
-    if result["bootstrap"]:
-        notes.append(r"$\pm$: half the width of the %g\%% percentile bootstrap interval."
-                     % (100 * result["confidence"]))
-    if len(result["runs"]) > 1:
-        notes.append(r"$^\dagger$: differs from %s, p $<$ %g (two-sided paired bootstrap)."
-                     % (latex_escape(result["baseline"]), alpha_of(result["confidence"])))
-    notes += [latex_escape(note) + "." for note in result["notes"]]
-    for note in notes:
-        lines.append(r"\multicolumn{%d}{l}{\footnotesize %s} \\" % (len(keys) + 2, note))
-    lines.append(r"\end{tabular}")
-    return "\n".join(lines) + "\n"
-
-
-CSV_FIELDS = ("section", "group", "run", "metric", "value", "ci_low", "ci_high", "rows",
-              "delta", "delta_ci_low", "delta_ci_high", "p_value", "significant",
-              "paired_rows", "missing_rows")
+CSV_FIELDS = ("section", "benchmark", "protocol", "group", "run", "model", "metric", "value",
+              "ci_low", "ci_high", "rows", "delta", "delta_ci_low", "delta_ci_high",
+              "p_value", "significant", "best", "paired_rows", "missing_rows")
 
 
 def csv_number(value):
@@ -350,15 +478,50 @@ def csv_number(value):
 
 
 def csv_rows(result):
-    """One row per run x metric (section "metrics"), then breakdown rows."""
-    index = comparison_index(result)
-    paired, missing = result["rows"]["paired"], result["rows"]["missing"]["count"]
+    """Per group: one row per run x metric (section "metrics"), breakdown rows,
+    notes and the signature; then the main table (several groups) and the
+    comparison's own notes."""
+    rows = []
+    groups = groups_of(result)
+    for group in groups:
+        rows += csv_group_rows(group)
+    if len(groups) > 1:
+        table = result["main_table"]
+        for index, column in enumerate(table["columns"]):
+            for row in table["rows"]:
+                cell = row["cells"][index]
+                if cell is None:
+                    continue
+                for key in column["metrics"]:
+                    figure = cell["metrics"][key]
+                    ci = figure["ci"]
+                    rows.append({"section": "main", "benchmark": column["benchmark"],
+                                 "protocol": column["protocol"], "run": cell["run"],
+                                 "model": row["model"], "metric": key,
+                                 "value": csv_number(figure["value"]),
+                                 "ci_low": csv_number(ci[0]) if ci else "",
+                                 "ci_high": csv_number(ci[1]) if ci else "",
+                                 "rows": cell["rows"], "delta": csv_number(figure["delta"]),
+                                 "p_value": csv_number(figure["p_value"]),
+                                 "significant": csv_number(figure["significant"]),
+                                 "best": csv_number(figure["best"])})
+        for note in result["notes"]:
+            rows.append({"section": "note", "group": note})
+    return [{key: one_line(value) if isinstance(value, str) else value
+             for key, value in row.items()} for row in rows]
+
+
+def csv_group_rows(group):
+    index = comparison_index(group)
+    paired, missing = group["rows"]["paired"], group["rows"]["missing"]["count"]
+    models = {run["name"]: run.get("model") or "" for run in group["runs"]}
     rows = []
 
-    def add(section, group, run, metric, value, count, ci=None, comparison=None):
-        row = {"section": section, "group": group, "run": run, "metric": metric,
-               "value": csv_number(value), "rows": count,
-               "ci_low": csv_number(ci[0]) if ci else "",
+    def add(section, name, metric, value, count, label="", ci=None, comparison=None):
+        row = {"section": section, "benchmark": group["benchmark"],
+               "protocol": group["protocol"], "group": label, "run": name,
+               "model": models.get(name, ""), "metric": metric, "value": csv_number(value),
+               "rows": count, "ci_low": csv_number(ci[0]) if ci else "",
                "ci_high": csv_number(ci[1]) if ci else "",
                "paired_rows": paired, "missing_rows": missing}
         if comparison is not None:
@@ -369,26 +532,39 @@ def csv_rows(result):
                        significant=csv_number(comparison["significant"]))
         rows.append(row)
 
-    for run in result["runs"]:
+    for run in group["runs"]:
         for key, figure in run["metrics"].items():
-            add("metrics", "", run["name"], key, figure["value"], run["rows"], figure["ci"],
-                index.get((run["name"], key)))
-    breakdowns = result["breakdowns"]
+            add("metrics", run["name"], key, figure["value"], run["rows"], ci=figure["ci"],
+                comparison=index.get((run["name"], key)))
+    breakdowns = group["breakdowns"]
     for entry in breakdowns.get("city", ()):
         for name, figures in entry["metrics"].items():
             for key, value in figures.items():
-                add("city", city_label(entry["city"]), name, key, value, entry["rows"][name])
+                add("city", name, key, value, entry["rows"][name], city_label(entry["city"]))
     for entry in breakdowns.get("req_type", ()):
         for name, row in entry["runs"].items():
-            add("req_type", entry["req_type"], name, "pc", row["rate"], row["samples"])
+            add("req_type", name, "pc", row["rate"], row["samples"], entry["req_type"])
     failure = breakdowns.get("failure")
     if failure:
         for entry in failure["stages"]:
             for name, count in entry["rows"].items():
-                add("failure_stage", entry["stage"], name, "rows", count, failure["rows"][name])
+                add("failure_stage", name, "rows", count, failure["rows"][name], entry["stage"])
+        for name, count in failure["passed"].items():
+            add("failure_stage", name, "rows", count, failure["rows"][name], "(no failure)")
         for entry in failure["codes"]:
             for name, count in entry["rows"].items():
-                add("failure_code", entry["code"], name, "rows", count, failure["rows"][name])
+                add("failure_code", name, "rows", count, failure["rows"][name], entry["code"])
+    for note in group["notes"]:
+        rows.append({"section": "note", "benchmark": group["benchmark"],
+                     "protocol": group["protocol"], "group": note})
+    if group["signature"] is not None:
+        rows.append({"section": "signature", "benchmark": group["benchmark"],
+                     "protocol": group["protocol"], "group": group["signature"]})
+    else:
+        for run in group["runs"]:
+            rows.append({"section": "signature", "benchmark": group["benchmark"],
+                         "protocol": group["protocol"], "run": run["name"],
+                         "group": comparable_signature(run["signature"]) or ""})
     return rows
 
 
@@ -398,11 +574,7 @@ def format_csv(result):
     writer.writeheader()
     for row in csv_rows(result):
         writer.writerow(row)
-    return buffer.getvalue()
-
-
-FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
-              "csv": format_csv}
+    return printable(buffer.getvalue())
 
 
 def result_json(result):

@@ -1,6 +1,7 @@
-"""The figures of a comparison (compare.py): rows paired by id, every run
-resampled on the same draws, each run's values and intervals, and the
-differences from the baseline with their paired p-values (the --json dict).
+"""The figures of a comparison (compare.py) of runs of one benchmark and
+protocol: rows paired by id, every run resampled on the same draws, each
+run's values and intervals, and the differences from the baseline with their
+paired p-values (a group of the --json result).
 
 Standard library only; Python 3.8+.
 """
@@ -9,16 +10,14 @@ from transitlm import resampling
 from transitlm.breakdowns import city_breakdown, failure_breakdown, req_type_breakdown
 from transitlm.metric_terms import aggregate, json_value, metric_names, run_metrics, term_columns
 from transitlm.runs import CompareError
+from transitlm.signature import comparability_notes, shared_signature
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_SEED = 12345
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
 FIRST_IDS_SHOWN = 5
 
-
-# 3. Pairing and resampling
-# ---------------------------------------------------------------------------
 
 def pair_rows(runs):
     """-> (paired keys in the first run's order, missing report).
@@ -83,23 +82,18 @@ def alpha_of(confidence):
     return round(1.0 - confidence, 12)
 
 
-# ---------------------------------------------------------------------------
-# 4. The comparison
-# ---------------------------------------------------------------------------
-
-def compare_runs(runs, baseline, resamples, seed, confidence, by=()):
-    """The comparison as the --json dict (see the README, "Comparing models")."""
+def compare_group(runs, baseline, resamples, seed, confidence, by=(), allow_different=False):
+    """The comparison of runs of one benchmark and protocol: the group dict of
+    the --json result (docs/comparison.md).  `baseline` is the name of one of
+    the runs, or None (no differences).  CompareError when the runs were scored
+    on different input files and `allow_different` is false."""
     first = runs[0]
     for run in runs[1:]:
-        if run.benchmark != first.benchmark:
-            raise CompareError("runs of different benchmarks: %s is %s, %s is %s"
-                               % (first.name, first.benchmark, run.name, run.benchmark))
-        if run.protocol != first.protocol:
-            raise CompareError("runs of different protocols: %s is %s, %s is %s"
-                               % (first.name, first.protocol, run.name, run.protocol))
-    if "req_type" in by and first.benchmark != "personalized":
-        raise CompareError("--by req_type needs benchmark 2 (personalized) runs, these are %s"
-                           % first.benchmark)
+        if (run.benchmark, run.protocol) != (first.benchmark, first.protocol):
+            raise ValueError("compare_group takes runs of one benchmark and protocol")
+    input_notes, refusal = comparability_notes(runs, allow_different)
+    if refusal:
+        raise CompareError("%s (protocol %s): %s" % (first.benchmark, first.protocol, refusal))
     values, folded = {}, {}
     for run in runs:
         values[run.name], folded[run.name] = run_metrics(run)
@@ -114,19 +108,21 @@ def compare_runs(runs, baseline, resamples, seed, confidence, by=()):
     # are the paired rows (same order, same seed: the same draws).
     own_samples = {}
     if resamples:
+        paired_set = set(paired)
         for run in runs:
             if not missing["count"]:
                 own_samples.update({k: v for k, v in paired_samples.items() if k[0] == run.name})
             else:
-                extra = [key for key in run.keys if key not in set(paired)]
+                extra = [key for key in run.keys if key not in paired_set]
                 own_samples.update(bootstrap_runs([run], [paired + extra], metrics,
                                                   resamples, seed))
 
     run_entries = []
     for run in runs:
-        entry = {"name": run.name, "path": run.path, "benchmark": run.benchmark,
-                 "protocol": run.protocol, "signature": run.report.get("signature"),
-                 "rows": len(run.records), "metrics": {}}
+        entry = {"name": run.name, "model": run.model, "path": run.path,
+                 "benchmark": run.benchmark, "protocol": run.protocol,
+                 "signature": run.report.get("signature"), "rows": len(run.records),
+                 "metrics": {}}
         for key in metrics:
             ci = (resampling.percentile_interval(own_samples[(run.name, key)], confidence)
                   if resamples else None)
@@ -135,24 +131,27 @@ def compare_runs(runs, baseline, resamples, seed, confidence, by=()):
 
     comparisons = comparison_entries(runs, baseline, metrics, values, paired, missing,
                                      paired_samples, resamples, confidence)
-    notes = comparison_notes(runs, paired, missing)
-    result = {"schema_version": SCHEMA_VERSION, "confidence": confidence,
-              "bootstrap": resamples, "seed": seed, "baseline": baseline,
-              "benchmark": first.benchmark, "protocol": first.protocol,
-              "rows": {"paired": len(paired), "missing": missing},
-              "runs": run_entries, "comparisons": comparisons, "notes": notes,
-              "breakdowns": {}}
+    notes = input_notes + comparison_notes(runs, paired, missing)
+    if baseline is None:
+        notes.append("no run of this benchmark is the baseline: no differences")
+    group = {"benchmark": first.benchmark, "protocol": first.protocol, "baseline": baseline,
+             "signature": shared_signature(runs),
+             "rows": {"paired": len(paired), "missing": missing},
+             "runs": run_entries, "comparisons": comparisons, "notes": notes,
+             "breakdowns": {}}
     if "city" in by:
-        result["breakdowns"]["city"] = city_breakdown(runs, metrics)
-    if "req_type" in by:
-        result["breakdowns"]["req_type"] = req_type_breakdown(runs, folded)
+        group["breakdowns"]["city"] = city_breakdown(runs, metrics)
+    if "req_type" in by and first.benchmark == "personalized":
+        group["breakdowns"]["req_type"] = req_type_breakdown(runs, folded)
     if "failure" in by:
-        result["breakdowns"]["failure"] = failure_breakdown(runs)
-    return result
+        group["breakdowns"]["failure"] = failure_breakdown(runs)
+    return group
 
 
 def comparison_entries(runs, baseline, metrics, values, paired, missing, samples,
                        resamples, confidence):
+    if baseline is None:
+        return []
     base = next(run for run in runs if run.name == baseline)
     if missing["count"]:
         paired_set = set(paired)
@@ -182,6 +181,12 @@ def comparison_entries(runs, baseline, metrics, values, paired, missing, samples
     return out
 
 
+def short_id(index_id, limit=40):
+    """An index_id in a note, cut to about `limit` characters."""
+    text = "null" if index_id is None else str(index_id)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def comparison_notes(runs, paired, missing):
     notes = []
     if missing["count"]:
@@ -190,11 +195,12 @@ def comparison_notes(runs, paired, missing):
                      "interval are over all its rows, a difference and its interval over the "
                      "paired rows only, so a difference may differ from the difference of the "
                      "values shown"
-                     % (missing["count"], ", ".join(str(i) for i in missing["first_ids"]),
+                     % (missing["count"], ", ".join(short_id(i) for i in missing["first_ids"]),
                         len(paired)))
         for name, lack in missing["runs"].items():
             notes.append("%s lacks %d row(s) (first ids: %s)"
-                         % (name, lack["count"], ", ".join(str(i) for i in lack["first_ids"])))
+                         % (name, lack["count"],
+                            ", ".join(short_id(i) for i in lack["first_ids"])))
     duplicated = sum(1 for key in runs[0].keys if key[1] == 1)
     if duplicated:
         notes.append("%s repeats %d index_id(s): the k-th row with an id is paired with the "

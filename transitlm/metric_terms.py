@@ -9,7 +9,7 @@ import math
 
 import common
 import transitlm.records
-from transitlm.runs import CompareError
+from transitlm.runs import CompareError, shown
 
 
 # The metrics of report["metrics"] in the paper's order: label and kind.
@@ -23,12 +23,26 @@ METRIC_LABEL = {key: label for key, label, _ in METRICS}
 METRIC_KIND = {key: kind for key, _, kind in METRICS}
 LOWER_IS_BETTER = {"mape"}
 
+
+
+def scaled(key, value):
+    """A figure as shown: rates in percent, the others as they are."""
+    return value * 100.0 if METRIC_KIND[key] == "rate" else value
+
+
+def decimals(key):
+    """Decimals shown: 1 for rates (in percent), 2 for MAPE, 3 for means."""
+    return {"rate": 1, "pct": 2, "mean": 3}[METRIC_KIND[key]]
+
+
+def shown_value(key, value):
+    """The figure as printed (scaled and rounded), for ties and the best value."""
+    return None if value is None else round(scaled(key, value), decimals(key))
+
+
 # Round 5's preference types (personalized/evaluate.py PREFERENCE_NAMES).
 PREFERENCE_TYPES = (2, 5, 7, 8)
 
-
-# 2. Metric values (the evaluator's aggregation) and per-row terms
-# ---------------------------------------------------------------------------
 
 def json_value(value):
     """A figure as it reads back from the report JSON (non-finite -> null)."""
@@ -61,9 +75,10 @@ def run_metrics(run):
     for key in sorted(set(metrics) | set(reported)):
         if metrics.get(key, "absent") != reported.get(key, "absent"):
             raise CompareError(
-                "%s: metric %s recomputed from %s is %r but the report says %r: the files "
-                "do not belong together" % (run.report_path, key, run.details_path,
-                                            metrics.get(key), reported.get(key)))
+                "%s: metric %s recomputed from %s is %s but the report says %s: the files "
+                "do not belong together" % (run.report_path, shown(key), run.details_path,
+                                            shown(metrics.get(key, "absent")),
+                                            shown(reported.get(key, "absent"))))
     return metrics, folded
 
 
