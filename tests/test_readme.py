@@ -1,0 +1,193 @@
+"""Every command the README shows runs (issue 21): the ```sh blocks are read
+from README.md and run in order, from a sandbox that mirrors the repository
+(its files linked, its outputs kept apart), with a stand-in chat server where
+a command talks to a model and a small GTFS feed where one reads a feed."""
+
+import csv
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.helpers import REPO
+
+MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
+TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
+
+
+def shell_blocks(path):
+    """The commands of a Markdown file's ```sh blocks, in order (comments and
+    blank lines dropped)."""
+    commands, inside = [], False
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped.startswith("```"):
+                inside = stripped == "```sh" if not inside else False
+                continue
+            if inside and stripped and not stripped.startswith("#"):
+                commands.append(stripped)
+    return commands
+
+
+class _Chat(BaseHTTPRequestHandler):
+    """Answers every prompt with the label of its row."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])).decode("utf-8"))
+        answer = self.server.answers.get(body["messages"][-1]["content"], "{}")
+        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer},
+                                        "finish_reason": "stop"}]}).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def small_feed(path):
+    """A GTFS zip of one town: two lines crossing at a shared stop, a day of
+    service (enough for make_benchmark to find trips)."""
+    stops = [("s%d" % i, "Stop %d" % i, 40.0 + 0.01 * i, -75.0) for i in range(10)]
+    stops += [("t%d" % i, "Cross %d" % i, 40.05, -75.05 + 0.01 * i) for i in range(10)]
+    tables = {
+        "agency.txt": [("agency_id", "agency_name", "agency_url", "agency_timezone"),
+                       ("a", "Springfield Transit", "http://example.invalid", "America/New_York")],
+        "stops.txt": [("stop_id", "stop_name", "stop_lat", "stop_lon")] + stops,
+        "routes.txt": [("route_id", "agency_id", "route_short_name", "route_long_name",
+                        "route_type"),
+                       ("r1", "a", "1", "North South", "1"), ("r2", "a", "2", "East West", "3")],
+        "calendar.txt": [("service_id", "monday", "tuesday", "wednesday", "thursday", "friday",
+                          "saturday", "sunday", "start_date", "end_date"),
+                         ("wk", "1", "1", "1", "1", "1", "1", "1", "20260101", "20261231")],
+        "trips.txt": [("route_id", "service_id", "trip_id", "direction_id")],
+        "stop_times.txt": [("trip_id", "arrival_time", "departure_time", "stop_id",
+                            "stop_sequence")],
+    }
+    for route, line in (("r1", [s[0] for s in stops[:10]]), ("r2", [s[0] for s in stops[10:]])):
+        for direction, sequence in ((0, line), (1, line[::-1])):
+            for start in range(6 * 60, 22 * 60, 15):
+                trip = "%s-%d-%d" % (route, direction, start)
+                tables["trips.txt"].append((route, "wk", trip, str(direction)))
+                for order, stop in enumerate(sequence):
+                    minute = start + 3 * order
+                    clock = "%02d:%02d:00" % (minute // 60, minute % 60)
+                    tables["stop_times.txt"].append((trip, clock, clock, stop, str(order + 1)))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, rows in tables.items():
+            archive.writestr(name, "\n".join(",".join(map(str, row)) for row in rows) + "\n")
+
+
+class ReadmeCommands(unittest.TestCase):
+    def test_the_readme_shows_its_two_set_up_commands(self):
+        commands = shell_blocks(os.path.join(REPO, "README.md"))
+        self.assertEqual(commands[:2], ["python3 single_route/evaluate.py", TEST_COMMAND])
+
+    def test_every_command_in_the_readme_runs(self):
+        commands = [c for c in shell_blocks(os.path.join(REPO, "README.md")) if c != TEST_COMMAND]
+        self.assertGreater(len(commands), 5)
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        sandbox = os.path.join(tmp, "repo")
+        os.mkdir(sandbox)
+        for name in os.listdir(REPO):
+            if name not in ("runs", ".git"):
+                os.symlink(os.path.join(REPO, name), os.path.join(sandbox, name))
+        answers = {}
+        for name in os.listdir(os.path.join(REPO, "data")):
+            if name.endswith("_example.csv"):
+                with open(os.path.join(REPO, "data", name), encoding="utf-8", newline="") as f:
+                    for row in csv.DictReader(f):
+                        answers[row["sft_prompt"]] = row["sft_label"]
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+        server.answers = answers
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = "http://127.0.0.1:%d/v1" % server.server_address[1]
+        env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
+        env.pop("OPENAI_API_KEY", None)
+        for command in commands:
+            with self.subTest(command=command):
+                argv = shlex.split(command.replace(MODEL_URL, url), comments=True)
+                self.assertEqual(argv[0], "python3")
+                for arg in argv:
+                    if re.match(r"^path/to/.*\.zip$", arg) and not os.path.exists(
+                            os.path.join(sandbox, arg)):
+                        small_feed(os.path.join(sandbox, arg))
+                done = subprocess.run([sys.executable] + argv[1:], cwd=sandbox, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True, timeout=120)
+                self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        # What the workflow promises to leave behind.
+        for path in ("runs/my-model/b1.jsonl", "runs/my-model/b1/report.html",
+                     "runs/my-model/b1/run.json", "runs/compare.html"):
+            self.assertTrue(os.path.exists(os.path.join(sandbox, path)), path)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+def doc_commands(path):
+    """Commands shown in a docs page: lines of its code blocks (indented or
+    fenced) that start with ``python3 SCRIPT``."""
+    commands, fenced, going_on = [], False, False
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped.startswith("```"):
+                fenced = not fenced
+                continue
+            if going_on:                      # a continuation line (ends the last with \)
+                commands[-1] = commands[-1][:-1] + " " + stripped
+            elif (fenced or line.startswith("    ")) and stripped.startswith("python3 "):
+                commands.append(stripped)
+            else:
+                continue
+            going_on = commands[-1].endswith("\\")
+    return commands
+
+
+class DocsCommands(unittest.TestCase):
+    """The docs show commands on data a reader has (the released dataset, a
+    model server): each names a script that exists and only flags it has."""
+
+    def test_every_docs_command_names_a_script_and_flags_it_has(self):
+        docs = os.path.join(REPO, "docs")
+        helps = {}
+        checked = 0
+        for name in sorted(os.listdir(docs)):
+            if not name.endswith(".md"):
+                continue
+            for command in doc_commands(os.path.join(docs, name)):
+                argv = shlex.split(command, comments=True)
+                if len(argv) < 2 or argv[1] in ("-", "-m", "-c"):
+                    continue
+                with self.subTest(page=name, command=command):
+                    # A loop over the evaluators ("$b/evaluate.py"): they share their flags.
+                    script = os.path.join(REPO, re.sub(r"^\$\{?\w+\}?/evaluate\.py$",
+                                                       "single_route/evaluate.py", argv[1]))
+                    self.assertTrue(os.path.isfile(script), argv[1])
+                    if script not in helps:
+                        done = subprocess.run([sys.executable, script, "--help"],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              universal_newlines=True, timeout=60)
+                        self.assertEqual(done.returncode, 0, done.stderr)
+                        helps[script] = set(re.findall(r"--\w+", done.stdout))
+                    flags = {arg.split("=")[0] for arg in argv[2:] if arg.startswith("--")}
+                    self.assertEqual(flags - helps[script], set())
+                    checked += 1
+        self.assertGreater(checked, 10)
