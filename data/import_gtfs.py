@@ -1148,7 +1148,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     parser = _Parser(description="Turn a GTFS feed into station_info.csv and line_info.csv.")
-    parser.add_argument("--version", action="version", version=VERSION,
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("feed", help="GTFS zip file or folder")
     parser.add_argument("--out", required=True, help="output folder")

@@ -747,7 +747,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     parser = _Parser(description="Build the four TransitLM benchmark files for a network folder.")
-    parser.add_argument("--version", action="version", version=VERSION,
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")
     parser.add_argument("--out", required=True, help="output folder")

@@ -269,7 +269,7 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     parser = _Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=VERSION,
+    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("--out", default=here, help="output folder (default: this script's folder)")
     parser.add_argument("--stations", type=bounded(MAX_STATIONS), default=None,

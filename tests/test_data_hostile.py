@@ -45,7 +45,7 @@ class VersionTest(unittest.TestCase):
     def test_each_tool_prints_the_project_version(self):
         for script in (IMPORTER, BUILDER, DEMO):
             status, out, err = run(script, "--version")
-            self.assertEqual((status, out.strip(), err), (0, common.VERSION, ""), script)
+            self.assertEqual((status, out, err), (0, "transitlm %s\n" % common.VERSION, ""), script)
 
 
 HOPS = "line_name,from_stop_id,to_stop_id,run_min,dwell_min,trips,pickup,drop_off\n"     # hop_times.csv's header

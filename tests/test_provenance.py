@@ -210,12 +210,18 @@ class NoOverwriteNoDebris(unittest.TestCase):
 
 
 class Version(unittest.TestCase):
-    def test_every_evaluator_answers_version(self):
-        for script in SCRIPTS:
+    def test_every_script_answers_version(self):
+        scripts = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
+            os.path.join("general_llm", "server.py"), "generate.py", "compare.py",
+            os.path.join("data", "import_gtfs.py"), os.path.join("data", "make_benchmark.py"),
+            os.path.join("data", "make_demo.py")]
+        for script in scripts:
             with self.subTest(script=script):
-                done = evaluator(script, "--version")
-                self.assertEqual(done.returncode, 0)
-                self.assertEqual(done.stdout, "transitlm %s\n" % common.VERSION)
+                done = subprocess.run([sys.executable, os.path.join(REPO, script), "--version"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True, timeout=60)
+                self.assertEqual((done.returncode, done.stdout, done.stderr),
+                                 (0, "transitlm %s\n" % common.VERSION, ""))
 
 
 class ProgressCount(unittest.TestCase):
