@@ -581,7 +581,7 @@ class ServerRuns(unittest.TestCase):
         server = self.serve(script, key=SECRET)
         sleeps = []
         status, stdout, stderr = run_generate(
-            self.argv(server, "--timeout", "1.5", "--retries", "3", "--concurrency", "4"),
+            self.argv(server, "--timeout", "0.8", "--retries", "3", "--concurrency", "4"),
             environ={"OPENAI_API_KEY": SECRET}, sleep=sleeps.append)
         self.assertEqual(status, 0, stderr)
         lines = read_lines(self.out)
@@ -625,14 +625,14 @@ class ServerRuns(unittest.TestCase):
         server = self.serve(script)
         started = time.monotonic()
         status, _, stderr = run_generate(
-            self.argv(server, "--timeout", "1", "--retries", "2", "--sample_count", "2"))
+            self.argv(server, "--timeout", "0.6", "--retries", "2", "--sample_count", "2"))
         elapsed = time.monotonic() - started
         self.assertEqual(status, 0, stderr)
         by_id = {line["indexid"]: line for line in read_lines(self.out)}
         first = by_id[self.rows[0]["index_id"]]
         self.assertEqual(first["generate_results"], self.answers[trickled])
         self.assertEqual(first["attempts"], 2)          # the trickle was cut off, retried
-        # The trickled answer alone would take over 10 s; the timeout cut it at 1 s.
+        # The trickled answer alone would take over 10 s; the timeout cut it at 0.6 s.
         self.assertLess(elapsed, 8.0)
 
     def test_key_never_written(self):

@@ -31,7 +31,7 @@ HOST = "127.0.0.1"
 
 CLIENTS = 200                 # concurrent posting clients
 REQUESTS_PER_CLIENT = 500     # each posts at most this many batches
-LOAD_SECONDS = 6.0            # ... and stops after this long
+LOAD_SECONDS = 4.0            # ... and stops after this long
 SLOW_CLIENTS = 20             # connections holding an unfinished request
 PROBES = 10                   # /healthz timings taken under load
 HEALTH_LIMIT_S = 1.0
@@ -156,11 +156,11 @@ class LoadTest(unittest.TestCase):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True)
         # Let the 200 clients connect and start posting, then probe.
-        time.sleep(1.5)
+        time.sleep(1.0)
         timings = []
         for _ in range(PROBES):
             timings.append(self.health_seconds())
-            time.sleep(0.3)
+            time.sleep(0.2)
         still_loading = load.poll() is None
         out, err = load.communicate(timeout=40)
         self.assertEqual(load.returncode, 0, err)
