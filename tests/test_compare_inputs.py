@@ -127,7 +127,7 @@ class RefusalTest(TempDirTest):
     def test_a_different_test_file_is_refused_naming_the_runs(self):
         b = write_run(self.path("b"), self.records, model="llama", input_text="other test")
         self.assert_refused([self.a, b], "qwen", "llama", "test file",
-                            "--allow-different-inputs")
+                            "--allow_different_inputs")
 
     def test_a_different_station_file_is_refused(self):
         b = write_run(self.path("b"), self.records, model="llama",
@@ -153,7 +153,7 @@ class RefusalTest(TempDirTest):
 
     def test_allowed_different_inputs_are_noted_in_every_output(self):
         b = write_run(self.path("b"), self.records, model="llama", input_text="other test")
-        outputs = self.every_output([self.a, b, "--allow-different-inputs"])
+        outputs = self.every_output([self.a, b, "--allow_different_inputs"])
         for name, text in outputs.items():
             self.assertIn("NOT COMPARABLE", text, name)
         self.assertTrue(json.loads(outputs["json"])["allow_different_inputs"])

@@ -119,6 +119,7 @@ class ReadmeCommands(unittest.TestCase):
         url = "http://127.0.0.1:%d/v1" % server.server_address[1]
         env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
         env.pop("OPENAI_API_KEY", None)
+        outputs = {}
         for command in commands:
             with self.subTest(command=command):
                 argv = shlex.split(command.replace(MODEL_URL, url), comments=True)
@@ -131,10 +132,19 @@ class ReadmeCommands(unittest.TestCase):
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       universal_newlines=True, timeout=120)
                 self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+                outputs[command] = done.stdout
         # What the workflow promises to leave behind.
-        for path in ("runs/my-model/b1.jsonl", "runs/my-model/b1/report.html",
-                     "runs/my-model/b1/run.json", "runs/compare.html"):
+        for path in ("runs/answers/my-model-b1.jsonl", "runs/b1/my-model/report.html",
+                     "runs/compare-b1.html"):
             self.assertTrue(os.path.exists(os.path.join(sandbox, path)), path)
+        with open(os.path.join(sandbox, "runs", "b1", "my-model", "run.json")) as handle:
+            self.assertEqual(json.load(handle)["generation"]["model"], "my-model")
+        table = [out for command, out in outputs.items()
+                 if "compare.py" in command and "--format latex" in command]
+        self.assertEqual(len(table), 1)
+        self.assertIn("\\toprule", table[0])           # the main table, booktabs
+        self.assertIn("my-model", table[0])
+        self.assertIn("labels", table[0])
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def build_parser():
     parser.add_argument("--html", metavar="PATH", help="write the comparison as an HTML page")
     parser.add_argument("--by", action="append", choices=BREAKDOWNS, default=[],
                         help="breakdown (repeatable)")
-    parser.add_argument("--allow-different-inputs", action="store_true",
+    parser.add_argument("--allow_different_inputs", "--allow-different-inputs", action="store_true",
                         help="compare runs of one benchmark scored on different test or "
                              "station files (refused otherwise); every output then says so")
     return parser

@@ -73,14 +73,14 @@ def comparability_notes(runs, allow_different):
         what = "; ".join(describe_difference(label, groups) for label, groups in differences)
         if allow_different:
             notes.append("NOT COMPARABLE: the runs were scored on different input files (%s); "
-                         "compared anyway because of --allow-different-inputs" % what)
+                         "compared anyway because of --allow_different_inputs" % what)
         else:
             names = []
             for _, groups in differences:
                 for _, group_names in groups:
                     names.extend(n for n in group_names if n not in names)
             refusal = ("runs %s were scored on different input files (%s): their figures are "
-                       "not comparable (--allow-different-inputs compares them anyway)"
+                       "not comparable (--allow_different_inputs compares them anyway)"
                        % (", ".join(names), what))
     if unchecked and len(runs) > 1:
         notes.append("%s record(s) no input hashes (report.json inputs.sha256): not checked "
