@@ -201,3 +201,38 @@ class DocsCommands(unittest.TestCase):
                     self.assertEqual(flags - helps[script], set())
                     checked += 1
         self.assertGreater(checked, 10)
+
+
+def anchor(heading):
+    """GitHub's anchor of a Markdown heading."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+class DocsLinks(unittest.TestCase):
+    def test_every_link_between_the_pages_resolves(self):
+        pages = [os.path.join(REPO, "README.md")] + [
+            os.path.join(REPO, "docs", n) for n in sorted(os.listdir(os.path.join(REPO, "docs")))
+            if n.endswith(".md")]
+        anchors = {}
+        for page in pages:
+            with open(page, encoding="utf-8") as handle:
+                anchors[os.path.realpath(page)] = {anchor(line.lstrip("#"))
+                                                   for line in handle if line.startswith("#")}
+        checked = 0
+        for page in pages:
+            with open(page, encoding="utf-8") as handle:
+                text = handle.read()
+            for target in re.findall(r"\]\(([^)\s]+)\)", text):
+                if re.match(r"^[a-z]+:", target):
+                    continue
+                path, _, fragment = target.partition("#")
+                full = os.path.realpath(os.path.join(os.path.dirname(page), path)) if path \
+                    else os.path.realpath(page)
+                with self.subTest(page=os.path.basename(page), link=target):
+                    self.assertTrue(os.path.exists(full), target)
+                    if fragment:
+                        self.assertIn(fragment, anchors.get(full, set()), target)
+                checked += 1
+        self.assertGreater(checked, 20)
