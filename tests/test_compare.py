@@ -11,7 +11,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -21,7 +20,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-import common  # noqa: E402
+
+import transitlm.api  # noqa: E402
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
 from transitlm import compare_cli, comparison, metric_terms, resampling, runs  # noqa: E402
@@ -362,15 +362,15 @@ class TermsReproduceMetricsTest(unittest.TestCase):
         self.assertEqual(term_sums("single_route", "reference", []), {})
 
     def run_folder_cases(self, cases, folder):
-        """cases: (benchmark, protocol, extra argv); run each evaluator with
-        --out into `folder` and check the terms against report.json."""
+        """cases: (benchmark, protocol, extra argv); run each evaluator into a
+        run folder in `folder` and check the terms against report.json.  The
+        evaluators run in-process, through the Python API's run folder (the
+        same bytes as --out's: tests/test_provenance.py)."""
         for benchmark, protocol, argv in cases:
             out = os.path.join(folder, "%s-%s" % (benchmark, protocol))
-            command = [sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
-                       "--protocol", protocol, "--quiet", "--out", out, "--overwrite"] + argv
-            done = subprocess.run(command, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, universal_newlines=True)
-            self.assertEqual(done.returncode, 0, done.stderr)
+            options = {flag[2:]: value for flag, value in zip(argv[::2], argv[1::2])}
+            transitlm.api.evaluate(benchmark, protocol=protocol, out=out, overwrite=True,
+                                   **options)
             with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
                 report = json.load(handle)
             records = runs.read_details(os.path.join(out, "details.jsonl"))
