@@ -451,9 +451,9 @@ class LimitsTest(ServerTestCase):
 
 
 class TimeoutTest(ServerTestCase):
-    """Stalled requests release their thread (read_timeout 0.5 s here)."""
+    """Stalled requests release their thread (read_timeout 0.3 s here)."""
 
-    SERVER_OPTIONS = {"read_timeout": 0.5}
+    SERVER_OPTIONS = {"read_timeout": 0.3}
 
     def connect(self):
         sock = socket.create_connection((self.host, self.port), timeout=10)
@@ -475,7 +475,7 @@ class TimeoutTest(ServerTestCase):
                      b"Content-Length: 100\r\n\r\n" + b'{"cases": []')
         answer = self.read_all(sock)
         self.assertTrue(answer.startswith(b"HTTP/1.1 408 "), answer[:80])
-        self.assertIn(b"request not complete within 0.5 s", answer)
+        self.assertIn(b"request not complete within 0.3 s", answer)
         self.assertIn("408", self.log[-1])
 
     def test_trickled_headers_are_cut_off(self):
@@ -500,7 +500,7 @@ class TimeoutTest(ServerTestCase):
                 closed = True
                 break
         self.assertTrue(closed, "the server kept a trickling client for 5 s")
-        self.assertTrue(any("closed: request not complete within 0.5 s" in line
+        self.assertTrue(any("closed: request not complete within 0.3 s" in line
                             for line in self.log), self.log)
 
     def test_trickled_body_is_cut_off(self):
@@ -535,7 +535,7 @@ class TimeoutTest(ServerTestCase):
         try:
             for _ in range(3):
                 self.assertEqual(self.request("GET", "/healthz", connection=conn)[0], 200)
-                time.sleep(0.2)
+                time.sleep(0.15)        # idle for half the read timeout
         finally:
             conn.close()
 
@@ -605,7 +605,7 @@ class FramingTest(unittest.TestCase):
     def setUpClass(cls):
         cls.log = []
         cls.server = service.make_server(fixture_lines(), fixture_stations(), "127.0.0.1", 0,
-                                         log=cls.log.append, read_timeout=0.5)
+                                         log=cls.log.append, read_timeout=0.3)
         cls.thread = threading.Thread(target=cls.server.serve_forever,
                                       kwargs={"poll_interval": 0.05}, daemon=True)
         cls.thread.start()
@@ -699,7 +699,7 @@ class FramingTest(unittest.TestCase):
                  (b"2\r\nabc\r\n0\r\n\r\n", 400, "does not end as its size says"),
                  (b"A00001\r\n", 413, "chunked body exceeds"),
                  (b"0\r\n" + b"X: 1\r\n" * 101 + b"\r\n", 400, "trailer lines"),
-                 (b"5\r\nab", 408, "not complete within 0.5 s"))
+                 (b"5\r\nab", 408, "not complete within 0.3 s"))
         for body, status, words in cases:
             with self.subTest(body[:20]):
                 self.assertRefused(b"Transfer-Encoding: chunked\r\n", status, words, body=body)

@@ -501,20 +501,20 @@ class WholeRequestTimeoutTest(ClientTestCase):
 
     def test_trickled_body_times_out(self):
         cases = numbered_cases(1)
-        # About 300 bytes at 20 bytes/s: 15 s in all, each byte well within 0.5 s.
+        # About 300 bytes at 20 bytes/s: 15 s in all, each byte well within 0.3 s.
         server = self.trickler(http_answer({"results": self.expected(cases)}))
-        client, sleeps = self.client(server.url, timeout=0.5, retries=1)
+        client, sleeps = self.client(server.url, timeout=0.3, retries=1)
         with self.assertRaises(ServiceUnavailable) as ctx:
             client.evaluate(cases)
-        self.assertIn("timed out after 0.5 s", str(ctx.exception))
+        self.assertIn("timed out after 0.3 s", str(ctx.exception))
         self.assertIn("after 2 tries", str(ctx.exception))
 
     def test_trickled_status_line_times_out(self):
         server = self.trickler(b"HTTP/1.1 200 OK" + b" " * 400 + b"\r\n\r\n")
-        client, _ = self.client(server.url, timeout=0.5, retries=0)
+        client, _ = self.client(server.url, timeout=0.3, retries=0)
         with self.assertRaises(ServiceUnavailable) as ctx:
             client.evaluate(numbered_cases(1))
-        self.assertIn("timed out after 0.5 s", str(ctx.exception))
+        self.assertIn("timed out after 0.3 s", str(ctx.exception))
 
     def test_a_quick_trickle_within_the_timeout_is_read(self):
         cases = numbered_cases(1)
