@@ -15,6 +15,9 @@ from unittest import mock
 from tests.helpers import REPO, common
 import transitlm
 import transitlm.provenance
+import transitlm.cli
+import transitlm.engine
+import transitlm.records
 import transitlm.terminal
 
 SCRIPTS = ("single_route", "personalized", "diversity", "general_llm")
@@ -242,3 +245,51 @@ class ProgressCount(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProgressWithPredictions(unittest.TestCase):
+    def test_share_done_is_the_share_read_scaled_by_rows_done(self):
+        share = transitlm.engine._share_done
+        self.assertIsNone(share(lambda: None, lambda: 10, lambda: 5))        # a pipe
+        self.assertEqual(share(lambda: 0.5, lambda: 0, lambda: 0), 0.5)     # nothing read yet
+        self.assertEqual(share(lambda: 1.0, lambda: 100, lambda: 96), 0.96)
+        self.assertEqual(share(lambda: 0.4, lambda: 100, lambda: 100), 0.4)
+        self.assertEqual(share(lambda: 0.4, lambda: 100, lambda: 120), 0.4)  # never over
+
+    @unittest.skipUnless(transitlm.engine._can_fork(), "no fork here")
+    def test_progress_with_predictions_and_workers_never_runs_ahead(self):
+        # Workers get rows a thousand at a time while this process reads
+        # ahead: the share shown must follow the rows evaluated, not read.
+        import csv
+        with open(B1, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        with tempfile.TemporaryDirectory() as tmp:
+            test_file = os.path.join(tmp, "test.csv")
+            predictions = os.path.join(tmp, "model.jsonl")
+            total = 3000
+            with open(test_file, "w", encoding="utf-8", newline="") as handle, \
+                    open(predictions, "w", encoding="utf-8") as answers:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                for number in range(total):
+                    row = dict(rows[number % len(rows)], index_id="r%d" % number)
+                    writer.writerow(row)
+                    answers.write(json.dumps({"indexid": row["index_id"],
+                                              "generate_results": row["sft_label"]}) + "\n")
+
+            class Terminal(io.StringIO):
+                def isatty(self):
+                    return True
+            stream = Terminal()
+            with mock.patch.object(sys, "stderr", stream), \
+                    mock.patch.object(sys, "stdout", io.StringIO()), \
+                    mock.patch.object(transitlm.terminal.Progress, "DELAY", 0.0), \
+                    mock.patch.object(transitlm.terminal.Progress, "INTERVAL", 0.0):
+                transitlm.cli.run(transitlm.records.load_benchmark("single_route"),
+                                  ["--input", test_file, "--predictions", predictions,
+                                   "--workers", "2", "--json", os.path.join(tmp, "r.json")])
+        lines = [line.split() for line in stream.getvalue().split("\r") if "rows/s" in line]
+        self.assertTrue(lines)
+        for line in lines:
+            done, percent = int(line[0]), float(line[2].rstrip("%"))
+            self.assertLessEqual(abs(percent - 100.0 * done / total), 3.0, line)

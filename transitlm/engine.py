@@ -5,6 +5,7 @@ Standard library only; Python 3.8+.
 """
 
 import collections
+import functools
 import itertools
 import os
 import sys
@@ -515,10 +516,16 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         if predictions is not None:
             samples = predictions.join(samples)
         # Under --sample_count the rows to evaluate are known: the line counts
-        # them, not the share of the whole file read.
-        progress = Progress(options.sample_count or None,
-                            sys.stderr.isatty() and not options.quiet,
-                            fraction=None if options.sample_count else source.fraction_read)
+        # them, not the share of the whole file read.  Otherwise it shows the
+        # share of the file read, scaled down by the rows read but not yet
+        # evaluated (handed to workers), so it never says 100 % early.
+        enabled = sys.stderr.isatty() and not options.quiet
+        fraction = None
+        if enabled and not options.sample_count:
+            samples, read = _counted(samples)
+            fraction = functools.partial(_share_done, source.fraction_read, read,
+                                         lambda: progress.done)
+        progress = Progress(options.sample_count or None, enabled, fraction=fraction)
         try:
             done = False
             if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
@@ -567,6 +574,32 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     warnings.extend(benchmark.warnings(context))
     report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
     return report, sinks, network
+
+
+def _counted(iterable):
+    """-> (an iterator over ``iterable``, a function giving how many items it
+    has yielded so far)."""
+    count = [0]
+
+    def counting():
+        for item in iterable:
+            count[0] += 1
+            yield item
+    return counting(), lambda: count[0]
+
+
+def _share_done(fraction_read, rows_read, rows_done):
+    """The share of the input evaluated: the share of the file read, times the
+    share of the rows read that are done (None when the share read is not
+    known, as for a pipe).  Rows not read row by row (chunks parsed by the
+    workers) count as done when read."""
+    share = fraction_read()
+    if share is None:
+        return None
+    read = rows_read()
+    if read:
+        share *= min(1.0, rows_done() / read)
+    return share
 
 
 class _MinimumRows(object):
