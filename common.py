@@ -369,7 +369,9 @@ def ratio(numerator, denominator):
 # 3. The station network, and the cells of a row
 # ---------------------------------------------------------------------------
 
-def _raise_csv_field_limit():
+def raise_csv_field_limit():
+    """Let the csv module read cells of any length (release cells exceed its
+    128 kB default); done once at import, harmless to repeat."""
     limit = sys.maxsize
     while True:
         try:
@@ -379,7 +381,7 @@ def _raise_csv_field_limit():
             limit //= 10
 
 
-_raise_csv_field_limit()
+raise_csv_field_limit()
 
 STATION_COLUMNS = ("stop_id", "coord_x", "coord_y", "next_hop_stations")
 UTF8_BOM = b"\xef\xbb\xbf"

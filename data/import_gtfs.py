@@ -1177,14 +1177,7 @@ def output_problem(feed, out):
                           if name.endswith(".txt"))
         except OSError:
             pass          # the import names the problem
-    outputs = [os.path.join(out, name) for name in OUTPUT_FILES]
-    clash = limits.output_clash(outputs, inputs)
-    if clash:
-        return "%s would overwrite the input %s" % clash
-    odd = limits.unwritable_output(outputs)
-    if odd:
-        return "%s exists and is not a regular file" % odd
-    return None
+    return limits.outputs_problem([os.path.join(out, name) for name in OUTPUT_FILES], inputs)
 
 
 def fail(message):

@@ -352,3 +352,24 @@ def unwritable_output(outputs):
         if os.path.lexists(out) and not is_regular(out):
             return out
     return None
+
+
+def outputs_problem(outputs, inputs):
+    """Why the outputs cannot be written (one would overwrite an input, or one
+    exists and is not a regular file), or None."""
+    clash = output_clash(outputs, inputs)
+    if clash:
+        return "%s would overwrite the input %s" % clash
+    odd = unwritable_output(outputs)
+    if odd:
+        return "%s exists and is not a regular file" % odd
+    return None
+
+
+def seed_int(text, digits):
+    """An argparse type's value: a whole number of at most ``digits`` digits."""
+    try:
+        return parse_int(text, -10 ** digits + 1, 10 ** digits - 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number of at most %d digits"
+                                         % digits)

@@ -732,11 +732,7 @@ def positive_int(text):
 
 def seed_int(text):
     """Any whole number of at most MAX_SEED_DIGITS digits."""
-    try:
-        return limits.parse_int(text, -10 ** MAX_SEED_DIGITS + 1, 10 ** MAX_SEED_DIGITS - 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number of at most %d digits"
-                                         % MAX_SEED_DIGITS)
+    return limits.seed_int(text, MAX_SEED_DIGITS)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -762,14 +758,8 @@ def output_problem(network, out):
     overwrite one of the network's files), or None."""
     if os.path.exists(out) and not os.path.isdir(out):
         return "--out %s is not a folder" % out
-    outputs = [os.path.join(out, filename) for _, filename, _ in FILES]
-    clash = limits.output_clash(outputs, [os.path.join(network, name) for name in NETWORK_FILES])
-    if clash:
-        return "%s would overwrite the input %s" % clash
-    odd = limits.unwritable_output(outputs)
-    if odd:
-        return "%s exists and is not a regular file" % odd
-    return None
+    return limits.outputs_problem([os.path.join(out, filename) for _, filename, _ in FILES],
+                                  [os.path.join(network, name) for name in NETWORK_FILES])
 
 
 def fail(message):

@@ -253,11 +253,8 @@ def bounded(high):
 
 
 def seed_int(text):
-    try:
-        return limits.parse_int(text, -10 ** MAX_SEED_DIGITS + 1, 10 ** MAX_SEED_DIGITS - 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number of at most %d digits"
-                                         % MAX_SEED_DIGITS)
+    """Any whole number of at most MAX_SEED_DIGITS digits."""
+    return limits.seed_int(text, MAX_SEED_DIGITS)
 
 
 class _Parser(argparse.ArgumentParser):

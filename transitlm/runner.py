@@ -17,11 +17,11 @@ import os
 import queue
 import random
 import re
-import sys
 import tempfile
 import threading
 import time
 
+from common import raise_csv_field_limit
 from transitlm.bounded_json import loads_bounded
 from transitlm.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
                             classify_status, header_value, one_line, parse_completion,
@@ -47,18 +47,7 @@ class UsageError(Exception):
     """A usage or input-file problem: one line on stderr, exit 2."""
 
 
-def _raise_csv_field_limit():
-    # Release cells (prompts, labels) can exceed the csv module's 128 kB default.
-    limit = sys.maxsize
-    while True:
-        try:
-            csv.field_size_limit(limit)
-            return
-        except OverflowError:
-            limit //= 10
-
-
-_raise_csv_field_limit()
+raise_csv_field_limit()      # release cells exceed the csv module's 128 kB default
 
 
 def format_duration(seconds):
