@@ -19,6 +19,7 @@ import common  # noqa: E402
 import transitlm.cli  # noqa: E402
 import transitlm.engine  # noqa: E402
 import transitlm.status  # noqa: E402
+from transitlm.provenance import without_credentials  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
 API_ENV = "TRANSIT_LM_API"
@@ -119,7 +120,9 @@ class GeneralLLM(transitlm.engine.Benchmark):
                                         context.network)
 
     def inputs(self, context):
-        return {"line_info": self.line_info_path, "api_url": context.options.api_url}
+        # Credentials in the service's URL never reach a report (or its signature).
+        return {"line_info": self.line_info_path,
+                "api_url": without_credentials(context.options.api_url)}
 
     def input_hashes(self, context):
         if not self.line_info_path:

@@ -45,6 +45,7 @@ from general_llm.route_eval import error_result  # noqa: E402
 from transitlm.bounded_json import loads_bounded  # noqa: E402
 from transitlm.http_client import (AnswerTooLarge, deadline_opener, read_body,  # noqa: E402
                                    read_error_body, redirect_problem)
+from transitlm.provenance import without_credentials  # noqa: E402
 from transitlm.terminal import printable  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
@@ -115,6 +116,8 @@ class RouteEvalClient(object):
             raise ValueError("backoff must be a finite number of seconds, 0 or more, got %r"
                              % (backoff,))
         self.url = batch_url(api_url)
+        # The URL as messages name it: without credentials (user information).
+        self.shown_url = without_credentials(self.url)
         self.batch_size = batch_size
         self.timeout = float(timeout)
         self.retries = retries
@@ -176,12 +179,12 @@ class RouteEvalClient(object):
             except _Retryable as exc:
                 last = exc
             except _Final as exc:
-                raise ServiceUnavailable(
+                raise ServiceUnavailable(without_credentials(
                     "route-eval service %s failed on %s after %d %s: %s (not retryable)"
-                    % (self.url, where, attempt + 1, _tries(attempt + 1), exc))
-        raise ServiceUnavailable(
+                    % (self.shown_url, where, attempt + 1, _tries(attempt + 1), exc)))
+        raise ServiceUnavailable(without_credentials(
             "route-eval service %s failed on %s after %d %s: %s"
-            % (self.url, where, attempts, _tries(attempts), last))
+            % (self.shown_url, where, attempts, _tries(attempts), last)))
 
     # -- one attempt ------------------------------------------------------------
     def _attempt(self, body, expected):

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,7 @@ import transitlm
 import transitlm.provenance
 import transitlm.cli
 import transitlm.engine
+import transitlm.provenance
 import transitlm.records
 import transitlm.terminal
 
@@ -293,3 +295,30 @@ class ProgressWithPredictions(unittest.TestCase):
         for line in lines:
             done, percent = int(line[0]), float(line[2].rstrip("%"))
             self.assertLessEqual(abs(percent - 100.0 * done / total), 3.0, line)
+
+
+class NoCredentialsInRunFolders(unittest.TestCase):
+    def test_without_credentials(self):
+        clean = transitlm.provenance.without_credentials
+        self.assertEqual(clean("http://bob:s3cret@host:8765/api"), "http://<redacted>@host:8765/api")
+        self.assertEqual(clean("HTTPS://token@h/x?q=1"), "HTTPS://<redacted>@h/x?q=1")
+        for kept in ("http://host/p@x", "a@b.c", "--quiet", "", None):
+            self.assertEqual(clean(kept), kept)
+
+    def test_a_service_url_with_credentials_is_recorded_without_them(self):
+        with socket.socket() as probe:                  # a port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = "http://alice:s3cret@127.0.0.1:%d" % port
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run")
+            done = evaluator("general_llm", "--quiet", "--api_url", url, "--retries", "0",
+                             "--allow_service_errors", "--out", out)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertNotIn("s3cret", done.stdout + done.stderr)
+            for name in os.listdir(out):
+                with open(os.path.join(out, name), encoding="utf-8") as handle:
+                    self.assertNotIn("s3cret", handle.read(), name)
+            with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+                self.assertIn("http://<redacted>@127.0.0.1:%d" % port,
+                              json.load(handle)["command"])

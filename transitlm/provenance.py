@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import sys
 
 from common import VERSION, InputError
@@ -76,10 +77,21 @@ def run_json(record):
     return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
+# The user information of a URL (``http://user:secret@host``): credentials,
+# never written to a run folder.
+_URL_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
+
+
 def command_line(argv=None):
-    """The command as typed: the script path as given, then its arguments."""
+    """The command as typed: the script path as given, then its arguments,
+    with the user information of any URL (credentials) redacted."""
     argv = sys.argv if argv is None else argv
-    return [str(part) for part in argv]
+    return [without_credentials(str(part)) for part in argv]
+
+
+def without_credentials(text):
+    """``text`` with the user information of any URL in it redacted."""
+    return _URL_USERINFO_RE.sub(r"\1<redacted>@", text) if text else text
 
 
 def held_run_files(folder):
