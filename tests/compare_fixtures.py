@@ -3,9 +3,7 @@ synthetic details lines of every benchmark, report.json as an evaluator of
 schema 3 writes it (signature without the predictions, inputs.sha256) or of
 an older schema, and run.json with the model."""
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import random
@@ -17,7 +15,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from tests.test_compare import evaluated_record, error_record, metrics_of  # noqa: E402
-from transitlm import compare_cli  # noqa: E402
+from tests.test_compare import run_compare  # noqa: E402,F401  (for the compare tests)
 
 COMPARE = os.path.join(REPO, "compare.py")
 STATIONS = hashlib.sha256(b"stations").hexdigest()
@@ -100,17 +98,6 @@ def write_run(folder, records, benchmark="single_route", protocol="reference", m
                        "command": ["x"], "python": "3.11.7", "benchmark": benchmark,
                        "protocol": protocol, "generation": generation}, handle)
     return folder
-
-
-def run_compare(argv):
-    """compare_cli.main in-process -> (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = compare_cli.main(list(argv))
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def run_compare_process(argv, timeout=60, cwd=None):

@@ -26,4 +26,13 @@ With the repository root on ``sys.path``::
 """
 
 from common import VERSION  # noqa: F401  (the project's version)
-from transitlm.api import evaluate  # noqa: F401
+
+
+def __getattr__(name):
+    # ``transitlm.evaluate`` is loaded on first use, so that a tool importing
+    # one small module (transitlm.status, transitlm.terminal) does not load the
+    # whole evaluator machinery with it.
+    if name == "evaluate":
+        from transitlm.api import evaluate
+        return evaluate
+    raise AttributeError("module 'transitlm' has no attribute %r" % name)

@@ -20,9 +20,10 @@ Standard library only; Python 3.8+.
 
 import os
 
+from common import InputError
 from transitlm.generation_settings import (SettingsFileError, differences, read_settings,
                                            write_settings)
-from transitlm.provenance import settings_path
+from transitlm.provenance import make_folders, remove_folders, settings_path
 from transitlm.runner import OutputState, UsageError, read_output_state
 
 
@@ -141,22 +142,10 @@ class OutputGuard(object):
             self.sidecar_written = True
 
     def _make_folders(self, folder):
-        missing = []
-        while not os.path.isdir(folder):
-            missing.append(folder)
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
-        for path in reversed(missing):
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise UsageError("cannot create the folder of --out %s: %s"
-                                 % (path, exc.strerror or exc))
-            self.created_folders.append(path)
+        try:
+            make_folders(folder, self.created_folders, what="the folder of --out")
+        except InputError as exc:
+            raise UsageError(str(exc))
 
     def undo_if_empty(self, lines_written):
         """After a run that stopped before completing: when it wrote no line,
@@ -180,8 +169,4 @@ class OutputGuard(object):
                     os.unlink(sidecar)
             except OSError:
                 pass
-        for folder in reversed(self.created_folders):
-            try:
-                os.rmdir(folder)
-            except OSError:
-                pass
+        remove_folders(self.created_folders)

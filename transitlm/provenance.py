@@ -111,16 +111,16 @@ def check_run_folder(folder, overwrite):
                          "replace it, or choose another --out" % (folder, ", ".join(held)))
 
 
-def make_folders(path, created):
+def make_folders(path, created, what="run folder"):
     """os.makedirs that appends each folder it creates to ``created`` as soon as
     it exists, deepest last (so a run that fails or is interrupted, even
     half-way through this call, can remove exactly those and nothing it did
-    not create)."""
+    not create).  ``what`` names the folder in an InputError."""
     path = os.path.abspath(path)
     missing = []
     while not os.path.isdir(path):
         if os.path.lexists(path):
-            raise InputError("cannot create run folder %s: a file of that name exists" % path)
+            raise InputError("cannot create %s %s: a file of that name exists" % (what, path))
         missing.append(path)
         parent = os.path.dirname(path)
         if parent == path:
@@ -132,7 +132,7 @@ def make_folders(path, created):
         except FileExistsError:
             continue
         except OSError as exc:
-            raise InputError("cannot create run folder %s: %s" % (folder, exc.strerror or exc))
+            raise InputError("cannot create %s %s: %s" % (what, folder, exc.strerror or exc))
         created.append(folder)
 
 
