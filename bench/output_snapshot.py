@@ -218,7 +218,8 @@ def _snapshot(code, work, results):
     run(code, work, [os.path.join(code, "data", "make_demo.py"), "--out", "demo"], "make_demo", results)
     feed = os.path.join(SHARED, "gtfs", "caltrain.zip")
     if os.path.exists(feed):
-        run(code, work, [os.path.join(code, "data", "import_gtfs.py"), feed, "--out", "caltrain"],
+        run(code, work, [os.path.join(code, "data", "import_gtfs.py"), feed, "--city", "Caltrain",
+                         "--out", "caltrain"],
             "import_gtfs", results)
         run(code, work, [os.path.join(code, "data", "make_benchmark.py"), "--network", "caltrain",
                          "--out", "caltrain-bench", "--samples", "20"], "make_benchmark", results)
