@@ -1345,3 +1345,74 @@ def leg_sizes(sequence, station_count=None):
     if count:
         sizes.append(count)
     return sizes
+
+
+# ---------------------------------------------------------------------------
+# Station and line names (protocol.md section 11): how a name a model wrote
+# is matched to a line or station of the network
+# ---------------------------------------------------------------------------
+
+# Data of the general-LLM setting (the published route-eval service's rules).
+CITY_CODES = {"北京": "010", "上海": "021", "深圳": "0755", "成都": "028"}
+BUS_STOP_PREFIX = "bus-"         # stop ids of the dataset; the service retries with it
+MIN_STATION_SIMILARITY = 0.4     # lowest bigram Jaccard that still matches a station
+
+# Innermost ASCII parenthesised group: no parenthesis inside it.
+_INNER_GROUP_RE = re.compile(r"\([^()]*\)")
+
+
+def strip_line_suffix(name):
+    """Remove every ASCII ``(...)`` group, innermost first, then strip.
+
+    ``"地铁2号线(国家会展中心(2号线)--浦东1号2号航站楼)"`` -> ``"地铁2号线"``.
+    Full-width parentheses and unbalanced ones are kept: the service only
+    knows ASCII pairs.
+    """
+    previous = None
+    while previous != name:
+        previous = name
+        name = _INNER_GROUP_RE.sub("", name)
+    return name.strip()
+
+
+def bigrams(text):
+    """The set of a string's two-character substrings."""
+    return {text[i:i + 2] for i in range(len(text) - 1)}
+
+
+def bigram_jaccard(first, second):
+    """Jaccard similarity of the character bigram sets of two strings.
+
+    When either string is shorter than 2 characters (it has no bigram), the
+    character sets are compared instead.  Two empty sets score 0.
+    """
+    if len(first) < 2 or len(second) < 2:
+        left, right = set(first), set(second)
+    else:
+        left, right = bigrams(first), bigrams(second)
+    return jaccard(left, right)
+
+
+def jaccard(left, right):
+    """|A n B| / |A u B| of two sets; 0 when both are empty."""
+    union = len(left) + len(right) - len(left & right)
+    if not union:
+        return 0.0
+    return len(left & right) / union
+
+
+_KNOWN_CODES = frozenset(CITY_CODES.values())
+
+
+def city_code_of(city):
+    """City name -> code (``深圳`` -> ``0755``); a known code is kept; else None.
+
+    None means "unknown city": the line search then covers every line.
+    """
+    if not city:
+        return None
+    if city in CITY_CODES:
+        return CITY_CODES[city]
+    if city in _KNOWN_CODES:
+        return city
+    return None

@@ -9,7 +9,7 @@ from common import TRANSFER, within
 from common import parse_distance_km as parse_km
 from common import parse_fare_cny as parse_fare
 from common import parse_time_minutes as parse_minutes
-from general_llm.route_eval import bigram_jaccard
+from common import bigram_jaccard
 from routing import (
     ACCESS_WALK, ABOUT, MODE_WALK, UNIT_HOUR, UNIT_KM, UNIT_M, UNIT_MIN, UNIT_YUAN,
     PointAccess, Prefs, dumps, find_route, fmt_mode, make_route, route_json, same_stations)

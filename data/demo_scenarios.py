@@ -11,7 +11,7 @@ from common import SUBWAY_MARKERS, TRANSFER, within
 from common import parse_distance_km as parse_km
 from common import parse_fare_cny as parse_fare
 from common import parse_time_minutes as parse_minutes
-from general_llm.route_eval import strip_line_suffix as strip_suffix
+from common import strip_line_suffix as strip_suffix
 from routing import (
     ACCESS_BIKE, ACCESS_TAXI, ACCESS_WALK, KIND_BUS, KIND_METRO, MODE_BIKE, MODE_TAXI,
     MODE_WALK, UNIT_HOUR, UNIT_KM, UNIT_M, UNIT_MIN, Prefs, dumps, make_route, prefs_for_req,

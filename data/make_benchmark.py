@@ -55,8 +55,8 @@ sys.path.insert(0, HERE)
 from common import DP_RATIO, VERSION, is_subway_line, parse_distance_km  # noqa: E402
 from common import MAX_JSON_DEPTH, json_too_deep  # noqa: E402
 from transitlm.status import EXIT_USAGE  # noqa: E402
-from general_llm.route_eval import CITY_CODES  # noqa: E402
-from general_llm.route_eval import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
+from common import CITY_CODES  # noqa: E402
+from common import MIN_STATION_SIMILARITY, bigram_jaccard  # noqa: E402
 import fares  # noqa: E402
 import limits  # noqa: E402
 from limits import LimitError, parse_number, shown  # noqa: E402

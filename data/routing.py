@@ -31,7 +31,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km  # noqa: E402
-from general_llm.route_eval import strip_line_suffix as strip_suffix  # noqa: E402
+from common import strip_line_suffix as strip_suffix  # noqa: E402
 
 # Texts of the released data (the evaluator's own constants where it has them).
 MODE_WALK = WALK

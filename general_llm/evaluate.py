@@ -37,7 +37,7 @@ def predicted_names(prediction):
 
 
 def stripped_names(lines):
-    return [route_eval.strip_line_suffix(name) for name in lines]
+    return [common.strip_line_suffix(name) for name in lines]
 
 
 class LocalRouteEval(object):
@@ -263,7 +263,7 @@ def stop_coords(network, stop):
         return None
     point = network.coords(stop)
     if point is None:
-        point = network.coords(route_eval.BUS_STOP_PREFIX + stop)
+        point = network.coords(common.BUS_STOP_PREFIX + stop)
     return point
 
 

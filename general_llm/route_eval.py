@@ -8,8 +8,8 @@ answer as small pure functions, so the service (``server.py``) and tests can
 share them:
 
 - ``LineTable``: line_info.csv, merged and indexed once per city code;
-- ``strip_line_suffix``, ``bigram_jaccard``, ``match_station`` and
-  ``LineTable.match_line``: the name-matching rules;
+- ``match_station`` and ``LineTable.match_line``: the name matching (its
+  rules, ``strip_line_suffix`` and ``bigram_jaccard``, are in ``common``);
 - ``normalise_transfer_names``: the client-side reduction of a predicted name
   list to boarding/alighting names (it lives here because the service's
   count rule, names == 2 x lines, depends on it);
@@ -31,24 +31,19 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from common import (  # noqa: E402  (the path set-up above must come first)
-    MAX_JSON_DEPTH, TRANSFER, WALK, InputError, access_threshold_km, haversine_km,
-    json_too_deep, type_name)
+    BUS_STOP_PREFIX, MAX_JSON_DEPTH, MIN_STATION_SIMILARITY, TRANSFER, WALK,
+    InputError, access_threshold_km, bigram_jaccard, bigrams, city_code_of, haversine_km,
+    jaccard, json_too_deep, strip_line_suffix, type_name)
 
 # Data of the general-LLM setting (the published route-eval service's rules).
-CITY_CODES = {"北京": "010", "上海": "021", "深圳": "0755", "成都": "028"}
 SERVICE_TAXI_MARKERS = ("打车", "网约车")   # the route-eval service does not know 滴滴
-BUS_STOP_PREFIX = "bus-"         # stop ids of the dataset; the service retries with it
 
 LINE_COLUMNS = ("citycode", "line_name", "station_list")
-MIN_STATION_SIMILARITY = 0.4     # lowest bigram Jaccard that still matches a station
 
 ARROW = "\u2192"                  # "→" in "a → b not connected"
 
 NOT_CHECKED = "not checked"
 NOT_CHECKED_UNREACHABLE = "not checked: route unreachable"
-
-# Innermost ASCII parenthesised group: no parenthesis inside it.
-_INNER_GROUP_RE = re.compile(r"\([^()]*\)")
 
 RESULT_KEYS = ("reachable", "reachable_reason", "reachable_code", "station_grounding",
                "station_grounding_reason", "station_grounding_codes", "match_details")
@@ -77,65 +72,6 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 class CaseError(Exception):
     """A case the check cannot judge; it becomes a per-case error result."""
-
-
-# ---------------------------------------------------------------------------
-# Name rules
-# ---------------------------------------------------------------------------
-
-def strip_line_suffix(name):
-    """Remove every ASCII ``(...)`` group, innermost first, then strip.
-
-    ``"地铁2号线(国家会展中心(2号线)--浦东1号2号航站楼)"`` -> ``"地铁2号线"``.
-    Full-width parentheses and unbalanced ones are kept: the service only
-    knows ASCII pairs.
-    """
-    previous = None
-    while previous != name:
-        previous = name
-        name = _INNER_GROUP_RE.sub("", name)
-    return name.strip()
-
-
-def _bigrams(text):
-    return {text[i:i + 2] for i in range(len(text) - 1)}
-
-
-def bigram_jaccard(first, second):
-    """Jaccard similarity of the character bigram sets of two strings.
-
-    When either string is shorter than 2 characters (it has no bigram), the
-    character sets are compared instead.  Two empty sets score 0.
-    """
-    if len(first) < 2 or len(second) < 2:
-        left, right = set(first), set(second)
-    else:
-        left, right = _bigrams(first), _bigrams(second)
-    return _jaccard(left, right)
-
-
-def _jaccard(left, right):
-    union = len(left) + len(right) - len(left & right)
-    if not union:
-        return 0.0
-    return len(left & right) / union
-
-
-def city_code_of(city):
-    """City name -> code (``深圳`` -> ``0755``); a known code is kept; else None.
-
-    None means "unknown city": the line search then covers every line.
-    """
-    if not city:
-        return None
-    if city in CITY_CODES:
-        return CITY_CODES[city]
-    if city in _KNOWN_CODES:
-        return city
-    return None
-
-
-_KNOWN_CODES = frozenset(CITY_CODES.values())
 
 
 # ---------------------------------------------------------------------------
@@ -355,12 +291,12 @@ def match_station(query, line):
     best, best_score = None, -1.0
     # The query's bigrams are built once, not once per candidate: a long
     # query must not cost its length times the line's station count.
-    query_grams = _bigrams(query) if len(query) >= 2 else None
+    query_grams = bigrams(query) if len(query) >= 2 else None
     for candidate in line.stations:
         if query_grams is None or len(candidate.name) < 2:
             score = bigram_jaccard(query, candidate.name)
         else:
-            score = _jaccard(query_grams, _bigrams(candidate.name))
+            score = jaccard(query_grams, bigrams(candidate.name))
         if score > best_score:
             best, best_score = candidate, score
     if best is not None and best_score >= MIN_STATION_SIMILARITY:

@@ -17,11 +17,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from common import InputError, StationNetwork, parse_lnglat  # noqa: E402
+from common import (  # noqa: E402
+    InputError, StationNetwork, bigram_jaccard, city_code_of, parse_lnglat, strip_line_suffix)
 from general_llm.route_eval import (  # noqa: E402
-    NOT_CHECKED, NOT_CHECKED_UNREACHABLE, LineTable, bigram_jaccard, city_code_of,
-    evaluate_case, evaluate_cases, json_shape_problem, match_station,
-    normalise_transfer_names, strip_line_suffix)
+    NOT_CHECKED, NOT_CHECKED_UNREACHABLE, LineTable, evaluate_case, evaluate_cases,
+    json_shape_problem, match_station, normalise_transfer_names)
 
 SHARED = os.path.join(REPO, "..", "shared")
 PARITY = os.path.join(SHARED, "parity")

@@ -5,7 +5,7 @@ coordinates (projection, scale bar, legs, legend).
 import math
 import unicodedata
 import common
-from general_llm.route_eval import BUS_STOP_PREFIX
+from common import BUS_STOP_PREFIX
 from transitlm.pages.layout import TEXT_COLOUR, esc, fmt_value, n
 
 
