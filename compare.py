@@ -24,7 +24,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import transitlm.status  # noqa: E402
-from transitlm.compare_cli import main  # noqa: E402
+from transitlm.compare.cli import main  # noqa: E402
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 if REPO_DIR not in sys.path:
     sys.path.insert(0, REPO_DIR)
 
-from transitlm.runner_cli import main  # noqa: E402
+from transitlm.generate.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

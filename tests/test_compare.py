@@ -1,4 +1,4 @@
-"""compare.py and its machinery (transitlm.resampling, metric_terms, runs,
+"""compare.py and its machinery (transitlm.compare.bootstrap, metric_terms, runs,
 comparison, breakdowns, compare_formats, compare_cli): resampling statistics,
 per-row metric terms, pairing, significance, formats and the command line."""
 
@@ -24,7 +24,11 @@ if REPO not in sys.path:
 import transitlm.api  # noqa: E402
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
-from transitlm import compare_cli, comparison, metric_terms, resampling, runs  # noqa: E402
+from transitlm.compare import cli as compare_cli  # noqa: E402
+from transitlm.compare import group_figures as comparison  # noqa: E402
+from transitlm.compare import metric_terms  # noqa: E402
+from transitlm.compare import bootstrap as resampling  # noqa: E402
+from transitlm.compare import run_folders as runs  # noqa: E402
 
 SHARED = os.path.join(REPO, "..", "shared")
 PARITY = os.path.join(SHARED, "parity")
@@ -164,7 +168,7 @@ class TempDirTest(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# transitlm.resampling
+# transitlm.compare.bootstrap
 # ---------------------------------------------------------------------------
 
 class PercentileTest(unittest.TestCase):
@@ -662,7 +666,7 @@ class CompareCommandTest(TempDirTest):
         self.assertIn("personalized", err)
 
     def test_html_wiring(self):
-        import transitlm.pages.comparison
+        import transitlm.compare.page
         path = self.path("c.html")
         status, _, err = run_compare([self.a, self.b, "--html", path,
                                       "--json", self.path("c.json")])
@@ -670,10 +674,10 @@ class CompareCommandTest(TempDirTest):
         with open(self.path("c.json"), encoding="utf-8") as handle:
             result = json.load(handle)
         with open(path, encoding="utf-8") as handle:
-            self.assertEqual(handle.read(), transitlm.pages.comparison.comparison_page(result))
+            self.assertEqual(handle.read(), transitlm.compare.page.comparison_page(result))
 
     def test_html_without_its_module_is_a_usage_error(self):
-        with mock.patch.dict(sys.modules, {"transitlm.pages": None}):
+        with mock.patch.dict(sys.modules, {"transitlm.pages": None, "transitlm.compare.page": None}):
             status, out, err = run_compare([self.a, "--html", self.path("c.html")])
         self.assertEqual(status, 2)
         self.assertIn("transitlm.pages", err)

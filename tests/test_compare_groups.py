@@ -16,8 +16,9 @@ import unittest
 
 from tests.compare_fixtures import benchmark_records, run_compare, write_run
 from tests.test_html_browser import in_ci
-from transitlm import main_table, metric_terms
-from transitlm.pages.comparison import comparison_page
+from transitlm.compare import main_table
+from transitlm.compare import metric_terms
+from transitlm.compare.page import comparison_page
 
 LATEX_ENGINES = ("pdflatex", "lualatex", "xelatex")
 LATEX = next((shutil.which(engine) for engine in LATEX_ENGINES if shutil.which(engine)), None)

@@ -15,7 +15,7 @@ from unittest import mock
 
 from tests.compare_fixtures import (
     STATIONS, benchmark_records, digest, run_compare, run_compare_process, write_run)
-from transitlm import runs
+from transitlm.compare import run_folders as runs
 
 FORMATS = ("text", "markdown", "latex", "csv")
 

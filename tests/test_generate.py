@@ -21,9 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from tests.helpers import REPO, common
 
 sys.path.insert(0, REPO)
-from transitlm import chat  # noqa: E402
-from transitlm import runner  # noqa: E402
-from transitlm import runner_cli  # noqa: E402
+from transitlm.generate import chat  # noqa: E402
+from transitlm.generate import runner  # noqa: E402
+from transitlm.generate import cli as runner_cli  # noqa: E402
 
 B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")
 B2 = os.path.join(REPO, "data", "benchmark2_personalized_example.csv")
@@ -1441,7 +1441,7 @@ class HostileServers(unittest.TestCase):
                 self.assert_nothing_left()
 
     def test_an_input_row_too_large_is_a_file_problem(self):
-        from transitlm import runner
+        from transitlm.generate import runner
         path = os.path.join(self.dir, "big.csv")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write('indexid,sft_prompt\nr1,"%s\n%s"\n' % ("x" * 600, "y" * 600))
@@ -1508,7 +1508,7 @@ class SettingsAndRestart(unittest.TestCase):
             "system_prompt_sha256": None, "temperature": 0.5, "top_p": None,
             "max_tokens": None, "extra_body": {"top_k": 3},
             "input_sha256": common.file_sha256(self.input)})
-        from transitlm.generation_settings import base_url
+        from transitlm.generate.settings import base_url
         self.assertEqual(base_url("http://user:%s@127.0.0.1:8000/v1/?api-key=%s#f" % (KEY, KEY)),
                          "http://127.0.0.1:8000/v1")
         self.assertEqual(base_url("HTTP://Host:8000/v1/chat/completions/"), "http://host:8000/v1")

@@ -14,7 +14,7 @@ import unittest
 import common
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
-import transitlm.pages.comparison
+import transitlm.compare.page
 import transitlm.pages.evaluator
 import transitlm.pages.layout
 import transitlm.pages.maps
@@ -812,7 +812,7 @@ COMPARISON = {
 
 class ComparisonPageTest(unittest.TestCase):
     def test_page(self):
-        text = transitlm.pages.comparison.comparison_page(COMPARISON)
+        text = transitlm.compare.page.comparison_page(COMPARISON)
         parser = parse_page(text)
         self.assertEqual(external_references(parser), [])
         self.assertNotIn("<new>", text)
@@ -825,7 +825,7 @@ class ComparisonPageTest(unittest.TestCase):
         self.assertIn("北京", text)
 
     def test_empty_result(self):
-        text = transitlm.pages.comparison.comparison_page({})
+        text = transitlm.compare.page.comparison_page({})
         parse_page(text)
         self.assertIn("No comparisons.", text)
 

@@ -4,7 +4,7 @@ urllib's ``timeout`` bounds each socket call, so a server that trickles its
 answer a byte at a time holds a client for as long as it likes.  Here every
 socket call of a request waits only for what is left before the request's
 deadline.  Both HTTP clients of the project use it: the route-eval client
-(general_llm/service_client.py) and generate.py (transitlm.chat).
+(general_llm/service_client.py) and generate.py (transitlm.generate.chat).
 
     opener = deadline_opener()
     request = urllib.request.Request(url, data=body, method="POST")

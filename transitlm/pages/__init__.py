@@ -1,18 +1,17 @@
 """HTML pages: one self-contained page per run or per comparison of runs.
 
 ``evaluator_page`` builds the page of one evaluator run from its report.json
-dict and its details.jsonl file; ``comparison_page`` the page of compare.py's
---json result.  A page is a single file: inline CSS, inline SVG and a little
+dict and its details.jsonl file; the page of compare.py's --json result is
+``transitlm.compare.page``, built on the same layout.  A page is a single file: inline CSS, inline SVG and a little
 plain JavaScript for the row filters; it references no network address (no
 CDN, web font or map tile), so it opens offline and can be mailed.
 Everything from the data is escaped (model text may hold markup, control
 characters or lone surrogates).
 
 Modules: ``layout`` (escaping, formats, tables, bar charts, the page shell),
-``static`` (CSS and JavaScript), ``maps`` (SVG route maps), ``evaluator`` and
-``comparison`` (the two pages).
+``static`` (CSS and JavaScript), ``maps`` (SVG route maps), ``evaluator`` (the
+page of one run).
 """
 
-from transitlm.pages.comparison import comparison_page  # noqa: F401
 from transitlm.pages.evaluator import evaluator_page, write_evaluator_page  # noqa: F401
 from transitlm.pages.layout import write_text  # noqa: F401

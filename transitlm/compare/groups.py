@@ -22,9 +22,9 @@ Standard library only; Python 3.8+.
 
 import os
 
-from transitlm.comparison import SCHEMA_VERSION, compare_group
-from transitlm.main_table import main_table
-from transitlm.runs import BENCHMARKS, CompareError
+from transitlm.compare.group_figures import SCHEMA_VERSION, compare_group
+from transitlm.compare.main_table import main_table
+from transitlm.compare.run_folders import BENCHMARKS, CompareError
 
 # Where a run's name came from.
 FROM_NAMES, FROM_MODEL, FROM_FOLDER = "names", "model", "folder"

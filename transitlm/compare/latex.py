@@ -12,13 +12,13 @@ reader).  The text is UTF-8: Chinese city names need a Unicode engine
 Standard library only; Python 3.8+.
 """
 
-from transitlm.compare_formats import (
+from transitlm.compare.formats import (
     city_label, comparison_index, fmt_compliance, fmt_number, fmt_share, group_baseline,
     group_title, intervals_line, metric_header, metric_keys, one_line, rows_line)
-from transitlm.comparison import alpha_of
-from transitlm.metric_terms import LOWER_IS_BETTER, shown_value
-from transitlm.run_groups import groups_of
-from transitlm.signature import comparable_signature
+from transitlm.compare.group_figures import alpha_of
+from transitlm.compare.metric_terms import LOWER_IS_BETTER, shown_value
+from transitlm.compare.groups import groups_of
+from transitlm.compare.comparability import comparable_signature
 from transitlm.terminal import printable
 
 LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",

@@ -11,13 +11,13 @@ import sys
 
 from common import VERSION
 import transitlm.status
-from transitlm.breakdowns import BREAKDOWNS
-from transitlm.compare_formats import (FORMATS, format_csv, format_markdown, format_text,
+from transitlm.compare.breakdowns import BREAKDOWNS
+from transitlm.compare.formats import (FORMATS, format_csv, format_markdown, format_text,
                                        one_line, result_json)
-from transitlm.compare_latex import format_latex
-from transitlm.comparison import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
-from transitlm.run_groups import compare
-from transitlm.runs import CompareError, load_run, run_files
+from transitlm.compare.latex import format_latex
+from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from transitlm.compare.groups import compare
+from transitlm.compare.run_folders import CompareError, load_run, run_files
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
               "csv": format_csv}
@@ -72,8 +72,8 @@ def write_file(path, text):
 
 
 def html_page(result):
-    try:
-        from transitlm.pages import comparison_page
+    try:                                 # loaded only when a page is asked for
+        from transitlm.compare.page import comparison_page
     except ImportError:
         raise CompareError("--html needs the transitlm.pages package, which is not in this checkout")
     return comparison_page(result)

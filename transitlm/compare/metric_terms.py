@@ -9,7 +9,7 @@ import math
 
 import common
 import transitlm.records
-from transitlm.runs import CompareError, shown
+from transitlm.compare.run_folders import CompareError, shown
 
 
 # The metrics of report["metrics"] in the paper's order: label and kind.

@@ -2,7 +2,7 @@
 and undo what a run that stops before any answer created.
 
 - An output holding answers is resumed only when its settings sidecar
-  (transitlm.generation_settings) records the same settings as this
+  (transitlm.generate.settings) records the same settings as this
   command; otherwise the run stops before touching anything, naming what
   differs.  An output holding answers but no sidecar (made by generate.py
   before 1.2.0, or by hand) is refused with a clear message: ``--adopt``
@@ -21,10 +21,10 @@ Standard library only; Python 3.8+.
 import os
 
 from common import InputError
-from transitlm.generation_settings import (SettingsFileError, differences, read_settings,
+from transitlm.generate.settings import (SettingsFileError, differences, read_settings,
                                            write_settings)
 from transitlm.provenance import make_folders, remove_folders, settings_path
-from transitlm.runner import OutputState, UsageError, read_output_state
+from transitlm.generate.runner import OutputState, UsageError, read_output_state
 
 
 def same_file(first, second):

@@ -5,7 +5,7 @@
 - the output file: what an existing one holds (resuming), appending whole
   lines, compacting to one line per id;
 - the run: worker threads that ask for each row (``ask_row``, with the
-  retries of ``transitlm.chat``), a shared rate limit, counters, the progress
+  retries of ``transitlm.generate.chat``), a shared rate limit, counters, the progress
   line and the end-of-run summary.
 
 Standard library only; Python 3.8+.
@@ -23,7 +23,7 @@ import time
 
 from common import raise_csv_field_limit
 from transitlm.bounded_json import loads_bounded
-from transitlm.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
+from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
                             classify_status, header_value, one_line, parse_completion,
                             parse_retry_after, redirect_message, server_message, token_count)
 

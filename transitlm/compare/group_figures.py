@@ -6,11 +6,11 @@ paired p-values (a group of the --json result).
 Standard library only; Python 3.8+.
 """
 
-from transitlm import resampling
-from transitlm.breakdowns import city_breakdown, failure_breakdown, req_type_breakdown
-from transitlm.metric_terms import aggregate, json_value, metric_names, run_metrics, term_columns
-from transitlm.runs import CompareError
-from transitlm.signature import comparability_notes, shared_signature
+from transitlm.compare import bootstrap as resampling
+from transitlm.compare.breakdowns import city_breakdown, failure_breakdown, req_type_breakdown
+from transitlm.compare.metric_terms import aggregate, json_value, metric_names, run_metrics, term_columns
+from transitlm.compare.run_folders import CompareError
+from transitlm.compare.comparability import comparability_notes, shared_signature
 
 SCHEMA_VERSION = 2
 DEFAULT_SEED = 12345

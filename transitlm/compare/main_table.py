@@ -3,13 +3,13 @@ benchmark and protocol with its metrics, each cell the value with its
 interval, its difference from the baseline model and whether that is
 significant, and the best value per column marked.
 
-Built from the groups of a comparison (transitlm.comparison.compare_group);
+Built from the groups of a comparison (transitlm.compare.group_figures.compare_group);
 formatted by compare_formats, compare_latex and pages.comparison.
 
 Standard library only; Python 3.8+.
 """
 
-from transitlm.metric_terms import LOWER_IS_BETTER, shown_value
+from transitlm.compare.metric_terms import LOWER_IS_BETTER, shown_value
 
 BENCHMARK_TITLES = {"single_route": "Benchmark 1: single route",
                     "personalized": "Benchmark 2: personalized",

@@ -15,11 +15,11 @@ import io
 import json
 import unicodedata
 
-from transitlm.comparison import alpha_of
-from transitlm.main_table import BENCHMARK_TITLES
-from transitlm.metric_terms import METRIC_KIND, METRIC_LABEL, decimals, scaled
-from transitlm.run_groups import groups_of
-from transitlm.signature import comparable_signature
+from transitlm.compare.group_figures import alpha_of
+from transitlm.compare.main_table import BENCHMARK_TITLES
+from transitlm.compare.metric_terms import METRIC_KIND, METRIC_LABEL, decimals, scaled
+from transitlm.compare.groups import groups_of
+from transitlm.compare.comparability import comparable_signature
 from transitlm.terminal import printable
 
 FORMATS = ("text", "markdown", "latex", "csv")

@@ -4,8 +4,8 @@ Round 5 compliance per preference type, rows per failure stage and code.
 Standard library only; Python 3.8+.
 """
 
-from transitlm import resampling
-from transitlm.metric_terms import aggregate, json_value
+from transitlm.compare import bootstrap as resampling
+from transitlm.compare.metric_terms import aggregate, json_value
 
 BREAKDOWNS = ("city", "req_type", "failure")
 

@@ -18,18 +18,18 @@ import time
 
 from common import VERSION, file_sha256
 from transitlm.bounded_json import loads_bounded
-from transitlm.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
+from transitlm.generate.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
                             build_body, chat_url, request_headers)
-from transitlm.generation_settings import settings_record
-from transitlm.output_guard import OutputGuard, check_paths
-from transitlm.runner import (BENCHMARKS, MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
+from transitlm.generate.settings import settings_record
+from transitlm.generate.resume import OutputGuard, check_paths
+from transitlm.generate.runner import (BENCHMARKS, MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
                               UsageError, compact_output, drop_partial_line, infer_benchmark,
                               input_notes, pending_rows, read_output_state, run_dir_for,
                               scan_input, summary_lines)
 from transitlm.status import EXIT_OK, EXIT_USAGE
 from transitlm.terminal import printable
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 

@@ -12,8 +12,8 @@ COMPARISON_CSS, added after the shared CSS of transitlm.pages.static.
 import math
 import unicodedata
 
-from transitlm.compare_formats import fmt_p
-from transitlm.main_table import BENCHMARK_TITLES
+from transitlm.compare.formats import fmt_p
+from transitlm.compare.main_table import BENCHMARK_TITLES
 from transitlm.pages.layout import (
     METRICS, METRIC_INFO, esc, fmt_delta, fmt_metric, fmt_value, n, page)
 
