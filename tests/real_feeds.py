@@ -18,12 +18,12 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DATA = os.path.join(REPO, "data")
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
-if DATA not in sys.path:
-    sys.path.insert(0, DATA)
 
-import import_gtfs  # noqa: E402
-import make_benchmark  # noqa: E402
+from transitlm.networks import benchmark_builder as make_benchmark  # noqa: E402
+from transitlm.networks import gtfs_import as import_gtfs  # noqa: E402
 
 # feed file -> the city the prompts name (a feed does not say)
 CITIES = {"nyc-subway.zip": "New York", "nyc-lirr.zip": "New York", "caltrain.zip": "San Francisco",

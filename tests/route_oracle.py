@@ -1,7 +1,7 @@
 """Independent judges of the router's labels: the documented cost of an
 itinerary, its legality, an exhaustive search and a textbook Dijkstra.
 
-Written from the README's statement of the model (data/routing.py is not
+Written from the README's statement of the model (transitlm/networks/router.py is not
 consulted for how to search, only for the network it loaded):
 
 - an itinerary is access to a stop, one or more legs, egress from the last
@@ -21,11 +21,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(os.path.dirname(HERE), "data")
-if DATA not in sys.path:
-    sys.path.insert(0, DATA)
+if os.path.dirname(HERE) not in sys.path:
+    sys.path.insert(0, os.path.dirname(HERE))
 
-import routing  # noqa: E402
+from transitlm.networks import router as routing  # noqa: E402
 
 
 def leg_fare(ld, i, j):

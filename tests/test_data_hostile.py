@@ -26,11 +26,10 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 import common  # noqa: E402
-sys.path.insert(0, DATA)
-import import_gtfs as gtfs  # noqa: E402
-import limits  # noqa: E402
-import make_benchmark as mb  # noqa: E402
-import make_demo  # noqa: E402
+from transitlm.networks import benchmark_builder as mb  # noqa: E402
+from transitlm.networks import gtfs_import as gtfs  # noqa: E402
+from transitlm.networks import limits  # noqa: E402
+from transitlm.networks.demo import build as make_demo  # noqa: E402
 from tests.test_gtfs import BASE_FEED, write_feed  # noqa: E402
 
 

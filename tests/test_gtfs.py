@@ -15,11 +15,10 @@ REPO = os.path.dirname(HERE)
 DATA = os.path.join(REPO, "data")
 SCRIPT = os.path.join(DATA, "import_gtfs.py")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
-sys.path.insert(0, DATA)
 
 sys.path.insert(0, HERE)
 
-import import_gtfs as gtfs  # noqa: E402
+from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 import real_feeds  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)

@@ -1,4 +1,4 @@
-"""The router of data/routing.py is exact under its documented rules: on random
+"""The router of transitlm/networks/router.py is exact under its documented rules: on random
 small networks (seeded) its itinerary is legal and costs exactly what an
 exhaustive enumeration of all legal itineraries finds cheapest."""
 
@@ -9,13 +9,13 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(os.path.dirname(HERE), "data")
-sys.path.insert(0, DATA)
+
 sys.path.insert(0, HERE)
 
-import fares  # noqa: E402
-import make_benchmark as mb  # noqa: E402
-import routing  # noqa: E402
+import helpers  # noqa: E402,F401  (first: it puts the project on sys.path)
+from transitlm.networks import benchmark_builder as mb  # noqa: E402
+from transitlm.networks import gtfs_fares as fares  # noqa: E402
+from transitlm.networks import router as routing  # noqa: E402
 import route_oracle as oracle  # noqa: E402
 
 LNG0, LAT0 = 116.40, 39.90

@@ -16,14 +16,14 @@ from common import (
 from transitlm.reading import (
     PredictionsFile, RowsSource, SampleReader, SampleRow, SplitRecord, parse_chunk, read_span)
 from transitlm.records import (
-    Aggregate, NO_RESPONSE, PROJECT_DIR, base_record, error_record, finish_record)
+    Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
+from transitlm.catalog import DATA_DIR
 from transitlm.reports import (
     build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
     failure_text, render_funnel)
 from transitlm.status import WorkerFailed
 from transitlm.terminal import Progress
 
-DATA_DIR = os.path.join(PROJECT_DIR, "data")
 DATA_ENV = "TRANSITLM_DATA"
 STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
 LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")

@@ -4,13 +4,11 @@ figures of a run (``Aggregate``), foldable across worker processes.
 Standard library only; Python 3.8+.
 """
 
-import os
 import sys
 
 from common import InputError, PROTOCOLS, plain_sum, ratio
+from transitlm.catalog import PROJECT_DIR
 
-# The repository root: the scenario scripts are loaded from there by name.
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ---------------------------------------------------------------------------
 # Per-row records

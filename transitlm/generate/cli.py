@@ -18,6 +18,7 @@ import time
 
 from common import VERSION, file_sha256
 from transitlm.bounded_json import loads_bounded
+from transitlm.catalog import PROJECT_DIR
 from transitlm.generate.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
                             build_body, chat_url, request_headers)
 from transitlm.generate.settings import settings_record
@@ -29,7 +30,6 @@ from transitlm.generate.runner import (BENCHMARKS, MAX_ROW_CHARS, LineWriter, Ou
 from transitlm.status import EXIT_OK, EXIT_USAGE
 from transitlm.terminal import printable
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -211,7 +211,7 @@ def dry_run_text(url, headers, body, key_env, row_text):
 
 
 def evaluator_command(benchmark, input_path, out_path, run_dir, args):
-    command = [sys.executable, os.path.join(REPO_DIR, benchmark, "evaluate.py"),
+    command = [sys.executable, os.path.join(PROJECT_DIR, benchmark, "evaluate.py"),
                "--input", input_path, "--predictions", out_path, "--out", run_dir, "--quiet"]
     if getattr(args, "eval_overwrite", False):
         command.append("--overwrite")

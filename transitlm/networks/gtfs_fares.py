@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """GTFS fares (fare_attributes.txt, fare_rules.txt) applied per ride.
 
 A ride is one leg on one route, from a boarding stop to an alighting stop;

@@ -9,13 +9,13 @@ from common import (
     CYCLE_LIMIT_KM, DISTANCE_TOLERANCE_KM, FARE_TOLERANCE_CNY, REFERENCE, TAXI_LIMIT_KM,
     TIME_TOLERANCE_MIN, TRANSFER_DISTANCE_TOLERANCE_KM, WALK_LIMIT_KM)
 from common import MIN_STATION_SIMILARITY
-from routing import (
+from transitlm.networks.router import (
     ACCESS_BIKE, ACCESS_TAXI, ACCESS_WALK, FARE_BANDS, FARE_STEP_KM, KIND_BUS, KIND_METRO,
     KM_PER_DEG_LAT, KM_PER_DEG_LNG_EQUATOR, WAIT_MIN, District, Line, LineDir, Network,
     sub_rng, uniform)
 
 # ---------------------------------------------------------------------------
-# Chinese literals (the released data's; the shared ones come from routing.py)
+# Chinese literals (the released data's; the shared ones come from router.py)
 # ---------------------------------------------------------------------------
 
 MODE_DIDI = "滴滴"

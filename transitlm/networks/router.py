@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The shortest-path router behind the labels of make_demo.py and make_benchmark.py.
 
 A network is a set of stops with coordinates and names, line directions
@@ -24,14 +23,10 @@ import hashlib
 import heapq
 import json
 import math
-import os
 import random
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km  # noqa: E402
-from common import strip_line_suffix as strip_suffix  # noqa: E402
+from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km
+from common import strip_line_suffix as strip_suffix
 
 # Texts of the released data (the evaluator's own constants where it has them).
 MODE_WALK = WALK

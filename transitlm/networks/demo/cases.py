@@ -10,10 +10,10 @@ from common import parse_distance_km as parse_km
 from common import parse_fare_cny as parse_fare
 from common import parse_time_minutes as parse_minutes
 from common import bigram_jaccard
-from routing import (
+from transitlm.networks.router import (
     ACCESS_WALK, ABOUT, MODE_WALK, UNIT_HOUR, UNIT_KM, UNIT_M, UNIT_MIN, UNIT_YUAN,
     PointAccess, Prefs, dumps, find_route, fmt_mode, make_route, route_json, same_stations)
-from demo_network import (
+from transitlm.networks.demo.network import (
     GROUND_KM, MIN_FUZZY_JACCARD, POI_SUFFIXES, QUERY, TOL_DISTANCE, TOL_FARE, TOL_TIME)
 
 # ---------------------------------------------------------------------------

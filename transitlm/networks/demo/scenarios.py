@@ -12,14 +12,14 @@ from common import parse_distance_km as parse_km
 from common import parse_fare_cny as parse_fare
 from common import parse_time_minutes as parse_minutes
 from common import strip_line_suffix as strip_suffix
-from routing import (
+from transitlm.networks.router import (
     ACCESS_BIKE, ACCESS_TAXI, ACCESS_WALK, KIND_BUS, KIND_METRO, MODE_BIKE, MODE_TAXI,
     MODE_WALK, UNIT_HOUR, UNIT_KM, UNIT_M, UNIT_MIN, Prefs, dumps, make_route, prefs_for_req,
     same_stations)
-from demo_cases import (
+from transitlm.networks.demo.cases import (
     alt_route, extended_route, join_legs, legs_of, match_station, set_numbers, stop_index,
     ungrounded, with_route)
-from demo_network import (
+from transitlm.networks.demo.network import (
     DP_SLACK_KM, GROUND_KM, LONG_TRIP_KM, METRO_PREFIX, MISSING_LINE, MODE_DIDI, NAME_CHARS,
     SHORT_TRIP_KM, TOL_DISTANCE, TOL_TIME, TOL_TRANSFER_KM, unknown_id)
 
