@@ -383,7 +383,12 @@ def raise_csv_field_limit():
 
 raise_csv_field_limit()
 
+# The network files' columns (protocol.md section 1), as the release writes them;
+# the evaluators need STATION_COLUMNS of station_info.csv.
+STATION_FILE_COLUMNS = ("stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
+                        "station_name")
 STATION_COLUMNS = ("stop_id", "coord_x", "coord_y", "next_hop_stations")
+LINE_COLUMNS = ("citycode", "line_name", "station_list")
 UTF8_BOM = b"\xef\xbb\xbf"
 
 # The station cache: every stop of a large station file decoded once and kept

@@ -10,10 +10,11 @@ Usage: python3 compare.py RUN [RUN ...] [--names a,b] [--baseline NAME]
 A RUN is a folder written by an evaluator's --out (report.json and
 details.jsonl), or a details JSON Lines file with its report JSON beside it.
 
-The machinery is in the transitlm package: runs (reading run folders),
-metric_terms (per-row terms), resampling (bootstrap and paired significance),
-comparison (the figures), breakdowns, compare_formats (the outputs) and
-compare_cli (this command line).  See docs/comparison.md.
+The machinery is in transitlm/compare/: run_folders (reading run folders),
+metric_terms (per-row terms), bootstrap (intervals and paired significance),
+group_figures and groups (the figures), breakdowns, main_table, formats,
+latex and page (the outputs) and cli (this command line).  See
+docs/comparison.md.
 """
 
 import os
@@ -23,14 +24,8 @@ REPO = os.path.dirname(os.path.abspath(__file__))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-import transitlm.status  # noqa: E402
 from transitlm.compare.cli import main  # noqa: E402
-
+from transitlm.exit_status import run_command  # noqa: E402
 
 if __name__ == "__main__":
-    try:
-        status = main()
-    except BrokenPipeError:
-        sys.stderr.close()
-        status = transitlm.status.EXIT_OK
-    sys.exit(status)
+    sys.exit(run_command(main))

@@ -26,9 +26,10 @@ fatal answer (401, 403, 404, an unknown host, a server that never answered),
 130/143 when stopped by SIGINT/SIGTERM, or the evaluator's status when
 ``--evaluate`` fails.
 
-The machinery is in the ``transitlm`` package: ``runner_cli`` (this command
-line), ``runner`` (rows, output file, the run), ``chat`` (requests and
-answers) and ``http_client`` (requests bounded by a deadline).
+The machinery is in ``transitlm/generate/``: ``cli`` (this command line),
+``runner`` (rows, output file, the run), ``chat`` (requests and answers),
+``settings`` (the settings sidecar) and ``resume`` (what may be done with
+--out), on ``transitlm.http_client`` (requests bounded by a deadline).
 """
 
 import os
@@ -38,7 +39,8 @@ REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 if REPO_DIR not in sys.path:
     sys.path.insert(0, REPO_DIR)
 
+from transitlm.exit_status import run_command  # noqa: E402
 from transitlm.generate.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

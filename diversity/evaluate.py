@@ -81,8 +81,6 @@ def best_match(routes, label_first, reachable):
 
 class Diversity(transitlm.engine.Benchmark):
     name = "diversity"
-    title = "TransitLM benchmark 3: route diversity"
-    default_input = "benchmark3_diversity_example.csv"
 
     def in_funnel_default(self, protocol):
         # reference: Part A takes only rows with a first route on both sides.

@@ -16,9 +16,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import common  # noqa: E402
+import transitlm.catalog  # noqa: E402
 import transitlm.cli  # noqa: E402
 import transitlm.engine  # noqa: E402
-import transitlm.status  # noqa: E402
+import transitlm.exit_status  # noqa: E402
 from transitlm.provenance import without_credentials  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
@@ -54,8 +55,6 @@ class LocalRouteEval(object):
 
 class GeneralLLM(transitlm.engine.Benchmark):
     name = "general_llm"
-    title = "TransitLM general-purpose LLM evaluation"
-    default_input = "general_llm_example.csv"
     empty_prediction_is_no_response = True
     station_names = True
 
@@ -75,7 +74,7 @@ class GeneralLLM(transitlm.engine.Benchmark):
         parser.add_argument("--line_info", metavar="CSV",
                             help="line file for the in-process route-eval check (default: "
                                  "$%s/line_info.csv if set, else the bundled "
-                                 "data/line_info.csv)" % transitlm.engine.DATA_ENV)
+                                 "data/line_info.csv)" % transitlm.catalog.DATA_ENV)
         parser.add_argument("--api_url", metavar="URL", default=os.environ.get(API_ENV),
                             help="route-eval service to ask instead of checking in-process "
                                  "(default: $%s; unset = in-process)" % API_ENV)
@@ -115,7 +114,7 @@ class GeneralLLM(transitlm.engine.Benchmark):
                 raise common.InputError(str(exc))
         else:
             self.line_info_path = options.line_info or transitlm.engine.default_data_file(
-                transitlm.engine.LINE_FILE_NAMES)
+                transitlm.catalog.LINE_FILE_NAMES)
             self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
                                         context.network)
 
@@ -192,7 +191,7 @@ class GeneralLLM(transitlm.engine.Benchmark):
         try:
             return self.judge.evaluate(cases, on_batch_failure=policy)
         except ServiceUnavailable as exc:
-            raise transitlm.status.ServiceError(
+            raise transitlm.exit_status.ServiceError(
                 "%s\n(no figures were computed; --allow_service_errors counts the cases of "
                 "failed requests as unreachable instead)" % exc)
 

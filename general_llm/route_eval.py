@@ -31,14 +31,13 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from common import (  # noqa: E402  (the path set-up above must come first)
-    BUS_STOP_PREFIX, MAX_JSON_DEPTH, MIN_STATION_SIMILARITY, TRANSFER, WALK,
+    BUS_STOP_PREFIX, LINE_COLUMNS, MAX_JSON_DEPTH, MIN_STATION_SIMILARITY, TRANSFER, WALK,
     InputError, access_threshold_km, bigram_jaccard, bigrams, city_code_of, haversine_km,
     jaccard, json_too_deep, strip_line_suffix, type_name)
 
 # Data of the general-LLM setting (the published route-eval service's rules).
 SERVICE_TAXI_MARKERS = ("打车", "网约车")   # the route-eval service does not know 滴滴
 
-LINE_COLUMNS = ("citycode", "line_name", "station_list")
 
 ARROW = "\u2192"                  # "→" in "a → b not connected"
 

@@ -13,7 +13,8 @@ Usage:
                                   [--read_timeout 10] [--version]
 
 ``--port 0`` picks a free port; the actual address is printed on stderr as
-``listening on http://HOST:PORT``.  SIGINT/SIGTERM stop it cleanly (exit 0).
+``listening on http://HOST:PORT``.  SIGINT/SIGTERM stop it cleanly (requests under
+way are answered), with exit status 130/143 like every tool.
 
 No request can crash it or hold it: a bad case gets its own error result, a
 body is refused (4xx) before decoding when it nests deeper than
@@ -53,7 +54,7 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from common import MAX_JSON_DEPTH, VERSION, InputError, StationNetwork  # noqa: E402
-from transitlm.status import EXIT_OK, EXIT_USAGE  # noqa: E402
+from transitlm.exit_status import EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, run_command  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     LineTable, evaluate_cases, json_shape_problem)
 
@@ -661,7 +662,7 @@ def main(argv=None):
         sys.stderr.write("error: cannot listen on %s:%d: %s\n"
                          % (args.host, args.port, getattr(exc, "strerror", None) or exc))
         return EXIT_USAGE
-    _stop_on_signals(server)
+    stopped = _stop_on_signals(server)
     # Handlers are short CPU bursts between socket calls.  A thread back from
     # a socket call (the accept loop, a /healthz request) waits for the GIL up
     # to the switch interval each time; at Python's 5 ms, hundreds of busy
@@ -675,21 +676,26 @@ def main(argv=None):
     finally:
         server.server_close()
     _log_to_stderr("shutting down")
-    return EXIT_OK
+    return SIGNAL_STATUS.get(stopped[0], EXIT_OK) if stopped else EXIT_OK
 
 
 def _stop_on_signals(server):
-    """SIGINT/SIGTERM end ``serve_forever``.
+    """SIGINT/SIGTERM end ``serve_forever`` (requests under way are answered);
+    -> a list that receives the signal's number, for the exit status.
 
     ``shutdown()`` waits for the serving loop, which runs in this (main)
     thread, so the handler must call it from another thread.
     """
+    stopped = []
+
     def stop(signum, frame):
+        stopped.append(signum)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    return stopped
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

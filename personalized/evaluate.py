@@ -80,8 +80,6 @@ def preference_name(req_type, protocol):
 
 class Personalized(transitlm.engine.Benchmark):
     name = "personalized"
-    title = "TransitLM benchmark 2: personalized preferences"
-    default_input = "benchmark2_personalized_example.csv"
     needs_req_type = True
 
     def sample_fields(self, sample):

@@ -17,8 +17,6 @@ import transitlm.engine  # noqa: E402
 
 class SingleRoute(transitlm.engine.Benchmark):
     name = "single_route"
-    title = "TransitLM benchmark 1: single route"
-    default_input = "benchmark1_single_route_example.csv"
 
     def evaluate(self, row, context):
         return common.judge_single_route(row, context.protocol, context.network,

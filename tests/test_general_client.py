@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.golden import PARITY, golden_differences, load_golden, parity_cases
 from tests.helpers import common, run_evaluator
-import transitlm.status  # noqa: E402
+import transitlm.exit_status  # noqa: E402
 from general_llm import route_eval
 from general_llm import server as service
 from general_llm.evaluate import GeneralLLM
@@ -118,7 +118,7 @@ class ThroughTheService(unittest.TestCase):
         url = "http://127.0.0.1:%d" % free_port()
         status, _, stdout, err = self.run_general(self.generated, "--api_url", url,
                                                   "--retries", "0")
-        self.assertEqual(status, transitlm.status.EXIT_SERVICE)
+        self.assertEqual(status, transitlm.exit_status.EXIT_SERVICE)
         self.assertIn(url, err)
         self.assertIn("--allow_service_errors", err)
         self.assertNotIn("Traceback", err)
@@ -160,5 +160,5 @@ class ThroughTheService(unittest.TestCase):
             url = "http://127.0.0.1:%d" % server.server_address[1]
             status, _, _, err = self.run_general(self.generated, "--api_url", url,
                                                  "--retries", "1")
-        self.assertEqual(status, transitlm.status.EXIT_SERVICE)
+        self.assertEqual(status, transitlm.exit_status.EXIT_SERVICE)
         self.assertIn("500", err)

@@ -6,7 +6,7 @@ import time
 import unittest
 
 from tests import helpers  # noqa: F401  (puts the project on sys.path)
-from transitlm import worker_pool
+from transitlm import workers as worker_pool
 
 HAS_FORK = hasattr(os, "fork")
 

@@ -8,8 +8,9 @@ import unittest
 
 from tests.golden import PARITY
 from tests.helpers import common, run_evaluator
-import transitlm.engine  # noqa: E402
-import transitlm.reading  # noqa: E402
+import transitlm.engine
+import transitlm.workers  # noqa: E402
+import transitlm.inputs  # noqa: E402
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
 from single_route.evaluate import SingleRoute
@@ -20,7 +21,7 @@ GENERATED = os.path.join(PARITY, "generated")
 
 
 @unittest.skipUnless(os.path.isdir(GENERATED), "../shared/parity is not available")
-@unittest.skipUnless(transitlm.engine._can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
 class Workers(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -72,29 +73,29 @@ class ChunkHelpers(unittest.TestCase):
     """The pure helpers of chunked reading, by hand."""
 
     def test_csv_lines(self):
-        self.assertEqual(transitlm.reading.csv_lines(b""), 0)
-        self.assertEqual(transitlm.reading.csv_lines(b"a\nb\n"), 2)
-        self.assertEqual(transitlm.reading.csv_lines(b"a\r\nb\r\n"), 2)
-        self.assertEqual(transitlm.reading.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
+        self.assertEqual(transitlm.inputs.csv_lines(b""), 0)
+        self.assertEqual(transitlm.inputs.csv_lines(b"a\nb\n"), 2)
+        self.assertEqual(transitlm.inputs.csv_lines(b"a\r\nb\r\n"), 2)
+        self.assertEqual(transitlm.inputs.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
 
     def test_count_sparse(self):
-        self.assertEqual(transitlm.reading.count_sparse(b"", b"\n"), 0)
-        self.assertEqual(transitlm.reading.count_sparse(b"abc", b"\n"), 0)
-        self.assertEqual(transitlm.reading.count_sparse(b"\n", b"\n"), 1)
+        self.assertEqual(transitlm.inputs.count_sparse(b"", b"\n"), 0)
+        self.assertEqual(transitlm.inputs.count_sparse(b"abc", b"\n"), 0)
+        self.assertEqual(transitlm.inputs.count_sparse(b"\n", b"\n"), 1)
         data = b"x\ny\r\n\n" * 50
         for steps in (1, 2, 3, 99, 1000):       # counted with data.count after `steps` hits
             with self.subTest(steps=steps):
-                self.assertEqual(transitlm.reading.count_sparse(data, b"\n", steps), 150)
+                self.assertEqual(transitlm.inputs.count_sparse(data, b"\n", steps), 150)
 
     def test_lone_returns(self):
-        self.assertEqual(transitlm.reading.lone_returns(b""), 0)
-        self.assertEqual(transitlm.reading.lone_returns(b"\r"), 1)
-        self.assertEqual(transitlm.reading.lone_returns(b"\r\n"), 0)
-        self.assertEqual(transitlm.reading.lone_returns(b"a\r\rb\r\n\n\r"), 3)
+        self.assertEqual(transitlm.inputs.lone_returns(b""), 0)
+        self.assertEqual(transitlm.inputs.lone_returns(b"\r"), 1)
+        self.assertEqual(transitlm.inputs.lone_returns(b"\r\n"), 0)
+        self.assertEqual(transitlm.inputs.lone_returns(b"a\r\rb\r\n\n\r"), 3)
         data = b"a\r\rb\r\n\n\r" * 40
         for steps in (1, 2, 3, 4, 99, 1000):
             with self.subTest(steps=steps):
-                self.assertEqual(transitlm.reading.lone_returns(data, steps), 120)
+                self.assertEqual(transitlm.inputs.lone_returns(data, steps), 120)
 
     def test_text_lines_are_the_csv_modules_lines(self):
         import io
@@ -103,21 +104,21 @@ class ChunkHelpers(unittest.TestCase):
                  'x,"a\u2028b\x85c\x0cd\x1ce"\ny\n', "\u2029\n\v"]
         for text in texts:
             with self.subTest(text=text):
-                self.assertEqual(transitlm.reading.text_lines(text, False),
+                self.assertEqual(transitlm.inputs.text_lines(text, False),
                                  list(io.StringIO(text, newline="")))
         # A lone \r ends a line too: then the lines come from io.StringIO.
-        self.assertEqual(list(transitlm.reading.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
+        self.assertEqual(list(transitlm.inputs.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
 
     def test_record_end(self):
-        self.assertEqual(transitlm.reading.record_end(b""), -1)
-        self.assertEqual(transitlm.reading.record_end(b"abc"), -1)
-        self.assertEqual(transitlm.reading.record_end(b"a\nb\nc"), 4)
+        self.assertEqual(transitlm.inputs.record_end(b""), -1)
+        self.assertEqual(transitlm.inputs.record_end(b"abc"), -1)
+        self.assertEqual(transitlm.inputs.record_end(b"a\nb\nc"), 4)
         # The last line break is inside a quoted cell: the one before it.
-        self.assertEqual(transitlm.reading.record_end(b'a\n"b\nc'), 2)
-        self.assertEqual(transitlm.reading.record_end(b'"x\ny"\n"b\nc'), 6)
-        self.assertEqual(transitlm.reading.record_end(b'"a\nb'), -1)
+        self.assertEqual(transitlm.inputs.record_end(b'a\n"b\nc'), 2)
+        self.assertEqual(transitlm.inputs.record_end(b'"x\ny"\n"b\nc'), 6)
+        self.assertEqual(transitlm.inputs.record_end(b'"a\nb'), -1)
         # Counted from ``start``.
-        self.assertEqual(transitlm.reading.record_end(b'"\nx\n', 1), 4)
+        self.assertEqual(transitlm.inputs.record_end(b'"\nx\n', 1), 4)
 
     def test_details_parts_are_json_dumps(self):
         import json
@@ -148,33 +149,33 @@ class ChunkHelpers(unittest.TestCase):
 
     def test_parse_chunk_finds_a_split_record(self):
         layout = ("f.csv", (0, 1, 2, 3, None), 4)
-        rows = list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
+        rows = list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
         self.assertEqual([row.index_id for row in rows], ["a", "e"])
         self.assertEqual(rows[1].row, 2)
-        with self.assertRaises(transitlm.reading.SplitRecord):
-            list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
+        with self.assertRaises(transitlm.inputs.SplitRecord):
+            list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
         # The file's last chunk may end inside a quote: that is the row as read.
-        last = list(transitlm.reading.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
+        last = list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
         self.assertEqual(last[1].prediction, "")
         self.assertEqual(last[1].problem[0], "malformed_row")
 
 
-@unittest.skipUnless(transitlm.engine._can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
 class ChunkedReading(unittest.TestCase):
     """Workers that read their own chunks of the file give the same outputs as one
     process, whatever the chunk size and however odd the CSV."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.saved = transitlm.reading.CHUNK_BYTES
+        self.saved = transitlm.inputs.CHUNK_BYTES
 
     def tearDown(self):
-        transitlm.reading.CHUNK_BYTES = self.saved
+        transitlm.inputs.CHUNK_BYTES = self.saved
         self.tmp.cleanup()
 
     def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=()):
         if chunk_bytes:
-            transitlm.reading.CHUNK_BYTES = chunk_bytes
+            transitlm.inputs.CHUNK_BYTES = chunk_bytes
         tag = "%s-%s" % (workers, chunk_bytes)
         json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
         details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
@@ -184,7 +185,7 @@ class ChunkedReading(unittest.TestCase):
                 "--workers", str(workers), "--json", json_path, "--details", details]
                 + list(extra))
         finally:
-            transitlm.reading.CHUNK_BYTES = self.saved
+            transitlm.inputs.CHUNK_BYTES = self.saved
         if status != 0:
             return status, err
         with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
@@ -261,13 +262,13 @@ class ChunkedReading(unittest.TestCase):
     def spy_on(self, name):
         """Record the calls of SampleReader.<name> (their arguments after self)."""
         calls = []
-        original = getattr(transitlm.reading.SampleReader, name)
+        original = getattr(transitlm.inputs.SampleReader, name)
 
         def spy(reader, *args):
             calls.append(args)
             return original(reader, *args)
-        setattr(transitlm.reading.SampleReader, name, spy)
-        self.addCleanup(setattr, transitlm.reading.SampleReader, name, original)
+        setattr(transitlm.inputs.SampleReader, name, spy)
+        self.addCleanup(setattr, transitlm.inputs.SampleReader, name, original)
         return calls
 
     def test_line_break_in_a_cell_cuts_again(self):
@@ -312,13 +313,13 @@ class ChunkedReading(unittest.TestCase):
         # A regular file: workers get where their chunk lies (span tasks) and
         # read it themselves; the outputs are those of one process.
         spans = []
-        original = transitlm.engine._byte_tasks
+        original = transitlm.workers.byte_tasks
 
         def spy(chunks, spans_wanted=False):
             spans.append(spans_wanted)
             return original(chunks, spans_wanted)
-        transitlm.engine._byte_tasks = spy
-        self.addCleanup(setattr, transitlm.engine, "_byte_tasks", original)
+        transitlm.workers.byte_tasks = spy
+        self.addCleanup(setattr, transitlm.workers, "byte_tasks", original)
         self.assert_same(self.bundled())
         self.assertEqual(set(spans), {True})
 
@@ -326,15 +327,15 @@ class ChunkedReading(unittest.TestCase):
         """Run two workers on a copy of the bundled file, calling change(path)
         once the first chunks have been handed out -> (status, stderr)."""
         sample = self.write("changing.csv", self.bundled())
-        original = transitlm.reading.SampleReader.chunks
+        original = transitlm.inputs.SampleReader.chunks
 
         def chunks(reader):
             for count, chunk in enumerate(original(reader)):
                 if count == 3:
                     change(sample)
                 yield chunk
-        transitlm.reading.SampleReader.chunks = chunks
-        self.addCleanup(setattr, transitlm.reading.SampleReader, "chunks", original)
+        transitlm.inputs.SampleReader.chunks = chunks
+        self.addCleanup(setattr, transitlm.inputs.SampleReader, "chunks", original)
         return self.outputs(sample, 2, 400)
 
     def test_a_file_written_during_the_run_is_refused(self):
@@ -350,14 +351,14 @@ class ChunkedReading(unittest.TestCase):
         # The out-of-memory killer, say: exit status 1, one line naming the
         # signal, and no output file (multiprocessing.Pool waited for ever).
         import signal
-        original = transitlm.engine._evaluate_task
+        original = transitlm.workers._evaluate_task
 
         def dies_past_line_20(task):       # ("span", offset, length, first line, final)
             if task[3] > 20:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(task)
-        transitlm.engine._evaluate_task = dies_past_line_20
-        self.addCleanup(setattr, transitlm.engine, "_evaluate_task", original)
+        transitlm.workers._evaluate_task = dies_past_line_20
+        self.addCleanup(setattr, transitlm.workers, "_evaluate_task", original)
         sample = self.write("s.csv", self.bundled())
         status, err = self.outputs(sample, 2, 400)
         self.assertEqual(status, 1)
@@ -379,10 +380,10 @@ class ChunkedReading(unittest.TestCase):
         path = self.write("span.bin", b"0123456789")
         with open(path, "rb") as handle:
             fd = handle.fileno()
-            self.assertEqual(transitlm.reading.read_span(fd, 2, 3), b"234")
-            self.assertEqual(transitlm.reading.read_span(fd, 8, 5), b"89")     # the file ends first
-            self.assertEqual(transitlm.reading.read_span(fd, 20, 5), b"")
-            self.assertEqual(transitlm.reading.read_span(fd, 0, 0), b"")
+            self.assertEqual(transitlm.inputs.read_span(fd, 2, 3), b"234")
+            self.assertEqual(transitlm.inputs.read_span(fd, 8, 5), b"89")     # the file ends first
+            self.assertEqual(transitlm.inputs.read_span(fd, 20, 5), b"")
+            self.assertEqual(transitlm.inputs.read_span(fd, 0, 0), b"")
             self.assertEqual(handle.read(), b"0123456789")         # position untouched
 
     def test_input_error_names_the_line(self):
@@ -401,7 +402,7 @@ class ChunkedReading(unittest.TestCase):
         import sys
         data = self.bundled()
         script = os.path.join(os.path.dirname(BUNDLED), "single_route", "evaluate.py")
-        code = ("import transitlm.reading, runpy, sys; transitlm.reading.CHUNK_BYTES = 300; "
+        code = ("import transitlm.inputs, runpy, sys; transitlm.inputs.CHUNK_BYTES = 300; "
                 "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
         outputs = []
         for workers in ("1", "2"):
@@ -456,7 +457,7 @@ class RouteDrawings(unittest.TestCase):
         network = common.StationNetwork.from_dict({"A": (0.0, 0.0, ["B"]),
                                                    "B": (0.001, 0.0, ["A"])})
         label = {"station_sequence": ["A", "B"], "line_sequence": ["L1"]}
-        row = transitlm.engine.DecodedRow(transitlm.reading.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
+        row = transitlm.engine.DecodedRow(transitlm.inputs.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
                                 (0.001, 0.0), "", label, dict(label))
         context = transitlm.engine.Context(transitlm.engine.Options(SingleRoute()), common.REFERENCE, network)
         self.assertIn("prediction_routes", SingleRoute().evaluate(row, context))

@@ -30,7 +30,7 @@ from common import VERSION  # noqa: F401  (the project's version)
 
 def __getattr__(name):
     # ``transitlm.evaluate`` is loaded on first use, so that a tool importing
-    # one small module (transitlm.status, transitlm.terminal) does not load the
+    # one small module (transitlm.exit_status, transitlm.terminal) does not load the
     # whole evaluator machinery with it.
     if name == "evaluate":
         from transitlm.api import evaluate

@@ -6,12 +6,12 @@ Standard library only; Python 3.8+.
 
 import os
 
-from transitlm.cli import OutputFile
-from transitlm.engine import DATA_DIR, Options, RowSinks, evaluate_stream
+from transitlm.catalog import DATA_DIR, load_benchmark
+from transitlm.engine import Options, RowSinks, evaluate_stream
+from transitlm.files import (
+    DETAILS_JSONL, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs, make_folders, remove_folders)
 from transitlm.provenance import (
-    check_run_folder, command_line, make_folders, read_generation, remove_folders, run_json,
-    run_record)
-from transitlm.records import load_benchmark
+    check_run_folder, command_line, read_generation, run_json, run_record)
 from transitlm.reports import (
     details_bytes, failure_line, failures_title, render_text_head, render_text_tail, report_json)
 
@@ -53,31 +53,22 @@ def write_run_folder(folder, report, records, overwrite=False, command=None, gen
     check_run_folder(folder, overwrite)
     benchmark = load_benchmark(report["benchmark"])
     created = []
-    files = []
     try:
         make_folders(folder, created)
-        def output(name, binary=False):
-            handle = OutputFile(os.path.join(folder, name), binary)
-            files.append(handle)
-            return handle
-        output("report.json").write(report_json(report))
-        details = output("details.jsonl", binary=True)
-        for record in records:
-            details.write(details_bytes(record))
-        text = output("report.txt")
-        text.write(render_text_head(benchmark, report))
-        lines = [line for line in map(failure_line, records) if line is not None]
-        text.write(failures_title(len(lines), report["counts"]["samples"]))
-        text.write("".join(lines))
-        text.write(render_text_tail(report))
-        record = run_record(report, command if command is not None else command_line(),
-                            generation)
-        output("run.json").write(run_json(record))
-        for handle in files:
-            handle.commit()
-        files = []
+        with Outputs() as outputs:
+            outputs.write(os.path.join(folder, REPORT_JSON), report_json(report))
+            details = outputs.open(os.path.join(folder, DETAILS_JSONL), binary=True)
+            for record in records:
+                details.write(details_bytes(record))
+            text = outputs.open(os.path.join(folder, REPORT_TXT))
+            text.write(render_text_head(benchmark, report))
+            lines = [line for line in map(failure_line, records) if line is not None]
+            text.write(failures_title(len(lines), report["counts"]["samples"]))
+            text.write("".join(lines))
+            text.write(render_text_tail(report))
+            record = run_record(report, command if command is not None else command_line(),
+                                generation)
+            outputs.write(os.path.join(folder, RUN_JSON), run_json(record))
         created = []
     finally:
-        for handle in files:
-            handle.discard()
         remove_folders(created)

@@ -6,20 +6,24 @@ Standard library only; Python 3.8+.
 import argparse
 import gc
 import os
-import signal
 import sys
 import tempfile
 
 from common import VERSION, InputError, PROTOCOLS
-from transitlm.engine import (
-    DATA_DIR, DATA_ENV, MIN_ROWS_PER_WORKER, Options, RowSinks, evaluate_stream)
+from transitlm.catalog import DATA_DIR, DATA_ENV
+from transitlm.engine import Options, RowSinks, evaluate_stream
+from transitlm.files import (
+    DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, OutputFile, Outputs,
+    make_folders, overwrite_problem, remove_folders)
 from transitlm.provenance import (
-    check_run_folder, command_line, make_folders, read_generation, remove_folders, run_json,
+    check_run_folder, command_line, read_generation, run_json,
     run_record)
-from transitlm.reading import CHUNK_BYTES
+from transitlm.inputs import CHUNK_BYTES
+from transitlm.workers import MIN_ROWS_PER_WORKER
 from transitlm.reports import failures_title, render_text_head, render_text_tail, report_json
-from transitlm.status import (
-    EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed)
+from transitlm.exit_status import (
+    EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed,
+    interrupted_message, interrupted_status, run_command)
 from transitlm.terminal import printable
 
 # -- the command line -------------------------------------------------------------
@@ -106,83 +110,39 @@ def options_from_args(benchmark, args):
     return Options(benchmark, **values)
 
 
-class OutputFile(object):
-    """A file written through a temporary name and renamed when the run succeeds,
-    so a failed run leaves no half-written output."""
-
-    def __init__(self, path, binary=False):
-        self.path = path
-        folder = os.path.dirname(os.path.abspath(path))
-        try:
-            handle, self.temp = tempfile.mkstemp(prefix=".transitlm-", dir=folder)
-        except OSError as exc:
-            raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
-        self.handle = os.fdopen(handle, "wb" if binary else "w",
-                                **({} if binary else {"encoding": "utf-8", "newline": "\n"}))
-
-    def write(self, data):
-        try:
-            self.handle.write(data)
-        except OSError as exc:
-            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
-
-    def commit(self):
-        try:
-            self.handle.close()
-            os.chmod(self.temp, 0o644)
-            os.replace(self.temp, self.path)
-        except OSError as exc:
-            self.discard()
-            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
-
-    def discard(self):
-        try:
-            self.handle.close()
-        except OSError:
-            pass
-        if os.path.exists(self.temp):
-            os.remove(self.temp)
-
-
 def _output_plan(args):
     """Where each output goes -> dict of role -> path ('-' = stdout); exit 2 on
     clashes (two outputs to one file, two to stdout)."""
     plan = {"json": args.json, "details": args.details, "html": args.html}
     if args.out:
-        plan["out_json"] = os.path.join(args.out, "report.json")
-        plan["out_details"] = os.path.join(args.out, "details.jsonl")
-        plan["out_text"] = os.path.join(args.out, "report.txt")
-        plan["out_html"] = os.path.join(args.out, "report.html")
-        plan["out_run"] = os.path.join(args.out, "run.json")
+        for role, name in OUT_FILES:
+            plan[role] = os.path.join(args.out, name)
     to_stdout = [role for role, path in plan.items() if path == "-"]
     if len(to_stdout) > 1:
         raise InputError("only one output can go to stdout ('-'), not --%s"
                          % " and --".join(to_stdout))
     if plan["html"] == "-":
         raise InputError("--html needs a file name")
-    seen = {}
-    inputs = {os.path.realpath(path) for path in (args.input, args.predictions,
-                                                  args.station_info) if path}
-    for role, path in plan.items():
-        if not path or path == "-":
-            continue
-        real = os.path.realpath(path)
-        if real in seen:
-            raise InputError("%s and %s would both be written to %s"
-                             % (_role_name(seen[real]), _role_name(role), path))
-        if real in inputs:
-            raise InputError("%s would overwrite the input file %s" % (_role_name(role), path))
-        seen[real] = role
+    problem = overwrite_problem(
+        [(_role_name(role), path) for role, path in plan.items() if path != "-"],
+        [("the input file", args.input), ("the predictions file", args.predictions),
+         ("the station file", args.station_info)])
+    if problem:
+        raise InputError(problem)
     if args.out:
         check_run_folder(args.out, args.overwrite)
     return plan
 
 
+# The run folder's files by their role in the plan.
+OUT_FILES = (("out_json", REPORT_JSON), ("out_details", DETAILS_JSONL), ("out_text", REPORT_TXT),
+             ("out_html", REPORT_HTML), ("out_run", RUN_JSON))
+
+
 def _role_name(role):
-    return {"json": "--json", "details": "--details", "html": "--html",
-            "out_json": "--out's report.json", "out_details": "--out's details.jsonl",
-            "out_text": "--out's report.txt", "out_html": "--out's report.html",
-            "out_run": "--out's run.json"}[role]
+    names = {"json": "--json", "details": "--details", "html": "--html"}
+    names.update((key, "--out's " + name) for key, name in OUT_FILES)
+    return names[role]
 
 
 def run(benchmark, argv=None):
@@ -203,9 +163,9 @@ def run(benchmark, argv=None):
     except WorkerFailed as exc:
         sys.stderr.write("error: %s\n" % printable(exc))
         return EXIT_WORKER
-    except KeyboardInterrupt:
-        sys.stderr.write("\ninterrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("\n%s\n" % interrupted_message(exc))
+        return interrupted_status(exc)
     finally:
         gc.enable()
 
@@ -215,13 +175,8 @@ def _run(benchmark, args):
     plan = _output_plan(args)
     generation = read_generation(args.predictions) if args.out else None
     created = []                       # folders this run made (removed unless it succeeds)
-    files = []                         # OutputFiles, committed only when all went well
-
-    def output(path, binary=False):
-        handle = OutputFile(path, binary)
-        files.append(handle)
-        return handle
-
+    outputs = Outputs()                # committed only when all went well
+    output = outputs.open
     spools = []
 
     def spool(binary=False):
@@ -270,9 +225,7 @@ def _run(benchmark, args):
         if plan.get("out_run"):
             output(plan["out_run"]).write(run_json(run_record(report, command_line(),
                                                               generation)))
-        for handle in files:
-            handle.commit()
-        files = []
+        outputs.commit()
         created = []
         if plan["json"] == "-":
             _stdout_write(json_text)
@@ -282,8 +235,7 @@ def _run(benchmark, args):
             _write_text_report(_StdoutWriter(), text_parts)
         _stdout_flush()
     finally:
-        for handle in files:
-            handle.discard()
+        outputs.discard()
         for handle in spools:
             handle.handle.close()
         remove_folders(created)
@@ -370,47 +322,6 @@ def _stdout_flush():
         raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 
 
-def stop_on_terminate():
-    """SIGTERM (a job scheduler's stop, `kill`) ends the run like Ctrl-C: outputs
-    and the folders it created are removed, exit status 130.  Forked workers
-    keep the default action (the main process ends them)."""
-    main = os.getpid()
-
-    def terminate(signum, frame):
-        if os.getpid() != main:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        raise KeyboardInterrupt
-    try:
-        signal.signal(signal.SIGTERM, terminate)
-    except (ValueError, OSError):       # not the main thread (an embedding program)
-        pass
-
-
 def script_main(benchmark):
     """Entry point of a scenario script: run and exit with its status."""
-    stop_on_terminate()
-    # Text the output encoding cannot hold (PYTHONIOENCODING=ascii, a lone
-    # surrogate) is printed as escapes instead of failing.
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError):
-            pass
-    try:
-        status = run(benchmark)
-    except BrokenPipeError:
-        # `evaluate.py | head` closed stdout: nothing more to say.
-        status = EXIT_OK
-    try:
-        sys.stdout.flush()
-    except OSError:
-        status = status or EXIT_USAGE
-    # The interpreter's own final flush must not print a traceback (full disk,
-    # closed pipe): stdout is done with.
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-    sys.exit(status)
+    sys.exit(run_command(lambda argv: run(benchmark, argv)))

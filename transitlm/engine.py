@@ -1,10 +1,10 @@
 """The run engine: a ``Benchmark`` (what a scenario script subclasses), the row
-stream from samples to records, and the worker-process glue.
+stream from samples to records (in this process, or in the worker processes
+of ``transitlm.workers``).
 
 Standard library only; Python 3.8+.
 """
 
-import collections
 import functools
 import itertools
 import os
@@ -13,20 +13,16 @@ import sys
 from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
-from transitlm.reading import (
-    PredictionsFile, RowsSource, SampleReader, SampleRow, SplitRecord, parse_chunk, read_span)
+from transitlm import workers
+from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
-from transitlm.catalog import DATA_DIR
+from transitlm.catalog import DATA_DIR, DATA_ENV, STATION_FILE_NAMES, benchmark_info
 from transitlm.reports import (
     build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
     failure_text, render_funnel)
-from transitlm.status import WorkerFailed
 from transitlm.terminal import Progress
 
-DATA_ENV = "TRANSITLM_DATA"
-STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
-LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")
 BATCH_ROWS = 256                 # rows decoded and judged together
 
 
@@ -47,12 +43,20 @@ class Benchmark(object):
     Every hook returns values; none edits the report.
     """
 
-    name = ""                    # report "benchmark"
-    title = ""
-    default_input = ""           # file name in data/
+    name = ""                    # report "benchmark": its entry in transitlm.catalog
     needs_req_type = False
     empty_prediction_is_no_response = False
     station_names = False        # routes name stations (general LLM) instead of ids
+
+    @property
+    def title(self):
+        """The heading of the text report (from the catalogue)."""
+        return benchmark_info(self.name).title
+
+    @property
+    def default_input(self):
+        """The bundled example test file, in data/ (from the catalogue)."""
+        return benchmark_info(self.name).default_input
 
     def option_defaults(self):
         """The scenario's own options and their defaults (beside Options.DEFAULTS)."""
@@ -346,143 +350,6 @@ class RowSinks(object):
         self.aggregate.merge(totals)
 
 
-MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
-CHUNK_ROWS = 1000                # rows a worker evaluates per task (read row by row)
-_FORKED = None                   # (judge, sinks, sample file layout) inherited by workers
-# The layout is (path, columns, width, file descriptor or None): see _evaluate_task.
-
-
-def _can_fork():
-    """Can --workers fork worker processes here (worker_pool needs fork and poll)?"""
-    import select
-    return hasattr(os, "fork") and hasattr(select, "poll")
-
-
-def _evaluate_task(task):
-    """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
-    plus the context's tally), None when a chunk ("bytes" or "span") did not
-    end at the end of a record, or the message of an input-file error.
-
-    A task is ("rows", SampleRow states), ("bytes", data, first line, final)
-    (a chunk of the sample file that the worker parses itself: parse_chunk)
-    or ("span", offset, length, first line, final): such a chunk, which the
-    worker reads from the file itself (the descriptor it inherited).
-    """
-    judge, sinks, layout = _FORKED
-    judge.context.tally = {}
-    try:
-        if task[0] == "span":
-            path, columns, width, fd = layout
-            data = read_span(fd, task[1], task[2])
-            if len(data) != task[2]:
-                return ("input file %s changed while it was evaluated (it is shorter "
-                        "now); run again on a file that is not being written" % path)
-            samples = parse_chunk(data, task[3], path, columns, width, final=task[4])
-        elif task[0] == "bytes":
-            samples = parse_chunk(task[1], task[2], *layout[:3], final=task[3])
-        else:
-            samples = map(SampleRow.from_state, task[1])
-        outputs = sinks.render_chunk(judge.records(samples))
-    except SplitRecord:
-        return None
-    except InputError as exc:
-        return str(exc)
-    return outputs + (judge.context.tally,)
-
-
-def _row_tasks(samples):
-    """SampleRows -> (task, None) pairs of CHUNK_ROWS rows each."""
-    chunk = []
-    for sample in samples:
-        chunk.append(sample.state())
-        if len(chunk) == CHUNK_ROWS:
-            yield ("rows", chunk), None
-            chunk = []
-    if chunk:
-        yield ("rows", chunk), None
-
-
-def _byte_tasks(chunks, spans=False):
-    """SampleReader.chunks() -> (task, chunk) pairs: the chunk's bytes sent to
-    the worker, or only where they lie in the file (``spans``: see span_file)."""
-    for chunk in chunks:
-        data, first_line, final, offset = chunk
-        if spans:
-            yield ("span", offset, len(data), first_line, final), chunk
-        else:
-            yield ("bytes", data, first_line, final), chunk
-
-
-def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
-    """Stream tasks (see _evaluate_task) through ``workers`` forked processes.
-
-    This process hands out the tasks (at most two per worker in flight, so
-    memory stays bounded) and adds every chunk's outputs in input order, so
-    every output is byte-identical to a single-process run.  With "bytes"
-    and "span" tasks it only reads and hashes the file: the workers parse
-    it (and, for "span" tasks, read their chunk from the file themselves, so
-    it is not sent through a pipe).  ``tasks`` yields (task, chunk) pairs
-    (_byte_tasks, _row_tasks).  When a
-    chunk turns out not to end at a record's end, the file is cut again from
-    that chunk's first byte (``reader``'s recut) or, if that was done
-    already, read row by row from there (rows_from).  The workers
-    inherit the loaded network.  Returns False (nothing consumed) when no
-    process pool can be made here.
-    """
-    from transitlm import worker_pool
-    global _FORKED
-    layout = None
-    if reader is not None:
-        layout = (reader.path, reader.columns, reader.width, reader.span_file())
-    _FORKED = (judge, sinks, layout)
-    chunks_sent = collections.deque()   # the chunk of every task in flight, in order
-    rows_done = 0
-    try:
-        pool = worker_pool.ForkedWorkers(workers, _evaluate_task)
-    except OSError:                   # no more processes here: one process
-        _FORKED = None
-        return False
-    try:
-        with pool:
-            while True:
-                while pool.busy < 2 * workers:
-                    task, chunk = next(tasks, (None, None))
-                    if task is None:
-                        break
-                    pool.submit(task)
-                    chunks_sent.append(chunk)
-                if not pool.busy:
-                    break
-                outputs = pool.result()
-                chunk = chunks_sent.popleft()
-                if outputs is None:
-                    # A record runs past this chunk (a line break inside a
-                    # cell): from its first byte on, cut where the quotes are
-                    # even or, if they already were, read row by row.
-                    unread = [chunk] + list(chunks_sent)
-                    chunks_sent.clear()
-                    pool.discard()
-                    chunks = reader.recut(unread)
-                    tasks = (_byte_tasks(chunks, layout[3] is not None) if chunks is not None
-                             else _row_tasks(reader.rows_from(unread, rows_done + 1)))
-                    continue
-                if isinstance(outputs, str):
-                    raise InputError(outputs)
-                rows, details, failures, totals, tally = outputs
-                sinks.add_chunk(rows, details, failures, totals,
-                                rows_done if chunk is not None else 0)
-                rows_done += len(rows)
-                for key, amount in tally.items():
-                    judge.context.count(key, amount)
-                progress.step(len(rows))
-    except worker_pool.WorkerFailure as exc:
-        raise WorkerFailed("%s while evaluating (out of memory?); nothing was written: run "
-                           "again, or with --workers 1" % exc)
-    finally:
-        _FORKED = None
-    return True
-
-
 def evaluate_stream(benchmark, options, sinks_for, rows=None):
     """The engine: stream the rows through the checks into the sinks.
 
@@ -493,7 +360,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     station_path = options.station_info or default_data_file(STATION_FILE_NAMES)
     prediction_column = None if options.predictions else options.input_field
     warnings = []
-    workers = options.workers or os.cpu_count() or 1
+    worker_count = options.workers or os.cpu_count() or 1
     if rows is not None:
         source = RowsSource(rows, prediction_column, benchmark.needs_req_type,
                             options.sample_count)
@@ -501,7 +368,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         # With worker processes, they may parse the file themselves (chunked).
         source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
                               options.sample_count,
-                              chunked=workers > 1 and not options.predictions)
+                              chunked=worker_count > 1 and not options.predictions)
     with source:
         predictions = None
         if options.predictions:
@@ -528,27 +395,27 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         progress = Progress(options.sample_count or None, enabled, fraction=fraction)
         try:
             done = False
-            if (workers > 1 and rows is None and sinks.collect is None and _can_fork()
+            if (worker_count > 1 and rows is None and sinks.collect is None and workers.can_fork()
                     and benchmark.can_run_in_workers(context)):
                 judge = RowJudge(benchmark, context)
                 if source.chunked:
                     # Read ahead a chunk per worker, to know how many the file can feed.
                     chunks = source.chunks()
-                    head = list(itertools.islice(chunks, workers))
+                    head = list(itertools.islice(chunks, worker_count))
                     if len(head) > 1:
                         spans = source.span_file() is not None
-                        done = evaluate_in_workers(
-                            judge, _byte_tasks(itertools.chain(head, chunks), spans), sinks,
-                            progress, len(head), source)
+                        tasks = workers.byte_tasks(itertools.chain(head, chunks), spans)
+                        done = workers.evaluate_in_workers(judge, tasks, sinks, progress,
+                                                           len(head), source)
                     if not done:
                         samples = source.rows_from(head, 1)
                 else:
                     # Read ahead enough rows to know how many workers the file can feed.
-                    samples = _MinimumRows(samples, MIN_ROWS_PER_WORKER * workers)
-                    workers = samples.known // MIN_ROWS_PER_WORKER
-                    if workers > 1:
-                        done = evaluate_in_workers(judge, _row_tasks(samples), sinks,
-                                                   progress, workers)
+                    samples = _MinimumRows(samples, workers.MIN_ROWS_PER_WORKER * worker_count)
+                    worker_count = samples.known // workers.MIN_ROWS_PER_WORKER
+                    if worker_count > 1:
+                        done = workers.evaluate_in_workers(judge, workers.row_tasks(samples),
+                                                           sinks, progress, worker_count)
             if not done:
                 for record in RowJudge(benchmark, context).records(samples):
                     sinks.add(record)

@@ -18,18 +18,10 @@ import re
 import sys
 
 from common import VERSION, InputError
+from transitlm.files import RUN_FOLDER_FILES, settings_path
 
 RUN_SCHEMA = 1
-RUN_FILE = "run.json"
-# The files of a run folder; a folder holding any of them holds a run.
-RUN_FOLDER_FILES = ("report.json", "details.jsonl", "report.txt", "report.html", RUN_FILE)
-SETTINGS_SUFFIX = ".settings.json"      # generate.py's sidecar of a predictions file
 MAX_SETTINGS_BYTES = 1 << 20            # a sidecar larger than this is not read
-
-
-def settings_path(predictions_path):
-    """Where generate.py records the settings of a predictions file."""
-    return predictions_path + SETTINGS_SUFFIX
 
 
 def read_generation(predictions_path):
@@ -109,37 +101,3 @@ def check_run_folder(folder, overwrite):
     if held and not overwrite:
         raise InputError("run folder %s already holds a run (%s); pass --overwrite to "
                          "replace it, or choose another --out" % (folder, ", ".join(held)))
-
-
-def make_folders(path, created, what="run folder"):
-    """os.makedirs that appends each folder it creates to ``created`` as soon as
-    it exists, deepest last (so a run that fails or is interrupted, even
-    half-way through this call, can remove exactly those and nothing it did
-    not create).  ``what`` names the folder in an InputError."""
-    path = os.path.abspath(path)
-    missing = []
-    while not os.path.isdir(path):
-        if os.path.lexists(path):
-            raise InputError("cannot create %s %s: a file of that name exists" % (what, path))
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise InputError("cannot create %s %s: %s" % (what, folder, exc.strerror or exc))
-        created.append(folder)
-
-
-def remove_folders(created):
-    """Remove folders make_folders created, deepest first, where they are empty."""
-    for folder in reversed(created):
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass

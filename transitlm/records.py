@@ -4,10 +4,9 @@ figures of a run (``Aggregate``), foldable across worker processes.
 Standard library only; Python 3.8+.
 """
 
-import sys
 
 from common import InputError, PROTOCOLS, plain_sum, ratio
-from transitlm.catalog import PROJECT_DIR
+from transitlm.catalog import load_benchmark
 
 
 # ---------------------------------------------------------------------------
@@ -334,24 +333,6 @@ class Aggregate(object):
                     figures[key] = section
         figures["metrics"] = metrics_block(rounds, figures.get("diversity"))
         return figures
-
-
-# Scenario scripts by report name (the workflow tools fold details with them).
-BENCHMARKS = {"single_route": ("single_route.evaluate", "SingleRoute"),
-              "personalized": ("personalized.evaluate", "Personalized"),
-              "diversity": ("diversity.evaluate", "Diversity"),
-              "general_llm": ("general_llm.evaluate", "GeneralLLM")}
-
-
-def load_benchmark(name):
-    """The Benchmark of a report's ``benchmark`` name (InputError if unknown)."""
-    import importlib
-    if name not in BENCHMARKS:
-        raise InputError("unknown benchmark %r (known: %s)" % (name, ", ".join(BENCHMARKS)))
-    if PROJECT_DIR not in sys.path:
-        sys.path.insert(0, PROJECT_DIR)
-    module_name, class_name = BENCHMARKS[name]
-    return getattr(importlib.import_module(module_name), class_name)()
 
 
 def aggregate_records(benchmark_name, protocol_name, records):

@@ -9,6 +9,7 @@ import math
 import os
 
 from common import VERSION
+from transitlm.catalog import METRICS
 from transitlm.records import NO_RESPONSE
 from transitlm.terminal import encodable, printable
 
@@ -166,24 +167,11 @@ def render_funnel(out, rounds, labels=None):
 
 
 def summary_line(metrics):
-    """The paper's layout: Conn 97.0% | SG 98.5% | ... | MAPE 1.33%."""
-    def pct(key):
-        value = metrics.get(key)
-        return "-" if value is None else "%.1f%%" % (100.0 * value)
-
-    def frac(key):
-        value = metrics.get(key)
-        return "-" if value is None else "%.3f" % value
-
-    parts = ["Conn " + pct("conn"), "SG " + pct("sg"), "DP " + pct("dp"),
-             "LO " + frac("lo"), "SSO " + frac("sso"), "REM " + pct("rem"),
-             "EA " + pct("ea"),
-             "MAPE " + ("-" if metrics.get("mape") is None else "%.2f%%" % metrics["mape"])]
-    if "pc" in metrics:
-        parts.append("PC " + pct("pc"))
-    if "rd" in metrics:
-        parts.append("RD " + frac("rd"))
-    return " | ".join(parts)
+    """The paper's layout: Conn 97.0% | SG 98.5% | ... | MAPE 1.33% (then PC
+    or RD where the benchmark reports it)."""
+    return " | ".join("%s %s" % (metric.label, metric.text(metrics.get(metric.key)))
+                      for metric in METRICS
+                      if metric.benchmark is None or metric.key in metrics)
 
 
 def render_header(out, report, title):

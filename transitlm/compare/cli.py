@@ -9,8 +9,8 @@ import gc
 import os
 import sys
 
-from common import VERSION
-import transitlm.status
+from common import VERSION, InputError
+import transitlm.exit_status
 from transitlm.compare.breakdowns import BREAKDOWNS
 from transitlm.compare.formats import (FORMATS, format_csv, format_markdown, format_text,
                                        one_line, result_json)
@@ -18,12 +18,12 @@ from transitlm.compare.latex import format_latex
 from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from transitlm.compare.groups import compare
 from transitlm.compare.run_folders import CompareError, load_run, run_files
+from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
               "csv": format_csv}
 MAX_RESAMPLES = 100000
 # Files of a run folder an output must not replace, beside compare's inputs.
-RUN_FOLDER_FILES = ("report.json", "details.jsonl", "run.json", "report.txt", "report.html")
 
 
 def build_parser():
@@ -60,17 +60,6 @@ def build_parser():
     return parser
 
 
-def write_file(path, text):
-    try:
-        # backslashreplace: a lone surrogate (a folder name that is not UTF-8)
-        # is written as its \\u escape, which is also what JSON calls it.
-        with open(path, "w", encoding="utf-8", errors="backslashreplace",
-                  newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise CompareError("cannot write %s: %s" % (path, exc.strerror or exc))
-
-
 def html_page(result):
     try:                                 # loaded only when a page is asked for
         from transitlm.compare.page import comparison_page
@@ -79,44 +68,28 @@ def html_page(result):
     return comparison_page(result)
 
 
-def _same_file(a, b):
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def protected_files(paths):
-    """(path, what) of every input of the runs and the other files of their
+    """(what, path) of every input of the runs and the other files of their
     folders; CompareError for a RUN that is not there."""
     protected = []
     for path in paths:
         report, details, run_json = run_files(path)
-        protected += [(report, "an input (%s)" % report), (details, "an input (%s)" % details)]
-        if run_json:
-            protected.append((run_json, "an input (%s)" % run_json))
+        protected += [("an input", report), ("an input", details), ("an input", run_json)]
         if os.path.isdir(path):
-            for name in RUN_FOLDER_FILES:
-                protected.append((os.path.join(path, name), "a file of run folder %s" % path))
+            protected += [("a file of run folder %s," % path, os.path.join(path, name))
+                          for name in RUN_FOLDER_FILES]
     return protected
 
 
 def check_outputs(outputs, paths):
     """No output may replace an input, a run folder's file or another output
-    (compared by real path and by file identity: symlinks, hard links, ./)."""
-    protected = protected_files(paths)
-    for index, (flag, output) in enumerate(outputs):
+    (transitlm.files.overwrite_problem: symlinks, hard links, ./ spellings)."""
+    for flag, output in outputs:
         if os.path.isdir(output):
             raise CompareError("%s %s is a folder, expected a file name" % (flag, output))
-        for path, what in protected:
-            if _same_file(output, path):
-                raise CompareError("%s %s is %s: refusing to overwrite it" % (flag, output, what))
-        for other_flag, other in outputs[:index]:
-            if _same_file(output, other):
-                raise CompareError("%s and %s name the same file (%s)" % (other_flag, flag,
-                                                                          output))
+    problem = overwrite_problem(outputs, protected_files(paths))
+    if problem:
+        raise CompareError(problem)
 
 
 def check_options(args):
@@ -145,18 +118,21 @@ def main(argv=None):
                          args.allow_different_inputs, args.names)
         page = html_page(result) if args.html else None
         stdout = FORMATTERS[args.format](result)
-        if args.json:
-            write_file(args.json, result_json(result))
-        if args.html:
-            write_file(args.html, page)
+        # backslashreplace: a lone surrogate (a folder name that is not UTF-8)
+        # is written as its \\u escape, which is also what JSON calls it.
+        with Outputs() as outputs:
+            if args.json:
+                outputs.write(args.json, result_json(result), errors="backslashreplace")
+            if args.html:
+                outputs.write(args.html, page, errors="backslashreplace")
         sys.stdout.write(stdout)
         sys.stdout.flush()
-    except CompareError as exc:
+    except (CompareError, InputError) as exc:
         sys.stderr.write("error: %s\n" % one_line(str(exc)))
-        return transitlm.status.EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("\ninterrupted\n")
-        return 130
+        return transitlm.exit_status.EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("\n%s\n" % transitlm.exit_status.interrupted_message(exc))
+        return transitlm.exit_status.interrupted_status(exc)
     finally:
         gc.enable()
-    return transitlm.status.EXIT_OK
+    return transitlm.exit_status.EXIT_OK

@@ -16,17 +16,15 @@ import json
 import unicodedata
 
 from transitlm.compare.group_figures import alpha_of
-from transitlm.compare.main_table import BENCHMARK_TITLES
-from transitlm.compare.metric_terms import METRIC_KIND, METRIC_LABEL, decimals, scaled
+from transitlm.catalog import METRIC, benchmark_info
+from transitlm.compare.main_table import short_title
+from transitlm.compare.metric_terms import decimals, scaled
 from transitlm.compare.groups import groups_of
 from transitlm.compare.comparability import comparable_signature
 from transitlm.terminal import printable
 
 FORMATS = ("text", "markdown", "latex", "csv")
 
-# Short tags of the benchmarks for column headers (Markdown, CSV, HTML).
-BENCHMARK_TAGS = {"single_route": "B1", "personalized": "B2", "diversity": "B3",
-                  "general_llm": "GL"}
 BEST_MARK_TEXT = "^"
 
 
@@ -43,10 +41,10 @@ def one_line(text):
 
 
 def metric_header(key, delta=False):
-    kind = METRIC_KIND[key]
-    if kind in ("rate", "pct"):
-        return METRIC_LABEL[key] + (" pp" if delta else " %")
-    return METRIC_LABEL[key]
+    metric = METRIC[key]
+    if metric.kind in ("rate", "pct"):
+        return metric.label + (" pp" if delta else " %")
+    return metric.label
 
 
 def fmt_number(key, value, sign=False):
@@ -139,12 +137,13 @@ def group_baseline(result, group):
 
 
 def group_title(group):
-    return BENCHMARK_TITLES.get(group["benchmark"], group["benchmark"])
+    return short_title(group["benchmark"])
 
 
 def group_tag(column, columns):
     """B1, B2, B3, GL; with the protocol when a benchmark has two groups."""
-    tag = BENCHMARK_TAGS.get(column["benchmark"], column["benchmark"])
+    info = benchmark_info(column["benchmark"])
+    tag = info.tag if info else column["benchmark"]
     if sum(1 for c in columns if c["benchmark"] == column["benchmark"]) > 1:
         tag += "/" + column["protocol"]
     return tag

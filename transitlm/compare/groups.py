@@ -24,7 +24,8 @@ import os
 
 from transitlm.compare.group_figures import SCHEMA_VERSION, compare_group
 from transitlm.compare.main_table import main_table
-from transitlm.compare.run_folders import BENCHMARKS, CompareError
+from transitlm.catalog import BENCHMARK_NAMES
+from transitlm.compare.run_folders import CompareError
 
 # Where a run's name came from.
 FROM_NAMES, FROM_MODEL, FROM_FOLDER = "names", "model", "folder"
@@ -65,7 +66,7 @@ def group_runs(runs):
     for run in runs:
         if run.protocol not in protocols:
             protocols.append(run.protocol)
-    order = sorted(groups, key=lambda key: (BENCHMARKS.index(key[0]), protocols.index(key[1])))
+    order = sorted(groups, key=lambda key: (BENCHMARK_NAMES.index(key[0]), protocols.index(key[1])))
     return [groups[key] for key in order]
 
 

@@ -16,7 +16,8 @@ from transitlm.compare.formats import (
     city_label, comparison_index, fmt_compliance, fmt_number, fmt_share, group_baseline,
     group_title, intervals_line, metric_header, metric_keys, one_line, rows_line)
 from transitlm.compare.group_figures import alpha_of
-from transitlm.compare.metric_terms import LOWER_IS_BETTER, shown_value
+from transitlm.catalog import LOWER_IS_BETTER
+from transitlm.compare.metric_terms import shown_value
 from transitlm.compare.groups import groups_of
 from transitlm.compare.comparability import comparable_signature
 from transitlm.terminal import printable

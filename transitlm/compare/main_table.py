@@ -9,16 +9,18 @@ formatted by compare_formats, compare_latex and pages.comparison.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.compare.metric_terms import LOWER_IS_BETTER, shown_value
+from transitlm.catalog import LOWER_IS_BETTER, benchmark_info
+from transitlm.compare.metric_terms import shown_value
 
-BENCHMARK_TITLES = {"single_route": "Benchmark 1: single route",
-                    "personalized": "Benchmark 2: personalized",
-                    "diversity": "Benchmark 3: diversity",
-                    "general_llm": "General LLM"}
+
+def short_title(benchmark):
+    """A benchmark's column-group title ("Benchmark 1: single route")."""
+    info = benchmark_info(benchmark)
+    return info.short_title if info else benchmark
 
 
 def group_title(benchmark, protocol, protocols_of_benchmark):
-    title = BENCHMARK_TITLES.get(benchmark, benchmark)
+    title = short_title(benchmark)
     if protocols_of_benchmark > 1:
         title += " (%s)" % protocol
     return title

@@ -9,30 +9,21 @@ import math
 
 import common
 import transitlm.records
+from transitlm.catalog import METRIC, METRIC_KEYS
 from transitlm.compare.run_folders import CompareError, shown
 
 
-# The metrics of report["metrics"] in the paper's order: label and kind.
-# rate: a fraction shown in percent; mean: shown with 3 decimals; pct: already
-# in percent (MAPE).  Lower is better only for MAPE.
-METRICS = (("conn", "Conn", "rate"), ("sg", "SG", "rate"), ("dp", "DP", "rate"),
-           ("lo", "LO", "mean"), ("sso", "SSO", "mean"), ("rem", "REM", "rate"),
-           ("ea", "EA", "rate"), ("mape", "MAPE", "pct"), ("pc", "PC", "rate"),
-           ("rd", "RD", "mean"))
-METRIC_LABEL = {key: label for key, label, _ in METRICS}
-METRIC_KIND = {key: kind for key, _, kind in METRICS}
-LOWER_IS_BETTER = {"mape"}
 
 
 
 def scaled(key, value):
     """A figure as shown: rates in percent, the others as they are."""
-    return value * 100.0 if METRIC_KIND[key] == "rate" else value
+    return value * 100.0 if METRIC[key].kind == "rate" else value
 
 
 def decimals(key):
     """Decimals shown: 1 for rates (in percent), 2 for MAPE, 3 for means."""
-    return {"rate": 1, "pct": 2, "mean": 3}[METRIC_KIND[key]]
+    return METRIC[key].decimals
 
 
 def shown_value(key, value):
@@ -63,7 +54,7 @@ def aggregate(benchmark, protocol, records, what):
 
 
 def metric_names(benchmark, metrics):
-    return [key for key, _, _ in METRICS if key in metrics]
+    return [key for key in METRIC_KEYS if key in metrics]
 
 
 def run_metrics(run):

@@ -13,9 +13,10 @@ import math
 import unicodedata
 
 from transitlm.compare.formats import fmt_p
-from transitlm.compare.main_table import BENCHMARK_TITLES
+from transitlm.catalog import METRIC, METRIC_KEYS, benchmark_info
+from transitlm.compare.main_table import short_title
 from transitlm.pages.layout import (
-    METRICS, METRIC_INFO, esc, fmt_delta, fmt_metric, fmt_value, n, page)
+    esc, fmt_delta, fmt_metric, fmt_value, n, page)
 
 # The comparison page's own CSS (kept apart from the evaluator page's, in static.py).
 COMPARISON_CSS = """
@@ -93,7 +94,7 @@ def _name(value):
 
 
 def _metric_label(key):
-    return METRIC_INFO.get(key, (str(key),))[0]
+    return METRIC[key].label if key in METRIC else str(key)
 
 
 def _metric_order(runs):
@@ -102,7 +103,7 @@ def _metric_order(runs):
         for key in _dict(run.get("metrics")):
             if key not in seen:
                 seen.append(key)
-    known = [key for key, _, _, _ in METRICS if key in seen]
+    known = [key for key in METRIC_KEYS if key in seen]
     return known + sorted((key for key in seen if key not in known), key=str)
 
 
@@ -195,7 +196,8 @@ def _rows_words(group):
 def _group_title(group):
     first = (_dicts(group.get("runs")) or [{}])[0]
     benchmark = group.get("benchmark", first.get("benchmark"))
-    title = BENCHMARK_TITLES.get(benchmark, _text(benchmark, "unknown benchmark")) \
+    title = (short_title(benchmark) if benchmark_info(benchmark)
+             else _text(benchmark, "unknown benchmark")) \
         if isinstance(benchmark, str) or benchmark is None else "unknown benchmark"
     protocol = group.get("protocol", first.get("protocol"))
     if isinstance(protocol, str):
@@ -301,7 +303,7 @@ def metric_chart(metric, runs):
     highs = [abs(v) for _, v, _ in entries if v is not None]
     highs += [max(abs(ci[0]), abs(ci[1])) for _, _, ci in entries if ci]
     top = max(highs + [1e-12])
-    kind = METRIC_INFO.get(metric, ("", "frac", ""))[1]
+    kind = METRIC[metric].kind if metric in METRIC else "mean"
     if kind == "rate":
         top = max(top, 1.0) if top > 0.5 else top
     label_w, value_w, width, row_h, gap = 200, 260, 760, 22, 8

@@ -16,8 +16,8 @@ import os
 import sys
 
 import common
+from transitlm.catalog import BENCHMARK_NAMES
 
-BENCHMARKS = ("single_route", "personalized", "diversity", "general_llm")
 STATUSES = ("evaluated", "error", "no_response")
 SCORE_BANDS = ("worse", "better", "same")
 ROUTE_KEYS = common.ROUTE_KEYS
@@ -252,8 +252,8 @@ def read_report(path):
 def report_problem(report):
     """What is wrong with the fields of a report that compare reads, or None."""
     benchmark, protocol = report.get("benchmark"), report.get("protocol")
-    if not isinstance(benchmark, str) or benchmark not in BENCHMARKS:
-        return "unknown benchmark %s (known: %s)" % (shown(benchmark), ", ".join(BENCHMARKS))
+    if not isinstance(benchmark, str) or benchmark not in BENCHMARK_NAMES:
+        return "unknown benchmark %s (known: %s)" % (shown(benchmark), ", ".join(BENCHMARK_NAMES))
     if not isinstance(protocol, str) or protocol not in common.PROTOCOLS:
         return "unknown protocol %s (known: %s)" % (shown(protocol),
                                                     ", ".join(sorted(common.PROTOCOLS)))

@@ -16,22 +16,22 @@ import sys
 import threading
 import time
 
-from common import VERSION, file_sha256
+from common import VERSION, InputError, file_sha256
 from transitlm.bounded_json import loads_bounded
-from transitlm.catalog import PROJECT_DIR
+from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
 from transitlm.generate.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
                             build_body, chat_url, request_headers)
 from transitlm.generate.settings import settings_record
 from transitlm.generate.resume import OutputGuard, check_paths
-from transitlm.generate.runner import (BENCHMARKS, MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
+from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
                               UsageError, compact_output, drop_partial_line, infer_benchmark,
                               input_notes, pending_rows, read_output_state, run_dir_for,
                               scan_input, summary_lines)
-from transitlm.status import EXIT_OK, EXIT_USAGE
+from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
+                                   interrupted_status)
 from transitlm.terminal import printable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 # ---------------------------------------------------------------------------
@@ -149,7 +149,7 @@ def build_parser():
     parser.add_argument("--evaluate", action="store_true",
                         help="after a complete run, score the output with the matching "
                              "evaluator and write its run folder")
-    parser.add_argument("--benchmark", choices=BENCHMARKS,
+    parser.add_argument("--benchmark", choices=BENCHMARK_NAMES,
                         help="evaluator for --evaluate (default: inferred from the file "
                              "name, else the data)")
     parser.add_argument("--eval_out", metavar="DIR",
@@ -397,19 +397,19 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
         name = signal.Signals(run_.signal).name if run_.signal else "a stop request"
         stderr.write("generate.py: stopped by %s after %d of %d rows of this run; run the "
                      "same command again to continue\n" % (name, run_.stats.done, todo))
-        return SIGNAL_EXIT.get(run_.signal, 1)
+        return SIGNAL_STATUS.get(run_.signal, 1)
     # Signals arriving while compacting only set the flag: the rename completes.
     try:
         dropped = compact_output(args.out) if read_output_state(args.out).needs_compaction else 0
-    except OSError as exc:
+    except (OSError, InputError) as exc:
         raise UsageError("cannot rewrite output file %s with one line per id: %s (its "
                          "lines are all there; the evaluators use an id's result line)"
-                         % (args.out, exc.strerror or exc))
+                         % (args.out, getattr(exc, "strerror", None) or exc))
     for line in summary_lines(args.out, args.model, total, skipped, kept_errors,
                               run_.stats, wall, dropped):
         stdout.write(printable(line) + "\n")
     if run_.signal is not None:
-        return SIGNAL_EXIT.get(run_.signal, 1)
+        return SIGNAL_STATUS.get(run_.signal, 1)
     return None
 
 
@@ -454,8 +454,9 @@ def main(argv=None):
         sys.stdout.flush()
         sys.stderr.write("generate.py: %s\n" % exc)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("generate.py: stopped by SIGINT\n")
-        return SIGNAL_EXIT[signal.SIGINT]
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("generate.py: stopped by %s\n"
+                         % ("SIGTERM" if isinstance(exc, Terminated) else "SIGINT"))
+        return interrupted_status(exc)
     sys.stdout.flush()
     return status

@@ -23,16 +23,8 @@ import os
 from common import InputError
 from transitlm.generate.settings import (SettingsFileError, differences, read_settings,
                                            write_settings)
-from transitlm.provenance import make_folders, remove_folders, settings_path
+from transitlm.files import make_folders, overwrite_problem, remove_folders, settings_path
 from transitlm.generate.runner import OutputState, UsageError, read_output_state
-
-
-def same_file(first, second):
-    """Do two paths name one existing file (a link counts)?"""
-    try:
-        return os.path.samefile(first, second)
-    except OSError:
-        return False
 
 
 def check_paths(out, inputs, run_dir=None):
@@ -42,12 +34,10 @@ def check_paths(out, inputs, run_dir=None):
     outputs = [("--out", out), ("the settings file of --out", settings_path(out))]
     if run_dir is not None:
         outputs.append(("the --evaluate run folder", run_dir))
-    for what, path in outputs:
-        for flag, source in inputs:
-            if source is not None and (same_file(path, source) or
-                                       os.path.abspath(path) == os.path.abspath(source)):
-                raise UsageError("%s %s is the %s file; an output never replaces an input"
-                                 % (what, path, flag))
+    problem = overwrite_problem(outputs, [("the %s file" % flag, source)
+                                          for flag, source in inputs])
+    if problem:
+        raise UsageError(problem)
     if run_dir is not None and os.path.abspath(run_dir) in (
             os.path.abspath(out), os.path.abspath(settings_path(out))):
         raise UsageError("--eval_out %s is --out or its settings file" % run_dir)
@@ -136,9 +126,8 @@ class OutputGuard(object):
         if self.write_sidecar:
             try:
                 write_settings(self.out, self.record)
-            except OSError as exc:
-                raise UsageError("cannot write %s: %s"
-                                 % (settings_path(self.out), exc.strerror or exc))
+            except InputError as exc:
+                raise UsageError(str(exc))
             self.sidecar_written = True
 
     def _make_folders(self, folder):

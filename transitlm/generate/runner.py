@@ -17,11 +17,12 @@ import os
 import queue
 import random
 import re
-import tempfile
 import threading
 import time
 
 from common import raise_csv_field_limit
+from transitlm.catalog import benchmark_of_task
+from transitlm.files import OutputFile
 from transitlm.bounded_json import loads_bounded
 from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
                             classify_status, header_value, one_line, parse_completion,
@@ -29,7 +30,6 @@ from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, ba
 
 ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
-BENCHMARKS = ("single_route", "personalized", "diversity", "general_llm")
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
 PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
@@ -281,14 +281,9 @@ def infer_benchmark(input_path, scan):
     first/second/third routes is diversity, one naming stations (station_name,
     or station names instead of stop ids in station_sequence) general_llm,
     a req_type of 2/5/7/8 personalized, anything else single_route."""
-    name = os.path.basename(input_path).lower()
-    by_name = (("benchmark1", "single_route"), ("benchmark2", "personalized"),
-               ("benchmark3", "diversity"), ("general", "general_llm"),
-               ("single_route", "single_route"), ("personalized", "personalized"),
-               ("diversity", "diversity"))
-    for marker, benchmark in by_name:
-        if marker in name:
-            return benchmark, "from the file name"
+    benchmark = benchmark_of_task(os.path.basename(input_path))
+    if benchmark is not None:
+        return benchmark, "from the file name"
     if scan.label_keys & {"first", "second", "third"}:
         return "diversity", "labels hold first/second/third routes"
     if "station_name" in scan.label_keys or scan.label_station_names:
@@ -417,27 +412,11 @@ def compact_output(path):
             if kept is None or not kept[1]:      # a result line, once kept, stays
                 keep[index_id] = (line_no, is_result)
     chosen = set(line_no for line_no, _ in keep.values())
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                                suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out, open(path, "rb") as handle:
-            for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
-                if line_no in chosen:
-                    out.write(line)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.chmod(temp, os.stat(path).st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    with OutputFile(path, binary=True, keep_mode=True, durable=True) as out, \
+            open(path, "rb") as handle:
+        for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
+            if line_no in chosen:
+                out.write(line)
     return total - len(keep)
 
 

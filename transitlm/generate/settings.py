@@ -1,7 +1,7 @@
 """What shaped generate.py's answers: the settings sidecar of an output file.
 
 ``generate.py --out P`` records, in ``P.settings.json`` (the name
-``transitlm.provenance.settings_path`` gives; the evaluators copy it into
+``transitlm.files.settings_path`` gives; the evaluators copy it into
 their run folder's run.json), the settings that shape an answer:
 
     {"settings_schema": 1, "tool": "generate.py", "version": "1.2.0",
@@ -21,12 +21,11 @@ Standard library only; Python 3.8+.
 
 import hashlib
 import json
-import os
-import tempfile
 import urllib.parse
 
 from transitlm.bounded_json import loads_bounded
-from transitlm.provenance import MAX_SETTINGS_BYTES, settings_path
+from transitlm.files import settings_path, write_whole
+from transitlm.provenance import MAX_SETTINGS_BYTES
 
 SETTINGS_SCHEMA = 1
 TOOL = "generate.py"
@@ -127,19 +126,5 @@ def differences(recorded, current):
 
 
 def write_settings(out_path, record):
-    """Write the sidecar through a temporary file in its folder and a rename."""
-    path = settings_path(out_path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                                suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(settings_text(record))
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    """Write the sidecar whole (transitlm.files.OutputFile)."""
+    write_whole(settings_path(out_path), settings_text(record))

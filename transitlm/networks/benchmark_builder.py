@@ -48,9 +48,11 @@ import os
 import sys
 
 
-from common import DP_RATIO, VERSION, is_subway_line, parse_distance_km
+from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError,
+                    is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
-from transitlm.status import EXIT_USAGE
+from transitlm.exit_status import EXIT_USAGE
+from transitlm.files import Outputs, make_folders, remove_folders, write_csv
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
@@ -371,11 +373,9 @@ def zone_fare_table(text, name, stop_count):
 def load_network(folder):
     """A router.Network from a network folder; one district per ad_code."""
     lines = limits.LineBudget(limits.NETWORK_ROWS, "the network's files")
-    stations = read_table(os.path.join(folder, "station_info.csv"),
-                          ("stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations",
-                           "station_name"), lines=lines)
-    line_rows = read_table(os.path.join(folder, "line_info.csv"),
-                           ("citycode", "line_name", "station_list"), lines=lines)
+    stations = read_table(os.path.join(folder, "station_info.csv"), STATION_FILE_COLUMNS,
+                          lines=lines)
+    line_rows = read_table(os.path.join(folder, "line_info.csv"), LINE_COLUMNS, lines=lines)
     hop_rows = read_table(os.path.join(folder, "hop_times.csv"),
                           ("line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min",
                            "pickup", "drop_off"), optional=True, lines=lines)
@@ -711,13 +711,6 @@ def shortfall_note(figures):
                TRIP_KM[0], TRIP_KM[1], figures["no_label"]))
 
 
-def write_csv(path, rows):
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        writer.writerows(rows)
-
-
 def positive_int(text):
     """Rows per file: 1 to MAX_SAMPLES."""
     try:
@@ -775,10 +768,25 @@ def main(argv=None):
     if not usable_districts(net):
         return fail("%s: no area with lines to route on" % args.network)
     req_types, left_out = satisfiable_req_types(net)
+    created = []
     try:
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as exc:
-        return fail("cannot create %s: %s" % (args.out, exc.strerror or exc))
+        make_folders(args.out, created, what="output folder")
+        with Outputs() as files:
+            written = build_files(net, args, req_types, left_out, files)
+            if not written:
+                raise InputError("%s: no trip %g-%g km long with a label: no row written"
+                                 % (args.network, TRIP_KM[0], TRIP_KM[1]))
+        created = []
+    except InputError as exc:
+        return fail(exc)
+    finally:
+        remove_folders(created)
+    return 0
+
+
+def build_files(net, args, req_types, left_out, files):
+    """The four benchmark files into ``files`` (transitlm.files.Outputs), a
+    line on stdout each -> how many rows were written."""
     print("network        %s  (%d stops, %d lines, %d walking links)" % (
         limits.terminal_text(args.network), len(net.ids), len(net.linedirs),
         sum(len(l) for l in net.links)))
@@ -789,18 +797,10 @@ def main(argv=None):
     written = 0
     for kind, filename, task_id in FILES:
         rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
-        try:
-            write_csv(os.path.join(args.out, filename), rows)
-        except OSError as exc:
-            return fail("cannot write %s: %s" % (os.path.join(args.out, filename),
-                                                 exc.strerror or exc))
+        write_csv(files.open(os.path.join(args.out, filename), newline=""), COLUMNS, rows)
         written += len(rows)
         note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
-    if not written:
-        sys.stderr.write("make_benchmark.py: %s: no trip %g-%g km long with a label: no row written\n"
-                         % (args.network, TRIP_KM[0], TRIP_KM[1]))
-        return EXIT_USAGE
-    return 0
+    return written
 

@@ -65,8 +65,10 @@ import sys
 import zipfile
 
 
-from common import SUBWAY_MARKERS, VERSION, haversine_km
-from transitlm.status import EXIT_USAGE
+from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, VERSION, InputError,
+                    haversine_km)
+from transitlm.exit_status import EXIT_USAGE
+from transitlm.files import Outputs, make_folders, remove_folders, write_csv
 
 from transitlm.networks import gtfs_fares
 from transitlm.networks import limits
@@ -116,8 +118,6 @@ PARSE_CACHE_ENTRIES = 100000            # distinct time / stop_sequence texts re
 OUTPUT_FILES = ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv",
                 "city.json")
 
-STATION_HEADER = ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"]
-LINE_HEADER = ["citycode", "line_name", "station_list"]
 HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min", "trips",
               "pickup", "drop_off"]
 SERVICE_HEADER = ["line_name", "route_id", "route_type", "rail", "direction", "trips",
@@ -1042,14 +1042,6 @@ def line_fare_cells(table, route, zones):
     return "zones", "", json.dumps({"zones": zones, "fares": matrix}, ensure_ascii=False), "; ".join(notes)
 
 
-def write_csv(path, header, rows):
-    # csv's default dialect ends lines with \r\n, like the released files.
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 def summary(result, outputs, args, out_dir, city):
     kept, patterns = result["kept"], result["patterns"]
     day = result["day"]
@@ -1193,19 +1185,32 @@ def main(argv=None):
     try:
         result = import_feed(args.feed, args.date, args.route_types, args.patterns == "all")
         outputs = build_outputs(result, args.adcode)
-        os.makedirs(args.out, exist_ok=True)
-        write_csv(os.path.join(args.out, "station_info.csv"), STATION_HEADER, outputs["stations"])
-        write_csv(os.path.join(args.out, "line_info.csv"), LINE_HEADER, outputs["lines"])
-        write_csv(os.path.join(args.out, "hop_times.csv"), HOP_HEADER, outputs["hops"])
-        write_csv(os.path.join(args.out, "line_service.csv"), SERVICE_HEADER, outputs["service"])
-        with open(os.path.join(args.out, "city.json"), "w", encoding="utf-8") as handle:
-            json.dump({"city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
-                       "date": result["day"].strftime("%Y%m%d")}, handle, ensure_ascii=False)
-            handle.write("\n")
-    except (FeedError, LimitError) as exc:
+        write_network(args.out, outputs, {
+            "city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
+            "date": result["day"].strftime("%Y%m%d")})
+    except (FeedError, LimitError, InputError) as exc:
         return fail(exc)
     except (OSError, zipfile.BadZipFile) as exc:
         return fail(exc)
     print(summary(result, outputs, args, args.out, city))
     return 0
+
+
+def write_network(out, outputs, city):
+    """The network folder's files, written whole or not at all (with the
+    folders they needed)."""
+    created = []
+    try:
+        make_folders(out, created, what="output folder")
+        with Outputs() as files:
+            for name, header, key in (("station_info.csv", STATION_FILE_COLUMNS, "stations"),
+                                      ("line_info.csv", LINE_COLUMNS, "lines"),
+                                      ("hop_times.csv", HOP_HEADER, "hops"),
+                                      ("line_service.csv", SERVICE_HEADER, "service")):
+                write_csv(files.open(os.path.join(out, name), newline=""), header, outputs[key])
+            files.write(os.path.join(out, "city.json"),
+                        json.dumps(city, ensure_ascii=False) + "\n")
+        created = []
+    finally:
+        remove_folders(created)
 

@@ -14,4 +14,3 @@ page of one run).
 """
 
 from transitlm.pages.evaluator import evaluator_page, write_evaluator_page  # noqa: F401
-from transitlm.pages.layout import write_text  # noqa: F401

@@ -12,9 +12,11 @@ import zlib
 import common
 import transitlm.records
 import transitlm.reports
+from transitlm.catalog import METRICS, benchmark_info
+from transitlm.files import write_whole
 from transitlm.pages.layout import (
-    BENCHMARK_TITLES, METRICS, css_word, html_table, bar_chart, clean_text, esc, fmt_count_pct,
-    fmt_metric, fmt_value, page, write_text)
+    css_word, html_table, bar_chart, clean_text, esc, fmt_count_pct,
+    fmt_metric, fmt_value, page)
 from transitlm.pages.maps import Stops, row_map
 
 
@@ -24,6 +26,12 @@ STAGES = transitlm.records.STAGES
 # ---------------------------------------------------------------------------
 # Reading the details file (two streaming passes)
 # ---------------------------------------------------------------------------
+
+def page_title(benchmark, default):
+    """The heading of a benchmark's page (the catalogue's), else ``default``."""
+    info = benchmark_info(benchmark)
+    return info.page_title if info else default
+
 
 def read_details(path):
     """Yield (line number, record dict) of a details JSONL file."""
@@ -285,7 +293,8 @@ def funnel_section(report):
 def metrics_section(report):
     metrics = report.get("metrics", {}) or {}
     cells = []
-    for key, label, _, meaning in METRICS:
+    for metric in METRICS:
+        key, label, meaning = metric.key, metric.label, metric.meaning
         if key in metrics:
             cells.append('<div class="metric" data-metric="%s"><div class="mname">%s</div>'
                          '<div class="mval">%s</div><div class="mdesc">%s</div></div>'
@@ -396,7 +405,7 @@ def header_section(report, scan):
     options = inputs.get("options") or {}
     option_text = ", ".join("%s=%s" % (key, fmt_value(options[key])) for key in sorted(options))
     counts = report.get("counts", {})
-    title = BENCHMARK_TITLES.get(report.get("benchmark"), "TransitLM %s"
+    title = page_title(report.get("benchmark"), "TransitLM %s"
                                  % report.get("benchmark"))
     out = ['<header><h1>%s</h1>' % esc(title),
            '<p class="sub">protocol <b>%s</b> \u00b7 field %s \u00b7 version %s</p>'
@@ -581,10 +590,11 @@ def evaluator_page(report, details_path, network, html_rows=500):
                     metrics_section(report), failures_section(scan),
                     breakdowns_section(report, scan),
                     explorer_section(scan, rows, benchmark, stops)))
-    title = "%s (%s)" % (BENCHMARK_TITLES.get(benchmark, str(benchmark)),
+    title = "%s (%s)" % (page_title(benchmark, str(benchmark)),
                          report.get("protocol"))
     return page(title, body)
 
 
 def write_evaluator_page(path, report, details_path, network, html_rows=500):
-    write_text(path, evaluator_page(report, details_path, network, html_rows))
+    write_whole(path, evaluator_page(report, details_path, network, html_rows),
+                errors="backslashreplace")

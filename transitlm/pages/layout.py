@@ -6,31 +6,10 @@ import html
 import json
 import math
 import re
-import common
+from transitlm.catalog import METRIC
 from transitlm.pages.static import CSS, SCRIPT
 
 
-BENCHMARK_TITLES = {
-    "single_route": "TransitLM benchmark 1: single route",
-    "personalized": "TransitLM benchmark 2: personalized preferences",
-    "diversity": "TransitLM benchmark 3: route diversity",
-    "general_llm": "TransitLM general-purpose LLM",
-}
-
-# The paper's metrics in the summary line's order -> (label, kind).
-# kind: "rate" (fraction shown as %), "frac" (0..1 shown with 3 decimals),
-# "pct" (already in percent).
-METRICS = (("conn", "Conn", "rate", "connectivity (Round 1 reachable)"),
-           ("sg", "SG", "rate", "station grounding"),
-           ("dp", "DP", "rate", "distance plausibility"),
-           ("lo", "LO", "frac", "line overlap (mean line IoU)"),
-           ("sso", "SSO", "frac", "station sequence overlap (mean station IoU)"),
-           ("rem", "REM", "rate", "route exact match"),
-           ("ea", "EA", "rate", "estimation accuracy"),
-           ("mape", "MAPE", "pct", "mean absolute percentage error"),
-           ("pc", "PC", "rate", "preference compliance"),
-           ("rd", "RD", "frac", "route diversity"))
-METRIC_INFO = {key: (label, kind, meaning) for key, label, kind, meaning in METRICS}
 TEXT_COLOUR = "#1f2328"
 
 
@@ -63,23 +42,23 @@ def fmt_count_pct(part, whole):
     return "%d (%.1f%%)" % (part, 100.0 * part / whole)
 
 
+def metric_kind(key):
+    """A metric's kind (transitlm.catalog.Metric); "mean" for an unknown key."""
+    return METRIC[key].kind if key in METRIC else "mean"
+
+
 def fmt_metric(key, value):
     """A metric value the way the summary line shows it; '-' for null."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "-"
-    kind = METRIC_INFO.get(key, ("", "frac", ""))[1]
-    if kind == "rate":
-        return "%.1f%%" % (100.0 * value)
-    if kind == "pct":
-        return "%.2f%%" % value
-    return "%.3f" % value
+    return METRIC[key].text(value) if key in METRIC else "%.3f" % value
 
 
 def fmt_delta(key, value):
     """A metric difference: percentage points for rates."""
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "-"
-    kind = METRIC_INFO.get(key, ("", "frac", ""))[1]
+    kind = metric_kind(key)
     if kind == "rate":
         return "%+.1f pp" % (100.0 * value)
     if kind == "pct":
@@ -159,12 +138,3 @@ def page(title, body):
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<title>%s</title><style>%s</style></head><body>%s<script>%s</script></body>'
             '</html>\n' % (esc(title), CSS, body, SCRIPT))
-
-
-def write_text(path, text):
-    try:
-        with open(path, "w", encoding="utf-8", errors="backslashreplace",
-                  newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise common.InputError("cannot write %s: %s" % (path, exc.strerror or exc))

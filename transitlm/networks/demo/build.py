@@ -29,7 +29,6 @@ Standard library only.
 """
 
 import argparse
-import csv
 import hashlib
 import json
 import multiprocessing
@@ -40,10 +39,11 @@ import sys
 # tolerances, name matching, geometry), so it imports them rather than
 # restating them; the router that makes the labels lives in router.py.
 
-from common import VERSION
-from transitlm.catalog import DATA_DIR
+from common import LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError
+from transitlm.catalog import DATA_DIR, benchmark_info
+from transitlm.files import Outputs, make_folders, remove_folders, write_csv
 from transitlm.networks import limits
-from transitlm.status import EXIT_USAGE
+from transitlm.exit_status import EXIT_USAGE
 from transitlm.networks.router import (
     KIND_METRO, Prefs, alternatives, dumps, pick_od, prefs_for_req, route_json, sub_rng)
 from transitlm.networks.demo.cases import Case, prompt_json
@@ -58,10 +58,10 @@ SEED_DEFAULT = 20240611
 
 FILE_STATIONS = "station_info.csv"
 FILE_LINES = "line_info.csv"
-FILE_B1 = "benchmark1_single_route_example.csv"
-FILE_B2 = "benchmark2_personalized_example.csv"
-FILE_B3 = "benchmark3_diversity_example.csv"
-FILE_GENERAL = "general_llm_example.csv"
+FILE_B1 = benchmark_info("single_route").default_input
+FILE_B2 = benchmark_info("personalized").default_input
+FILE_B3 = benchmark_info("diversity").default_input
+FILE_GENERAL = benchmark_info("general_llm").default_input
 SAMPLE_COLUMNS = ["index_id", "sft_prompt", "sft_label", "generate_results"]
 
 
@@ -149,15 +149,6 @@ def build_row(net, seed, bench, row):
 # ---------------------------------------------------------------------------
 
 
-def write_csv(path, header, rows):
-    # csv's default dialect ends lines with \r\n, exactly like the published files.
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(row)
-
-
 def station_rows(net):
     for s, sid in enumerate(net.ids):
         yield [sid, CITIES[net.city[s]].code, "%.6f" % net.lng[s], "%.6f" % net.lat[s],
@@ -220,15 +211,21 @@ def default_workers():
 def generate(out_dir, seed, stations, samples, workers):
     n_districts = 2 if stations is None else max(2, int(round(stations / STATIONS_PER_DISTRICT)))
     net = build_network(seed, n_districts)
-    os.makedirs(out_dir, exist_ok=True)
-    write_csv(os.path.join(out_dir, FILE_STATIONS),
-              ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"],
-              station_rows(net))
-    write_csv(os.path.join(out_dir, FILE_LINES), ["citycode", "line_name", "station_list"], line_rows(net))
-    for index, bench in enumerate(BENCHMARKS):
-        count = len(bench.scenarios) if samples is None else samples
-        write_csv(os.path.join(out_dir, bench.filename), bench.columns(),
-                  sample_rows(net, seed, index, count, workers))
+    created = []
+    try:
+        make_folders(out_dir, created, what="output folder")
+        with Outputs() as files:
+            def table(name):
+                return files.open(os.path.join(out_dir, name), newline="")
+            write_csv(table(FILE_STATIONS), STATION_FILE_COLUMNS, station_rows(net))
+            write_csv(table(FILE_LINES), LINE_COLUMNS, line_rows(net))
+            for index, bench in enumerate(BENCHMARKS):
+                count = len(bench.scenarios) if samples is None else samples
+                write_csv(table(bench.filename), bench.columns(),
+                          sample_rows(net, seed, index, count, workers))
+        created = []
+    finally:
+        remove_folders(created)
     return net
 
 
@@ -302,6 +299,9 @@ def main(argv=None):
     except OSError as exc:
         sys.stderr.write("make_demo.py: %s\n" % limits.one_line(
             "cannot write to %s: %s" % (args.out, exc.strerror or exc)))
+        return EXIT_USAGE
+    except InputError as exc:
+        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(str(exc)))
         return EXIT_USAGE
     return 0
 

@@ -14,6 +14,11 @@ What the evaluators' ``--workers`` runs on, in place of multiprocessing.Pool:
 A worker is a fork of this process, so ``function`` and everything it reads
 (the loaded station network) are inherited, not sent.  Tasks and results are
 pickled.  Each message on a pipe is an 8-byte length, then the pickle.
+
+Below the pool, what the evaluators give it: the tasks of a sample file
+(chunks of its bytes, or of its rows), what a worker does with one
+(``_evaluate_task``) and ``evaluate_in_workers``, which streams a file's
+tasks through the pool and adds their outputs in input order.
 """
 
 import collections
@@ -24,6 +29,10 @@ import select
 import signal
 import struct
 import traceback
+
+from common import InputError
+from transitlm.exit_status import WorkerFailed
+from transitlm.inputs import SampleRow, SplitRecord, parse_chunk, read_span
 
 _LENGTH = struct.Struct("<Q")
 _READ_SIZE = 1 << 20
@@ -289,3 +298,141 @@ class ForkedWorkers(object):
                     pass
                 worker.pid = None
 
+
+# ---------------------------------------------------------------------------
+# The evaluators' --workers: tasks of the sample file, fed to ForkedWorkers
+# ---------------------------------------------------------------------------
+
+MIN_ROWS_PER_WORKER = 500        # below this a worker costs more than it saves
+CHUNK_ROWS = 1000                # rows a worker evaluates per task (read row by row)
+_FORKED = None                   # (judge, sinks, sample file layout) inherited by workers
+# The layout is (path, columns, width, file descriptor or None): see _evaluate_task.
+
+
+def can_fork():
+    """Can --workers fork worker processes here (ForkedWorkers needs fork and poll)?"""
+    return hasattr(os, "fork") and hasattr(select, "poll")
+
+
+def _evaluate_task(task):
+    """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
+    plus the context's tally), None when a chunk ("bytes" or "span") did not
+    end at the end of a record, or the message of an input-file error.
+
+    A task is ("rows", SampleRow states), ("bytes", data, first line, final)
+    (a chunk of the sample file that the worker parses itself: parse_chunk)
+    or ("span", offset, length, first line, final): such a chunk, which the
+    worker reads from the file itself (the descriptor it inherited).
+    """
+    judge, sinks, layout = _FORKED
+    judge.context.tally = {}
+    try:
+        if task[0] == "span":
+            path, columns, width, fd = layout
+            data = read_span(fd, task[1], task[2])
+            if len(data) != task[2]:
+                return ("input file %s changed while it was evaluated (it is shorter "
+                        "now); run again on a file that is not being written" % path)
+            samples = parse_chunk(data, task[3], path, columns, width, final=task[4])
+        elif task[0] == "bytes":
+            samples = parse_chunk(task[1], task[2], *layout[:3], final=task[3])
+        else:
+            samples = map(SampleRow.from_state, task[1])
+        outputs = sinks.render_chunk(judge.records(samples))
+    except SplitRecord:
+        return None
+    except InputError as exc:
+        return str(exc)
+    return outputs + (judge.context.tally,)
+
+
+def row_tasks(samples):
+    """SampleRows -> (task, None) pairs of CHUNK_ROWS rows each."""
+    chunk = []
+    for sample in samples:
+        chunk.append(sample.state())
+        if len(chunk) == CHUNK_ROWS:
+            yield ("rows", chunk), None
+            chunk = []
+    if chunk:
+        yield ("rows", chunk), None
+
+
+def byte_tasks(chunks, spans=False):
+    """SampleReader.chunks() -> (task, chunk) pairs: the chunk's bytes sent to
+    the worker, or only where they lie in the file (``spans``: see span_file)."""
+    for chunk in chunks:
+        data, first_line, final, offset = chunk
+        if spans:
+            yield ("span", offset, len(data), first_line, final), chunk
+        else:
+            yield ("bytes", data, first_line, final), chunk
+
+
+def evaluate_in_workers(judge, tasks, sinks, progress, workers, reader=None):
+    """Stream tasks (see _evaluate_task) through ``workers`` forked processes.
+
+    This process hands out the tasks (at most two per worker in flight, so
+    memory stays bounded) and adds every chunk's outputs in input order, so
+    every output is byte-identical to a single-process run.  With "bytes"
+    and "span" tasks it only reads and hashes the file: the workers parse
+    it (and, for "span" tasks, read their chunk from the file themselves, so
+    it is not sent through a pipe).  ``tasks`` yields (task, chunk) pairs
+    (byte_tasks, row_tasks).  When a
+    chunk turns out not to end at a record's end, the file is cut again from
+    that chunk's first byte (``reader``'s recut) or, if that was done
+    already, read row by row from there (rows_from).  The workers
+    inherit the loaded network.  Returns False (nothing consumed) when no
+    process pool can be made here.
+    """
+    global _FORKED
+    layout = None
+    if reader is not None:
+        layout = (reader.path, reader.columns, reader.width, reader.span_file())
+    _FORKED = (judge, sinks, layout)
+    chunks_sent = collections.deque()   # the chunk of every task in flight, in order
+    rows_done = 0
+    try:
+        pool = ForkedWorkers(workers, _evaluate_task)
+    except OSError:                   # no more processes here: one process
+        _FORKED = None
+        return False
+    try:
+        with pool:
+            while True:
+                while pool.busy < 2 * workers:
+                    task, chunk = next(tasks, (None, None))
+                    if task is None:
+                        break
+                    pool.submit(task)
+                    chunks_sent.append(chunk)
+                if not pool.busy:
+                    break
+                outputs = pool.result()
+                chunk = chunks_sent.popleft()
+                if outputs is None:
+                    # A record runs past this chunk (a line break inside a
+                    # cell): from its first byte on, cut where the quotes are
+                    # even or, if they already were, read row by row.
+                    unread = [chunk] + list(chunks_sent)
+                    chunks_sent.clear()
+                    pool.discard()
+                    chunks = reader.recut(unread)
+                    tasks = (byte_tasks(chunks, layout[3] is not None) if chunks is not None
+                             else row_tasks(reader.rows_from(unread, rows_done + 1)))
+                    continue
+                if isinstance(outputs, str):
+                    raise InputError(outputs)
+                rows, details, failures, totals, tally = outputs
+                sinks.add_chunk(rows, details, failures, totals,
+                                rows_done if chunk is not None else 0)
+                rows_done += len(rows)
+                for key, amount in tally.items():
+                    judge.context.count(key, amount)
+                progress.step(len(rows))
+    except WorkerFailure as exc:
+        raise WorkerFailed("%s while evaluating (out of memory?); nothing was written: run "
+                           "again, or with --workers 1" % exc)
+    finally:
+        _FORKED = None
+    return True

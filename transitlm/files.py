@@ -1,0 +1,244 @@
+"""The files the tools write: the run folder's names, and the one rule every
+output follows -- written whole or not at all, never over an input.
+
+An ``OutputFile`` is written to a temporary file beside its path and renamed
+over it when the run succeeds (``commit``), so a failed or interrupted run
+leaves the old file or none, never half a file, and a link planted under the
+output's name is replaced, not written through.  ``Outputs`` commits several
+together, after the last one is complete.  ``overwrite_problem`` refuses an
+output that names one of the run's inputs, however the path is spelled (a
+symbolic link, a hard link, ``./``).  ``make_folders``/``remove_folders``
+create an output's missing folders and take them away again when the run
+does not succeed.
+
+Used by the evaluators and the Python API, compare.py, generate.py and the
+data tools.
+
+Standard library only; Python 3.8+.
+"""
+
+import csv
+import os
+import tempfile
+
+from common import InputError
+
+# The files of a run folder (an evaluator's --out), in the order they are listed.
+REPORT_JSON = "report.json"
+DETAILS_JSONL = "details.jsonl"
+REPORT_TXT = "report.txt"
+REPORT_HTML = "report.html"
+RUN_JSON = "run.json"
+RUN_FOLDER_FILES = (REPORT_JSON, DETAILS_JSONL, REPORT_TXT, REPORT_HTML, RUN_JSON)
+
+# generate.py's record of what shaped a predictions file: PATH.settings.json.
+SETTINGS_SUFFIX = ".settings.json"
+
+TEMP_PREFIX = ".transitlm-"
+
+
+def settings_path(predictions_path):
+    """The settings sidecar of a predictions file."""
+    return predictions_path + SETTINGS_SUFFIX
+
+
+def _problem(path, exc):
+    return "cannot write %s: %s" % (path, getattr(exc, "strerror", None) or exc)
+
+
+class OutputFile(object):
+    """A file written through a temporary name beside it and renamed over
+    ``path`` on ``commit()``; ``discard()`` removes the temporary file.
+
+    Text is UTF-8 with ``\\n`` line ends unless ``newline`` says otherwise;
+    ``errors="backslashreplace"`` writes a lone surrogate as its escape.  The
+    file gets mode 0644, or with ``keep_mode`` the mode of the file it
+    replaces; ``durable`` syncs it to disk before the rename.  Every failure
+    is an InputError naming the path.  As a context manager it commits when
+    the block ends normally and discards otherwise.
+    """
+
+    def __init__(self, path, binary=False, errors="strict", newline="\n", keep_mode=False,
+                 durable=False):
+        self.path = path
+        self.keep_mode = keep_mode
+        self.durable = durable
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            handle, self.temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise InputError(_problem(path, exc))
+        self.handle = os.fdopen(handle, "wb" if binary else "w",
+                                **({} if binary else {"encoding": "utf-8", "errors": errors,
+                                                      "newline": newline}))
+
+    def write(self, data):
+        try:
+            self.handle.write(data)
+        except OSError as exc:
+            raise InputError(_problem(self.path, exc))
+
+    def commit(self):
+        try:
+            if self.durable:
+                self.handle.flush()
+                os.fsync(self.handle.fileno())
+            self.handle.close()
+            mode = 0o644
+            if self.keep_mode:
+                try:
+                    mode = os.stat(self.path).st_mode & 0o7777
+                except OSError:
+                    pass
+            os.chmod(self.temp, mode)
+            os.replace(self.temp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise InputError(_problem(self.path, exc))
+
+    def discard(self):
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        try:
+            os.remove(self.temp)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+        return False
+
+
+class Outputs(object):
+    """The outputs of one run: each written through its own OutputFile, all
+    renamed into place together by ``commit()`` once every one is complete,
+    all discarded otherwise.  A context manager, like OutputFile."""
+
+    def __init__(self):
+        self.files = []
+
+    def open(self, path, **options):
+        handle = OutputFile(path, **options)
+        self.files.append(handle)
+        return handle
+
+    def write(self, path, data, **options):
+        self.open(path, **options).write(data)
+
+    def commit(self):
+        files, self.files = self.files, []
+        try:
+            for index, handle in enumerate(files):
+                handle.commit()
+        except BaseException:
+            for handle in files[index + 1:]:
+                handle.discard()
+            raise
+
+    def discard(self):
+        files, self.files = self.files, []
+        for handle in files:
+            handle.discard()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+        return False
+
+
+def write_csv(handle, header, rows):
+    """A CSV table into an open output (opened with ``newline=""``): csv's
+    default dialect, lines ending in \\r\\n like the released files."""
+    writer = csv.writer(handle)
+    writer.writerow(header)
+    writer.writerows(rows)
+
+
+def write_whole(path, data, **options):
+    """Write one output whole (see OutputFile)."""
+    with OutputFile(path, **options) as handle:
+        handle.write(data)
+
+
+def same_file(first, second):
+    """Do two paths name one file: the same path once links are resolved, or
+    one file under two names (a hard link)?"""
+    try:
+        if os.path.realpath(first) == os.path.realpath(second):
+            return True
+        return os.path.samefile(first, second)
+    except (OSError, ValueError):
+        return False
+
+
+def overwrite_problem(outputs, inputs):
+    """Why an output may not be written -- it names one of the inputs, or the
+    same file as another output -- or None.
+
+    ``outputs`` and ``inputs`` are (what, path) pairs, ``what`` as a message
+    names the file ("--json", "the station file"; empty: the path alone); a
+    path None is left out.
+    """
+    outputs = [(what, path) for what, path in outputs if path]
+    inputs = [(what, path) for what, path in inputs if path]
+    for index, (what, path) in enumerate(outputs):
+        for source_what, source in inputs:
+            if same_file(path, source):
+                return "%s would overwrite %s: an output never replaces an input" % (
+                    _named(what, path), _named(source_what, source))
+        for other_what, other in outputs[:index]:
+            if same_file(path, other):
+                return "%s and %s would both be written to %s" % (other_what or other,
+                                                                 what or path, path)
+    return None
+
+
+def _named(what, path):
+    return "%s %s" % (what, path) if what else path
+
+
+def make_folders(path, created, what="run folder"):
+    """os.makedirs that appends each folder it creates to ``created`` as soon as
+    it exists, deepest last (so a run that fails or is interrupted, even
+    half-way through this call, can remove exactly those and nothing it did
+    not create).  ``what`` names the folder in an InputError."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise InputError("cannot create %s %s: a file of that name exists" % (what, path))
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError("cannot create %s %s: %s" % (what, folder, exc.strerror or exc))
+        created.append(folder)
+
+
+def remove_folders(created):
+    """Remove folders make_folders created, deepest first, where they are empty."""
+    for folder in reversed(created):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
