@@ -11,7 +11,8 @@ CRC); the zip's central directory is checked before it is loaded.  Numbers
 are read by ``parse_int``/``parse_number`` with a range (never NaN or
 infinite); text from files reaches a message through ``shown`` (quoted,
 clipped) and the terminal through ``one_line``/``terminal_text`` (control
-characters escaped).  ``output_clash`` keeps every output off every input.
+characters escaped).  ``outputs_problem`` keeps every output off every input
+(transitlm.files.overwrite_problem).
 
 The numbers below are the documented limits (README, "Limits" of each tool).
 Standard library only.
@@ -26,6 +27,7 @@ import struct
 import zipfile
 import zlib
 
+from transitlm.files import overwrite_problem
 from transitlm.terminal import printable
 
 KIB = 1024
@@ -326,25 +328,6 @@ def zip_entry_problem(info, name, max_bytes):
 # Outputs never overwrite inputs
 # ---------------------------------------------------------------------------
 
-def same_file(a, b):
-    """Do two paths name one file (the same path after links, or one inode)?"""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
-def output_clash(outputs, inputs):
-    """The first (output, input) pair naming one file, or None."""
-    for out in outputs:
-        for path in inputs:
-            if same_file(out, path):
-                return out, path
-    return None
-
-
 def unwritable_output(outputs):
     """The first output that exists and is not a regular file (a FIFO would make
     the write wait for a reader), or None."""
@@ -357,9 +340,10 @@ def unwritable_output(outputs):
 def outputs_problem(outputs, inputs):
     """Why the outputs cannot be written (one would overwrite an input, or one
     exists and is not a regular file), or None."""
-    clash = output_clash(outputs, inputs)
+    clash = overwrite_problem([("", out) for out in outputs],
+                              [("the input", path) for path in inputs])
     if clash:
-        return "%s would overwrite the input %s" % clash
+        return clash
     odd = unwritable_output(outputs)
     if odd:
         return "%s exists and is not a regular file" % odd
