@@ -1,23 +1,24 @@
 """The machinery of the TransitLM evaluators, beside the rules in ``common.py``.
 
-One module per concern; dependencies run one way (scenario scripts and
-workflow tools -> this package -> ``common``):
+One module per concern, a folder per tool; dependencies run one way (scenario
+scripts and commands -> this package -> ``common``):
 
-- ``reading``: the sample CSV (streamed, chunked, hashed) and predictions files;
-- ``records``: per-row records, failure codes and their aggregation;
-- ``reports``: the JSON report, the details lines, the text report, the signature;
-- ``engine``: ``Benchmark`` (what a scenario script subclasses) and the row stream;
-- ``worker_pool``: the forked worker processes of ``--workers``;
-- ``cli``: the command line every evaluator shares;
-- ``api``: ``evaluate()``, the Python API;
-- ``terminal``: escaping text for a terminal, the progress line;
-- ``status``: exit statuses and the errors that stop a run;
-- compare.py's machinery (docs/comparison.md): ``runs`` (reading run folders),
-  ``metric_terms`` (per-row terms of every metric), ``resampling`` (bootstrap
-  intervals, paired p-values), ``comparison`` (one benchmark group),
-  ``breakdowns`` (--by), ``signature`` (comparability), ``run_groups`` (names,
-  groups, the whole result), ``main_table``, ``compare_formats`` (text,
-  Markdown, CSV, JSON), ``compare_latex``, ``compare_cli``.
+- the evaluators (top level): ``catalog`` (the benchmarks, metrics and data
+  files), ``inputs`` (the sample CSV, streamed, chunked, hashed; predictions
+  files), ``engine`` (``Benchmark``, what a scenario script subclasses, and the
+  row stream), ``workers`` (``--workers``: forked processes and their tasks),
+  ``records`` (per-row records, failure codes, aggregation), ``reports`` (JSON
+  report, details lines, text report, signature), ``provenance`` (run.json),
+  ``files`` (run-folder names; outputs written whole, never over an input),
+  ``cli`` (the evaluators' command line), ``api`` (``evaluate()``), ``pages/``
+  (the evaluator's HTML page and what pages share);
+- shared by every tool: ``exit_status`` (exit statuses, Ctrl-C and SIGTERM),
+  ``terminal`` (escaping for a terminal, the progress line), ``http_client``
+  (requests bounded by a deadline), ``bounded_json``;
+- ``compare/``: everything compare.py runs (docs/comparison.md);
+- ``generate/``: everything generate.py runs (docs/model-runner.md);
+- ``networks/``: the GTFS importer, fares, the router behind every label, the
+  benchmark builder and the demo network (docs/gtfs-and-benchmarks.md).
 
 With the repository root on ``sys.path``::
 
