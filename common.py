@@ -906,34 +906,22 @@ def loads_stripped(text):
     return value
 
 
-def decode_json(text, what, lenient=False, code="invalid_json"):
-    """Decode a JSON cell.  Returns (object, extracted?).
-
-    ``lenient`` takes the first complete JSON object inside surrounding text
-    (a ```json fence, a sentence before it); otherwise the text must be JSON.
-    A RowError carries ``code`` (``too_deep`` for nesting over MAX_JSON_DEPTH).
-    """
+def decode_json(text, what, code="invalid_json"):
+    """Decode a JSON cell: the text must be JSON (a value already decoded is
+    returned as it is).  A RowError carries ``code`` (``too_deep`` for nesting
+    over MAX_JSON_DEPTH).  A model's answer, which may hold reasoning or text
+    around its JSON, is read by transitlm.answers.read_answer."""
     if not isinstance(text, str):
-        return text, False
+        return text
     if json_too_deep(text):
         raise RowError("%s is nested more than %d levels deep" % (what, MAX_JSON_DEPTH),
                        "too_deep")
     try:
-        return loads_stripped(text.strip(JSON_WHITESPACE)), False
+        return loads_stripped(text.strip(JSON_WHITESPACE))
     except ValueError as exc:
         # Keep the message, not the exception: its traceback's frames would
         # hold it in a reference cycle (see RowError).
         error = getattr(exc, "msg", None) or str(exc)
-    if lenient:
-        start = text.find("{")
-        while start != -1:
-            try:
-                obj, _ = _DECODER.raw_decode(text, start)
-                if isinstance(obj, dict):
-                    return obj, True
-            except ValueError:
-                pass
-            start = text.find("{", start + 1)
     if not text.strip():
         raise RowError("%s is empty" % what, code)
     raise RowError("%s is not valid JSON (%s)" % (what, error), code)
@@ -941,7 +929,7 @@ def decode_json(text, what, lenient=False, code="invalid_json"):
 
 def read_prompt(text):
     """sft_prompt -> (origin (lng, lat), destination (lng, lat), city)."""
-    prompt, _ = decode_json(text, "sft_prompt", code="invalid_prompt")
+    prompt = decode_json(text, "sft_prompt", code="invalid_prompt")
     if not isinstance(prompt, dict):
         raise RowError("sft_prompt is not a JSON object", "invalid_prompt")
     for key in ("start", "end"):

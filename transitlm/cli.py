@@ -46,8 +46,9 @@ def build_parser(benchmark):
                              "index_id/indexid and generate_results), joined to the test "
                              "rows by id")
     parser.add_argument("--strict_json", action="store_true",
-                        help="refuse predictions with text around the JSON (error rows), "
-                             "as the published evaluator does")
+                        help="read --predictions as the published evaluator reads a cell: "
+                             "the text must be JSON (no reasoning block, no text around "
+                             "it), else an error row")
     parser.add_argument("--sample_count", type=_non_negative_int, metavar="N",
                         help="evaluate only the first N rows")
     parser.add_argument("--station_info", metavar="CSV",

@@ -14,6 +14,7 @@ from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
 from transitlm import workers
+from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
@@ -188,6 +189,10 @@ class Context(object):
         # Counts reported under input_notes (e.g. json_extracted: predictions
         # whose JSON was cut out of surrounding text); summed across workers.
         self.tally = {}
+        # Predictions are a model's own text (a predictions file, the API's
+        # rows), read as a model writes it (transitlm.answers), not cells of
+        # a release file, read as the published evaluator reads them.
+        self.model_text = bool(options.predictions)
 
     def count(self, key, amount=1):
         self.tally[key] = self.tally.get(key, 0) + amount
@@ -209,7 +214,10 @@ class RowJudge(object):
         self.context = context
         self.protocol = context.protocol
         options = context.options
-        self.lenient = bool(options.predictions) and not options.strict_json
+        # A model's text is read leniently (reasoning, text around the JSON)
+        # from a predictions file and from the API's rows; an inline
+        # generate_results cell strictly, as the published evaluator does.
+        self.strict = options.strict_json or not context.model_text
         self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
                                      or bool(options.predictions))
         self.in_funnel = benchmark.in_funnel_default(context.protocol)
@@ -223,7 +231,7 @@ class RowJudge(object):
             record["generator_error"] = sample.generator_error
         if self.context.route_drawings:
             try:
-                label, _ = decode_json(sample.label, "sft_label", code="invalid_label")
+                label = decode_json(sample.label, "sft_label", code="invalid_label")
                 record["label_routes"] = self.benchmark.label_drawing(label, self.protocol)
             except RowError:
                 pass            # a label that does not parse is not drawn
@@ -248,13 +256,17 @@ class RowJudge(object):
         if self.empty_is_no_response and _is_empty_prediction(sample):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
-            label, _ = decode_json(sample.label, "sft_label", code="invalid_label")
-            prediction, extracted = decode_json(sample.prediction, "prediction", self.lenient)
+            label = decode_json(sample.label, "sft_label", code="invalid_label")
+            answer = read_answer(sample.prediction, strict=self.strict)
         except RowError as exc:
+            if exc.code == "unclosed_reasoning":
+                self.context.count("reasoning")
             return self._not_evaluated(sample, str(exc), code=exc.code, prompt=prompt)
-        if extracted:
+        if answer.reasoning:
+            self.context.count("reasoning")
+        if answer.extracted:
             self.context.count("json_extracted")
-        return DecodedRow(sample, origin, destination, city, label, prediction)
+        return DecodedRow(sample, origin, destination, city, label, answer.value)
 
     def records(self, samples):
         """Samples (an iterator) -> finished records, one per sample, in order.
@@ -375,6 +387,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
             predictions = PredictionsFile.read(options.predictions)
         network = StationNetwork.load(station_path, station_cache_folder())
         context = Context(options, protocol, network)
+        context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
         aggregate = Aggregate(benchmark, protocol)
         sinks = sinks_for(aggregate)

@@ -197,9 +197,21 @@ def render_header(out, report, title):
                  % (join["predictions"], join["joined"], join["missing"]))
     for warning in report.get("warnings", ()):
         out.text("  WARNING: " + printable(warning))
+    for line in reading_notes(notes):
+        out.text("  " + line)
+
+
+def reading_notes(notes):
+    """How the model's answers were read (report.json ``input_notes``), in
+    sentences: for the text report and the page."""
+    lines = []
+    if notes.get("reasoning"):
+        lines.append("%d answer(s) carried reasoning (<think>...</think>): the route was read "
+                     "after it" % notes["reasoning"])
     if notes.get("json_extracted"):
-        out.text("  %d prediction(s) had text around the JSON; the first JSON object was used"
-                 % notes["json_extracted"])
+        lines.append("%d prediction(s) had text around the JSON; the first JSON object was used"
+                     % notes["json_extracted"])
+    return lines
 
 
 def overlap_reason(record):

@@ -428,6 +428,9 @@ def header_section(report, scan):
         out.append('<div class="warnings"><b>Warnings</b><ul>%s</ul></div>'
                    % "".join("<li>%s</li>" % esc(w) for w in warnings))
     notes = report.get("input_notes") or {}
+    reading = transitlm.reports.reading_notes(notes) if isinstance(notes, dict) else []
+    if reading:
+        out.append('<p class="reading">%s</p>' % "<br>".join(esc(line) for line in reading))
     if notes:
         out.append('<details class="notes"><summary>input notes</summary>%s</details>'
                    % html_table(["note", "value"], [[key, notes[key]] for key in sorted(notes)]))
