@@ -14,6 +14,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
+    from transitlm.exit_status import quiet_start
+    quiet_start()
 
 import common  # noqa: E402
 import transitlm.catalog  # noqa: E402
@@ -73,8 +76,8 @@ class GeneralLLM(transitlm.engine.Benchmark):
     def add_arguments(self, parser):
         parser.add_argument("--line_info", metavar="CSV",
                             help="line file for the in-process route-eval check (default: "
-                                 "$%s/line_info.csv if set, else the bundled "
-                                 "data/line_info.csv)" % transitlm.catalog.DATA_ENV)
+                                 "the line_info.csv beside the station file in use; a line "
+                                 "file belongs to its station file's network)")
         parser.add_argument("--api_url", metavar="URL", default=os.environ.get(API_ENV),
                             help="route-eval service to ask instead of checking in-process "
                                  "(default: $%s; unset = in-process)" % API_ENV)
@@ -99,12 +102,12 @@ class GeneralLLM(transitlm.engine.Benchmark):
     def prepare(self, context):
         options = context.options
         if options.batch_size < 1:
-            raise common.InputError("--batch_size must be at least 1")
+            raise common.InputError("%s must be at least 1" % options.flag("batch_size"))
         if options.retries < 0:
-            raise common.InputError("--retries must be 0 or more")
+            raise common.InputError("%s must be 0 or more" % options.flag("retries"))
         if not (options.timeout > 0 and options.timeout != float("inf")):
-            raise common.InputError("--timeout must be a number of seconds above 0, not %r"
-                                    % (options.timeout,))
+            raise common.InputError("%s must be a number of seconds above 0, not %r"
+                                    % (options.flag("timeout"), options.timeout))
         if options.api_url:
             from general_llm.service_client import RouteEvalClient
             try:
@@ -113,8 +116,9 @@ class GeneralLLM(transitlm.engine.Benchmark):
             except ValueError as exc:
                 raise common.InputError(str(exc))
         else:
-            self.line_info_path = options.line_info or transitlm.engine.default_data_file(
-                transitlm.catalog.LINE_FILE_NAMES)
+            self.line_info_path = transitlm.catalog.line_file(
+                options.line_info, transitlm.catalog.station_file(options.station_info),
+                options.flag("line_info"))
             self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
                                         context.network)
 
@@ -133,7 +137,7 @@ class GeneralLLM(transitlm.engine.Benchmark):
         if not failures:
             return []
         return ["%d case(s) counted unreachable because the route-eval service failed "
-                "(--allow_service_errors)" % failures]
+                "(%s)" % (failures, context.options.flag("allow_service_errors"))]
 
     # -- per batch -------------------------------------------------------------
     def label_drawing(self, label, protocol):

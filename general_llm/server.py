@@ -52,8 +52,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
+if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
+    from transitlm.exit_status import quiet_start
+    quiet_start()
 
 from common import MAX_JSON_DEPTH, VERSION, InputError, StationNetwork  # noqa: E402
+from transitlm.catalog import DATA_ENV, line_file, station_file  # noqa: E402
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, run_command  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     LineTable, evaluate_cases, json_shape_problem)
@@ -89,8 +93,6 @@ JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-DEFAULT_STATION_INFO = os.path.join(_REPO, "data", "station_info.csv")
-DEFAULT_LINE_INFO = os.path.join(_REPO, "data", "line_info.csv")
 
 # Which method each known path accepts; any other method there is a 405.
 _ROUTES = {BATCH_PATH: "POST", HEALTH_PATH: "GET"}
@@ -625,10 +627,12 @@ def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None,
 def _parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Local TransitLM route-eval service (general-LLM benchmark).")
-    parser.add_argument("--station_info", default=DEFAULT_STATION_INFO,
-                        help="station_info.csv (default: %(default)s)")
-    parser.add_argument("--line_info", default=DEFAULT_LINE_INFO,
-                        help="line_info.csv (default: %(default)s)")
+    parser.add_argument("--station_info", metavar="CSV",
+                        help="station_info.csv (default: $%s's if set, else the bundled "
+                             "data/station_info.csv)" % DATA_ENV)
+    parser.add_argument("--line_info", metavar="CSV",
+                        help="line_info.csv (default: the one beside the station file; a "
+                             "line file belongs to its station file's network)")
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: %(default)s")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help="default: %(default)s; 0 picks a free port")
@@ -650,6 +654,8 @@ def main(argv=None):
                          "got %g\n" % (MAX_READ_TIMEOUT, args.read_timeout))
         return EXIT_USAGE
     try:
+        args.station_info = station_file(args.station_info)
+        args.line_info = line_file(args.line_info, args.station_info)
         stations = StationNetwork.load(args.station_info)
         lines = LineTable.load(args.line_info)
     except InputError as exc:

@@ -15,7 +15,7 @@ import os
 import tempfile
 import unittest
 
-from tests.helpers import common, prompt, route, write_samples, write_station_file
+from tests.helpers import REPO, common, prompt, route, write_samples, write_station_file
 import transitlm.cli  # noqa: E402
 import transitlm.records  # noqa: E402
 
@@ -53,9 +53,13 @@ class NoCyclesPerRow(unittest.TestCase):
                 # Cyclic garbage is kept (not freed) from here on, whenever found.
                 gc.set_debug(gc.DEBUG_SAVEALL)
                 with contextlib.redirect_stdout(io.StringIO()):
+                    # (the general LLM's line file: the bundled one, named, as a
+                    # line file never silently pairs with another network)
+                    line_info = (["--line_info", os.path.join(REPO, "data", "line_info.csv")]
+                                 if benchmark == "general_llm" else [])
                     status = transitlm.cli.run(transitlm.records.load_benchmark(benchmark),
                                         ["--input", path, "--station_info", stations,
-                                         "--details", os.path.join(tmp, "d.jsonl")])
+                                         "--details", os.path.join(tmp, "d.jsonl")] + line_info)
                 self.assertEqual(status, 0)
                 gc.collect()
                 found = len(gc.garbage)

@@ -26,14 +26,16 @@ With the repository root on ``sys.path``::
     report, records = transitlm.evaluate("single_route", input="data/benchmark1_single_route_example.csv")
 """
 
-from common import VERSION  # noqa: F401  (the project's version)
-
 
 def __getattr__(name):
-    # ``transitlm.evaluate`` is loaded on first use, so that a tool importing
-    # one small module (transitlm.exit_status, transitlm.terminal) does not load the
-    # whole evaluator machinery with it.
+    # ``transitlm.evaluate`` and ``transitlm.VERSION`` are loaded on first use,
+    # so that a tool importing one small module (transitlm.exit_status, as
+    # every command does first) does not load the rules and the machinery
+    # with it.
     if name == "evaluate":
         from transitlm.api import evaluate
         return evaluate
+    if name == "VERSION":
+        from common import VERSION
+        return VERSION
     raise AttributeError("module 'transitlm' has no attribute %r" % name)

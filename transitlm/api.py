@@ -9,7 +9,7 @@ import os
 from transitlm.catalog import DATA_DIR, load_benchmark
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
-    DETAILS_JSONL, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs, make_folders, remove_folders)
+    DETAILS_JSONL, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs)
 from transitlm.provenance import (
     check_run_folder, command_line, read_generation, run_json, run_record)
 from transitlm.reports import (
@@ -22,7 +22,10 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     ``rows``: dicts with ``index_id`` (or ``indexid``), ``sft_prompt``,
     ``sft_label``, the prediction under ``generate_results`` (text or an
     already-decoded object) and ``req_type`` for benchmark 2; or None to read
-    ``input=PATH``.  Other keywords are the CLI's options (``protocol``,
+    ``input=PATH``.  A prediction's text is read as a model writes it, as the
+    command line reads ``--predictions`` (reasoning left out, the JSON found
+    in the text: transitlm.answers); ``strict_json=True`` reads it as the
+    published evaluator does.  Other keywords are the CLI's options (``protocol``,
     ``station_info``, ``predictions``, ...).  Raises InputError for a
     problem with the inputs; bad rows become error records, as in the CLI.
 
@@ -34,8 +37,9 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     if rows is None and not options.get("input"):
         options["input"] = os.path.join(DATA_DIR, benchmark.default_input)
     if out is not None:
-        check_run_folder(out, overwrite)
+        check_run_folder(out, overwrite, api=True)
     opts = Options(benchmark, **options)
+    opts.interface = "api"
     records = []
     report, _, _ = evaluate_stream(benchmark, opts,
                                    lambda aggregate: RowSinks(aggregate, collect=records),
@@ -50,25 +54,20 @@ def write_run_folder(folder, report, records, overwrite=False, command=None, gen
     """Write a run folder from a report and its records (as evaluate() returns
     them): every file through a temporary name, renamed when all are written;
     a failure leaves no file and no folder it created."""
-    check_run_folder(folder, overwrite)
+    check_run_folder(folder, overwrite, api=True)
     benchmark = load_benchmark(report["benchmark"])
-    created = []
-    try:
-        make_folders(folder, created)
-        with Outputs() as outputs:
-            outputs.write(os.path.join(folder, REPORT_JSON), report_json(report))
-            details = outputs.open(os.path.join(folder, DETAILS_JSONL), binary=True)
-            for record in records:
-                details.write(details_bytes(record))
-            text = outputs.open(os.path.join(folder, REPORT_TXT))
-            text.write(render_text_head(benchmark, report))
-            lines = [line for line in map(failure_line, records) if line is not None]
-            text.write(failures_title(len(lines), report["counts"]["samples"]))
-            text.write("".join(lines))
-            text.write(render_text_tail(report))
-            record = run_record(report, command if command is not None else command_line(),
-                                generation)
-            outputs.write(os.path.join(folder, RUN_JSON), run_json(record))
-        created = []
-    finally:
-        remove_folders(created)
+    with Outputs() as outputs:
+        outputs.make_folders(folder, "run folder")
+        outputs.write(os.path.join(folder, REPORT_JSON), report_json(report))
+        details = outputs.open(os.path.join(folder, DETAILS_JSONL), binary=True)
+        for record in records:
+            details.write(details_bytes(record))
+        text = outputs.open(os.path.join(folder, REPORT_TXT))
+        text.write(render_text_head(benchmark, report))
+        lines = [line for line in map(failure_line, records) if line is not None]
+        text.write(failures_title(len(lines), report["counts"]["samples"]))
+        text.write("".join(lines))
+        text.write(render_text_tail(report))
+        record = run_record(report, command if command is not None else command_line(),
+                            generation)
+        outputs.write(os.path.join(folder, RUN_JSON), run_json(record))

@@ -23,6 +23,39 @@ STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
 LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")
 
 
+def default_data_file(names):
+    """A data file from $TRANSITLM_DATA if it holds one, else the bundled one."""
+    folder = os.environ.get(DATA_ENV)
+    if folder:
+        for name in names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return os.path.join(DATA_DIR, names[0])
+
+
+def station_file(given=None):
+    """The station file of a run: the one given, else $TRANSITLM_DATA's, else the bundled one."""
+    return given or default_data_file(STATION_FILE_NAMES)
+
+
+def line_file(given, station_path, flag="--line_info"):
+    """The line file of a run: the one given, else the one beside the station
+    file in use (a line file belongs to its station file's network: the
+    bundled line file is never paired with another network's stations).
+    InputError when there is none beside it; ``flag`` names the option."""
+    if given:
+        return given
+    folder = os.path.dirname(os.path.abspath(station_path))
+    for name in LINE_FILE_NAMES:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+    raise InputError("no line file beside the station file %s (looked for %s in its folder): "
+                     "a line file belongs to its station file's network; give %s"
+                     % (station_path, " and ".join(LINE_FILE_NAMES), flag))
+
+
 class BenchmarkInfo(object):
     """What the tools know of one benchmark.
 

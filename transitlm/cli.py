@@ -14,7 +14,7 @@ from transitlm.catalog import DATA_DIR, DATA_ENV
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, OutputFile, Outputs,
-    make_folders, overwrite_problem, remove_folders)
+    overwrite_problem)
 from transitlm.provenance import (
     check_run_folder, command_line, read_generation, run_json,
     run_record)
@@ -175,8 +175,7 @@ def _run(benchmark, args):
     options = options_from_args(benchmark, args)
     plan = _output_plan(args)
     generation = read_generation(args.predictions) if args.out else None
-    created = []                       # folders this run made (removed unless it succeeds)
-    outputs = Outputs()                # committed only when all went well
+    outputs = Outputs()                # files and folders, kept only when all went well
     output = outputs.open
     spools = []
 
@@ -189,7 +188,7 @@ def _run(benchmark, args):
         # A run folder is created only now, after the plan's checks, and removed
         # again (with the parents it needed) when the run does not succeed.
         if args.out:
-            make_folders(args.out, created)
+            outputs.make_folders(args.out, "run folder")
         details_path = plan.get("out_details") or (
             plan["details"] if plan["details"] not in (None, "-") else None)
         details = None
@@ -226,20 +225,24 @@ def _run(benchmark, args):
         if plan.get("out_run"):
             output(plan["out_run"]).write(run_json(run_record(report, command_line(),
                                                               generation)))
+        # Standard output first, then the files renamed into place together:
+        # a run stopped before that point leaves none of its outputs, and one
+        # past it has finished (transitlm.files.Outputs.commit).
+        try:
+            if plan["json"] == "-":
+                _stdout_write(json_text)
+            elif plan["details"] == "-":
+                _stdout_copy(details)
+            else:
+                _write_text_report(_StdoutWriter(), text_parts)
+            _stdout_flush()
+        except BrokenPipeError:
+            pass                       # `evaluate.py | head`: the files are still written
         outputs.commit()
-        created = []
-        if plan["json"] == "-":
-            _stdout_write(json_text)
-        elif plan["details"] == "-":
-            _stdout_copy(details)
-        else:
-            _write_text_report(_StdoutWriter(), text_parts)
-        _stdout_flush()
     finally:
         outputs.discard()
         for handle in spools:
             handle.handle.close()
-        remove_folders(created)
     return EXIT_OK
 
 
@@ -262,15 +265,21 @@ class _Spool(object):
         return iter(lambda: self.handle.read(1 << 20), self.handle.read(0))
 
 
-def _copy_spool(source, target):
+def _blocks(source):
+    """The bytes written so far to a spool or to an output not yet committed."""
     if isinstance(source, OutputFile):
         source.handle.flush()
         with open(source.temp, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
-                target.write(block)
+                yield block
     else:
         for block in source.chunks():
-            target.write(block)
+            yield block
+
+
+def _copy_spool(source, target):
+    for block in _blocks(source):
+        target.write(block)
 
 
 def _write_text_report(target, parts):
@@ -299,19 +308,26 @@ class _StdoutWriter(object):
         _stdout_write(text)
 
 
+# Writing to standard output: a closed pipe (BrokenPipeError) passes through
+# (the run still writes its files); any other failure is a usage error.
+
 def _stdout_write(text):
     try:
         sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 
 
-def _stdout_copy(spool):
+def _stdout_copy(source):
     try:
         sys.stdout.flush()
         out = sys.stdout.buffer
-        for block in spool.chunks():
+        for block in _blocks(source):
             out.write(block)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 
@@ -319,6 +335,8 @@ def _stdout_copy(spool):
 def _stdout_flush():
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise InputError("cannot write to standard output: %s" % (exc.strerror or exc))
 

@@ -18,24 +18,14 @@ from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
-from transitlm.catalog import DATA_DIR, DATA_ENV, STATION_FILE_NAMES, benchmark_info
+from transitlm.catalog import (  # noqa: F401  (DATA_DIR, DATA_ENV: where tools look)
+    DATA_DIR, DATA_ENV, STATION_FILE_NAMES, benchmark_info, default_data_file, station_file)
 from transitlm.reports import (
     build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
     failure_text, render_funnel)
 from transitlm.terminal import Progress
 
 BATCH_ROWS = 256                 # rows decoded and judged together
-
-
-def default_data_file(names):
-    """A data file from $TRANSITLM_DATA if it holds one, else the bundled one."""
-    folder = os.environ.get(DATA_ENV)
-    if folder:
-        for name in names:
-            candidate = os.path.join(folder, name)
-            if os.path.isfile(candidate):
-                return candidate
-    return os.path.join(DATA_DIR, names[0])
 
 
 class Benchmark(object):
@@ -155,6 +145,14 @@ class Options(object):
             raise InputError("unknown protocol %r (known: %s)"
                              % (self.protocol, ", ".join(sorted(PROTOCOLS))))
         self.figure_options = self.FIGURE_OPTIONS + tuple(benchmark.figure_options())
+
+    # Where the options came from: "cli" (flags) or "api" (keywords), so a
+    # message names an option as its user wrote it.
+    interface = "cli"
+
+    def flag(self, name):
+        """An option as its user writes it: --name (command line) or name= (API)."""
+        return ("--%s" % name) if self.interface == "cli" else ("%s=" % name)
 
     def recorded(self):
         return {key: getattr(self, key) for key in self.figure_options}
@@ -369,7 +367,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     ``rows`` (dicts) replaces the input file.  Returns (report, sinks, network).
     """
     protocol = PROTOCOLS[options.protocol]
-    station_path = options.station_info or default_data_file(STATION_FILE_NAMES)
+    station_path = station_file(options.station_info)
     prediction_column = None if options.predictions else options.input_field
     warnings = []
     worker_count = options.workers or os.cpu_count() or 1
@@ -447,6 +445,9 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     warnings.extend(source.warnings)
     warnings.extend(network.warnings)
     if predictions is not None:
+        problem = predictions.unjoined_problem(options.input if rows is None else "the rows")
+        if problem:
+            raise InputError(problem)
         sha["predictions"] = predictions.sha256
         notes["predictions_join"] = predictions.statistics()
         warnings.extend(predictions.warnings())

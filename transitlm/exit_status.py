@@ -19,9 +19,11 @@ terminal's encoding cannot hold is printed as escapes.
 Standard library only; Python 3.8+.
 """
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 
 EXIT_OK = 0
 EXIT_WORKER = 1                  # a worker process died (killed by a signal)
@@ -76,6 +78,54 @@ def raise_on_terminate():
         pass
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_held(drop=False):
+    """SIGINT and SIGTERM wait until the block is done, so its steps happen
+    together or not at all (a folder made and recorded; the outputs renamed
+    into place).  A signal that arrived before the block is raised as it
+    begins.  With ``drop``, a signal that arrives during the block is dropped:
+    the block finished the run, which exits as done.  Only in the main thread
+    where the platform can hold signals; elsewhere the block just runs."""
+    if (not hasattr(signal, "pthread_sigmask")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    except KeyboardInterrupt:
+        # A signal that came before the block: handled as the mask changed.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+        raise
+    try:
+        yield
+    finally:
+        pending = set(signal.sigpending()) & set(_HELD) if drop else ()
+        # Ignoring a held signal discards it (POSIX); the handlers come back after.
+        saved = [(number, signal.signal(number, signal.SIG_IGN)) for number in pending]
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        finally:
+            for number, handler in saved:
+                signal.signal(number, handler)
+
+
+def quiet_start():
+    """Ctrl-C or SIGTERM while a command starts (its modules loading, nothing
+    begun) ends it at once with 130/143 and one line, not a traceback.
+    ``run_command`` takes over from there."""
+    def stop(signum, frame):
+        _say("\n%s\n" % ("terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"))
+        os._exit(SIGNAL_STATUS[signum])
+    try:
+        for number in _HELD:
+            signal.signal(number, stop)
+    except (ValueError, OSError):       # not the main thread
+        pass
+
+
 def run_command(main, argv=None):
     """Run a command's ``main(argv)`` and return its exit status.
 
@@ -83,6 +133,10 @@ def run_command(main, argv=None):
     catch KeyboardInterrupt to clean up; one that reaches here (Ctrl-C while
     the command starts) ends the run with the signal's status and one line.
     """
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except (ValueError, OSError):
+        pass
     raise_on_terminate()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -106,6 +160,13 @@ def run_command(main, argv=None):
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
+        pass
+    # The run is over and its status known: a signal from here on (while the
+    # interpreter shuts down) must not turn a finished run into a killed one.
+    try:
+        for number in _HELD:
+            signal.signal(number, signal.SIG_IGN)
+    except (ValueError, OSError):
         pass
     return status
 

@@ -22,6 +22,7 @@ import os
 import tempfile
 
 from common import InputError
+from transitlm.exit_status import signals_held
 
 # The files of a run folder (an evaluator's --out), in the order they are listed.
 REPORT_JSON = "report.json"
@@ -120,10 +121,22 @@ class OutputFile(object):
 class Outputs(object):
     """The outputs of one run: each written through its own OutputFile, all
     renamed into place together by ``commit()`` once every one is complete,
-    all discarded otherwise.  A context manager, like OutputFile."""
+    with the folders the run made (``make_folders``); ``discard()`` removes
+    every file and folder the run began.  A context manager, like OutputFile.
+
+    ``commit()`` is the end of a successful run: it holds SIGINT and SIGTERM
+    while the files are renamed, and drops one that arrives meanwhile (the
+    run has finished), so a run stopped at any instant leaves either none of
+    its outputs or all of them.
+    """
 
     def __init__(self):
         self.files = []
+        self.created = []              # folders this run made, deepest last
+
+    def make_folders(self, path, what="output folder"):
+        """Create ``path`` (and missing parents), to be removed again by discard()."""
+        make_folders(path, self.created, what)
 
     def open(self, path, **options):
         handle = OutputFile(path, **options)
@@ -134,19 +147,22 @@ class Outputs(object):
         self.open(path, **options).write(data)
 
     def commit(self):
-        files, self.files = self.files, []
-        try:
-            for index, handle in enumerate(files):
-                handle.commit()
-        except BaseException:
-            for handle in files[index + 1:]:
-                handle.discard()
-            raise
+        with signals_held(drop=True):
+            files, self.files = self.files, []
+            try:
+                for index, handle in enumerate(files):
+                    handle.commit()
+            except BaseException:
+                for handle in files[index + 1:]:
+                    handle.discard()
+                raise
+            del self.created[:]
 
     def discard(self):
         files, self.files = self.files, []
         for handle in files:
             handle.discard()
+        remove_folders(self.created)
 
     def __enter__(self):
         return self
@@ -226,18 +242,21 @@ def make_folders(path, created, what="run folder"):
             break
         path = parent
     for folder in reversed(missing):
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise InputError("cannot create %s %s: %s" % (what, folder, exc.strerror or exc))
-        created.append(folder)
+        with signals_held():          # made and recorded, or neither
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise InputError("cannot create %s %s: %s" % (what, folder, exc.strerror or exc))
+            created.append(folder)
 
 
 def remove_folders(created):
-    """Remove folders make_folders created, deepest first, where they are empty."""
-    for folder in reversed(created):
+    """Remove folders make_folders created, deepest first, where they are empty;
+    forget them."""
+    while created:
+        folder = created.pop()
         try:
             os.rmdir(folder)
         except OSError:

@@ -13,7 +13,7 @@ import os
 import stat
 
 from common import InputError, MAX_JSON_DEPTH, UTF8_BOM, json_too_deep, type_name
-from transitlm.terminal import encodable
+from transitlm.terminal import encodable, quoted
 
 ID_COLUMNS = ("index_id", "indexid")
 CHUNK_BYTES = 1 << 19          # bytes of the sample file a worker reads per task
@@ -578,6 +578,8 @@ class PredictionsFile(object):
                 items.sort(key=lambda item: (item[0], item[1]))   # results first, in order
         self.joined = 0
         self.missing = 0
+        self.matched = 0               # test rows that found a line (a result or an error)
+        self.first_test_id = None
         self.repeated_test_ids = []
         self._seen_test_ids = set()
 
@@ -613,8 +615,11 @@ class PredictionsFile(object):
                     self.repeated_test_ids.append(None)
             else:
                 self._seen_test_ids.add(sample.index_id)
+                if self.first_test_id is None:
+                    self.first_test_id = sample.index_id
             items = by_id.get(sample.index_id)
             if items:
+                self.matched += 1
                 is_error, _, prediction, error = items.pop(0)
                 if not items:
                     del by_id[sample.index_id]
@@ -632,6 +637,20 @@ class PredictionsFile(object):
                 sample.prediction = None
                 self.missing += 1
             yield sample
+
+    def unjoined_problem(self, test_path):
+        """Why the predictions cannot belong to the test file -- it holds none,
+        or none of its ids is a test row's (another benchmark's answers?) --
+        or None (a partial join is only a warning)."""
+        if self.first_test_id is None or self.matched:
+            return None
+        if not self.read_count:
+            return "predictions file %s holds no prediction" % self.path
+        example = next(iter(self.by_id))
+        return ("none of the %d prediction(s) in %s has the id of a row of %s (prediction id "
+                "%s, test id %s): are they another benchmark's answers?"
+                % (self.read_count, self.path, test_path, quoted(example),
+                   quoted(self.first_test_id)))
 
     def statistics(self):
         """Join statistics: predictions for ids not in the test file, ids given

@@ -95,9 +95,12 @@ def held_run_files(folder):
     return [name for name in RUN_FOLDER_FILES if name in names]
 
 
-def check_run_folder(folder, overwrite):
-    """InputError when ``folder`` already holds a run and ``overwrite`` is off."""
+def check_run_folder(folder, overwrite, api=False):
+    """InputError when ``folder`` already holds a run and ``overwrite`` is off
+    (``api``: the message names the Python API's arguments)."""
     held = held_run_files(folder)
     if held and not overwrite:
-        raise InputError("run folder %s already holds a run (%s); pass --overwrite to "
-                         "replace it, or choose another --out" % (folder, ", ".join(held)))
+        raise InputError("run folder %s already holds a run (%s); pass %s to replace it, "
+                         "or choose another %s" % (folder, ", ".join(held),
+                                                    "overwrite=True" if api else "--overwrite",
+                                                    "out=" if api else "--out"))

@@ -31,6 +31,15 @@ def printable(text):
     return text
 
 
+def quoted(value, limit=40):
+    """A value from a file or a server, for a message: quoted, cut to about
+    ``limit`` characters, escaped for the terminal."""
+    text = str(value)
+    if len(text) > limit:
+        return printable(repr(text[:limit])) + "... (%d characters)" % len(text)
+    return printable(repr(text))
+
+
 class Progress(object):
     """One updating progress line (rows done, rows/s, ETA) for long runs.
 

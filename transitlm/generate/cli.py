@@ -161,6 +161,9 @@ def build_parser():
                         help="--evaluate: the evaluator's rule set (default: its own)")
     parser.add_argument("--station_info", metavar="CSV",
                         help="--evaluate: station file (default: the evaluator's)")
+    parser.add_argument("--line_info", metavar="CSV",
+                        help="--evaluate, general LLM: line file (default: the one beside "
+                             "the station file)")
     return parser
 
 
@@ -221,6 +224,8 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
         command += ["--protocol", args.protocol]
     if args.station_info:
         command += ["--station_info", args.station_info]
+    if args.line_info and benchmark == "general_llm":
+        command += ["--line_info", args.line_info]
     return command
 
 
@@ -282,7 +287,8 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
         run_dir = (args.eval_out or run_dir_for(args.out)) if args.evaluate else None
         check_paths(args.out, (("--input", args.input),
                                ("--system_prompt_file", args.system_prompt_file),
-                               ("--station_info", args.station_info)), run_dir)
+                               ("--station_info", args.station_info),
+                               ("--line_info", args.line_info)), run_dir)
 
     scan = scan_input(args.input, args.sample_count)
     if not scan.ids:

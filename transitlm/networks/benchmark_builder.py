@@ -52,7 +52,7 @@ from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, Input
                     is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.exit_status import EXIT_USAGE
-from transitlm.files import Outputs, make_folders, remove_folders, write_csv
+from transitlm.files import Outputs, write_csv
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
@@ -768,19 +768,15 @@ def main(argv=None):
     if not usable_districts(net):
         return fail("%s: no area with lines to route on" % args.network)
     req_types, left_out = satisfiable_req_types(net)
-    created = []
     try:
-        make_folders(args.out, created, what="output folder")
         with Outputs() as files:
+            files.make_folders(args.out)
             written = build_files(net, args, req_types, left_out, files)
             if not written:
                 raise InputError("%s: no trip %g-%g km long with a label: no row written"
                                  % (args.network, TRIP_KM[0], TRIP_KM[1]))
-        created = []
     except InputError as exc:
         return fail(exc)
-    finally:
-        remove_folders(created)
     return 0
 
 

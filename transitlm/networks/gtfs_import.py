@@ -68,7 +68,7 @@ import zipfile
 from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, VERSION, InputError,
                     haversine_km)
 from transitlm.exit_status import EXIT_USAGE
-from transitlm.files import Outputs, make_folders, remove_folders, write_csv
+from transitlm.files import Outputs, write_csv
 
 from transitlm.networks import gtfs_fares
 from transitlm.networks import limits
@@ -1199,18 +1199,12 @@ def main(argv=None):
 def write_network(out, outputs, city):
     """The network folder's files, written whole or not at all (with the
     folders they needed)."""
-    created = []
-    try:
-        make_folders(out, created, what="output folder")
-        with Outputs() as files:
-            for name, header, key in (("station_info.csv", STATION_FILE_COLUMNS, "stations"),
-                                      ("line_info.csv", LINE_COLUMNS, "lines"),
-                                      ("hop_times.csv", HOP_HEADER, "hops"),
-                                      ("line_service.csv", SERVICE_HEADER, "service")):
-                write_csv(files.open(os.path.join(out, name), newline=""), header, outputs[key])
-            files.write(os.path.join(out, "city.json"),
-                        json.dumps(city, ensure_ascii=False) + "\n")
-        created = []
-    finally:
-        remove_folders(created)
+    with Outputs() as files:
+        files.make_folders(out)
+        for name, header, key in (("station_info.csv", STATION_FILE_COLUMNS, "stations"),
+                                  ("line_info.csv", LINE_COLUMNS, "lines"),
+                                  ("hop_times.csv", HOP_HEADER, "hops"),
+                                  ("line_service.csv", SERVICE_HEADER, "service")):
+            write_csv(files.open(os.path.join(out, name), newline=""), header, outputs[key])
+        files.write(os.path.join(out, "city.json"), json.dumps(city, ensure_ascii=False) + "\n")
 

@@ -41,7 +41,7 @@ import sys
 
 from common import LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError
 from transitlm.catalog import DATA_DIR, benchmark_info
-from transitlm.files import Outputs, make_folders, remove_folders, write_csv
+from transitlm.files import Outputs, write_csv
 from transitlm.networks import limits
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.networks.router import (
@@ -211,21 +211,17 @@ def default_workers():
 def generate(out_dir, seed, stations, samples, workers):
     n_districts = 2 if stations is None else max(2, int(round(stations / STATIONS_PER_DISTRICT)))
     net = build_network(seed, n_districts)
-    created = []
-    try:
-        make_folders(out_dir, created, what="output folder")
-        with Outputs() as files:
-            def table(name):
-                return files.open(os.path.join(out_dir, name), newline="")
-            write_csv(table(FILE_STATIONS), STATION_FILE_COLUMNS, station_rows(net))
-            write_csv(table(FILE_LINES), LINE_COLUMNS, line_rows(net))
-            for index, bench in enumerate(BENCHMARKS):
-                count = len(bench.scenarios) if samples is None else samples
-                write_csv(table(bench.filename), bench.columns(),
-                          sample_rows(net, seed, index, count, workers))
-        created = []
-    finally:
-        remove_folders(created)
+    with Outputs() as files:
+        files.make_folders(out_dir)
+
+        def table(name):
+            return files.open(os.path.join(out_dir, name), newline="")
+        write_csv(table(FILE_STATIONS), STATION_FILE_COLUMNS, station_rows(net))
+        write_csv(table(FILE_LINES), LINE_COLUMNS, line_rows(net))
+        for index, bench in enumerate(BENCHMARKS):
+            count = len(bench.scenarios) if samples is None else samples
+            write_csv(table(bench.filename), bench.columns(),
+                      sample_rows(net, seed, index, count, workers))
     return net
 
 
