@@ -36,7 +36,6 @@ trailer lines).  The request line and headers must arrive within the first
 ``MAX_HEAD_BYTES`` (else 431).  Every error answer closes the connection.
 """
 
-import argparse
 import io
 import json
 import math
@@ -59,6 +58,7 @@ if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
 from common import MAX_JSON_DEPTH, VERSION, InputError, StationNetwork  # noqa: E402
 from transitlm.catalog import DATA_ENV, line_file, station_file  # noqa: E402
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, run_command  # noqa: E402
+from transitlm.terminal import CommandParser, one_line  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     LineTable, evaluate_cases, json_shape_problem)
 
@@ -190,7 +190,7 @@ class RouteEvalServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         """A connection-level failure (reset, timeout): one log line, no traceback."""
         exc = sys.exc_info()[1]
-        self.log(printable("%s connection error: %s: %s"
+        self.log(one_line("%s connection error: %s: %s"
                            % (client_address[0], type(exc).__name__, exc)))
 
     @property
@@ -202,28 +202,10 @@ class RouteEvalServer(ThreadingHTTPServer):
 
 
 def _log_to_stderr(line):
-    # One write per line so concurrent handlers do not interleave inside a line.
-    sys.stderr.write(line + "\n")
+    # One write per line so concurrent handlers do not interleave inside a
+    # line; escaped, as paths, methods and messages come from outside.
+    sys.stderr.write(one_line(line) + "\n")
     sys.stderr.flush()
-
-
-# C0 and C1 controls, DEL, and lone surrogates (which stderr cannot encode).
-_UNPRINTABLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def printable(text):
-    """``text`` with control characters escaped (``\\x1b``): safe on a terminal.
-
-    Request paths and methods are the client's bytes (read as Latin-1): an
-    ANSI escape there must not reach the operator's terminal raw.  C1
-    controls (\\x80-\\x9f) count: some terminals act on \\x9b as on ESC [.
-    """
-    return _UNPRINTABLE_RE.sub(_escape_char, text)
-
-
-def _escape_char(match):
-    code = ord(match.group())
-    return "\\x%02x" % code if code <= 0xff else "\\u%04x" % code
 
 
 class HeadTooLarge(Exception):
@@ -323,7 +305,7 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
         complete request is normal and not logged; one that stalled inside a
         request is."""
         if self._reader.deadline is not None:
-            self.server.log(printable("%s - - closed: request not complete within %g s"
+            self.server.log(one_line("%s - - closed: request not complete within %g s"
                                       % (self.client_address[0], self.server.read_timeout)))
 
     # -- dispatch ---------------------------------------------------------------
@@ -439,7 +421,7 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
                 size_text = line.split(b";", 1)[0].strip(b" \t\r\n")
                 if not _HEX_RE.match(size_text):
                     raise RequestProblem(400, "chunk size %s is not a hexadecimal number"
-                                         % printable(repr(size_text.decode("latin-1"))))
+                                         % one_line(repr(size_text.decode("latin-1"))))
                 size = int(size_text, 16)
                 if size == 0:
                     break
@@ -507,7 +489,7 @@ class RouteEvalHandler(BaseHTTPRequestHandler):
     def _log_request_line(self, status):
         elapsed_ms = (time.monotonic() - self._started) * 1000.0
         cases = "-" if self._cases is None else "%d cases" % self._cases
-        self.server.log(printable("%s %s %s %d %s %.1f ms"
+        self.server.log(one_line("%s %s %s %d %s %.1f ms"
                                   % (self.client_address[0], self.command or "-",
                                      getattr(self, "path", "-"), status, cases, elapsed_ms)))
 
@@ -538,12 +520,12 @@ def body_framing(headers, version="HTTP/1.1"):
         codings = [coding for coding in codings if coding]
         if not codings or codings[-1] != "chunked":
             raise RequestProblem(400, "Transfer-Encoding %s: chunked is not the final coding"
-                                 % printable(repr(", ".join(codings_fields))))
+                                 % one_line(repr(", ".join(codings_fields))))
         if codings.count("chunked") > 1:
             raise RequestProblem(400, "Transfer-Encoding applies chunked more than once")
         if len(codings) > 1:
             raise RequestProblem(501, "transfer coding %s is not supported (only chunked)"
-                                 % printable(repr(codings[0])))
+                                 % one_line(repr(codings[0])))
         return ("chunked",)
     if not lengths:
         return ("none",)
@@ -552,7 +534,7 @@ def body_framing(headers, version="HTTP/1.1"):
     declared = lengths[0].strip(" \t")
     if not _DIGITS_RE.match(declared):
         raise RequestProblem(400, "Content-Length %s is not a byte count (digits only)"
-                             % printable(repr(declared[:40])))
+                             % one_line(repr(declared[:40])))
     if len(declared) > 15 or int(declared) > MAX_BODY_BYTES:
         raise RequestProblem(413, "body of %s bytes exceeds the %d-byte limit; send smaller "
                              "batches" % (declared if len(declared) <= 40
@@ -625,7 +607,8 @@ def make_server(lines, stations, host=DEFAULT_HOST, port=DEFAULT_PORT, log=None,
 
 
 def _parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
+        prog="server.py",
         description="Local TransitLM route-eval service (general-LLM benchmark).")
     parser.add_argument("--station_info", metavar="CSV",
                         help="station_info.csv (default: $%s's if set, else the bundled "
@@ -659,14 +642,14 @@ def main(argv=None):
         stations = StationNetwork.load(args.station_info)
         lines = LineTable.load(args.line_info)
     except InputError as exc:
-        sys.stderr.write("error: %s\n" % exc)
+        sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE
     try:
         server = make_server(lines, stations, args.host, args.port,
                              read_timeout=args.read_timeout)
     except (OSError, OverflowError) as exc:     # OverflowError: port outside 0-65535
-        sys.stderr.write("error: cannot listen on %s:%d: %s\n"
-                         % (args.host, args.port, getattr(exc, "strerror", None) or exc))
+        sys.stderr.write("error: %s\n" % one_line("cannot listen on %s:%d: %s" % (
+            args.host, args.port, getattr(exc, "strerror", None) or exc)))
         return EXIT_USAGE
     stopped = _stop_on_signals(server)
     # Handlers are short CPU bursts between socket calls.  A thread back from

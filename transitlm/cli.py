@@ -24,12 +24,12 @@ from transitlm.reports import failures_title, render_text_head, render_text_tail
 from transitlm.exit_status import (
     EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed,
     interrupted_message, interrupted_status, run_command)
-from transitlm.terminal import printable
+from transitlm.terminal import CommandParser, one_line
 
 # -- the command line -------------------------------------------------------------
 
 def build_parser(benchmark):
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog=os.path.join(os.path.basename(os.path.dirname(sys.argv[0]) or "."),
                           os.path.basename(sys.argv[0])),
         description="%s: score model routes against the station graph (TransitLM)."
@@ -156,13 +156,13 @@ def run(benchmark, argv=None):
     try:
         return _run(benchmark, args)
     except InputError as exc:
-        sys.stderr.write("error: %s\n" % printable(exc))
+        sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE
     except ServiceError as exc:
-        sys.stderr.write("error: %s\n" % printable(exc))
+        sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_SERVICE
     except WorkerFailed as exc:
-        sys.stderr.write("error: %s\n" % printable(exc))
+        sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_WORKER
     except KeyboardInterrupt as exc:
         sys.stderr.write("\n%s\n" % interrupted_message(exc))

@@ -1,8 +1,16 @@
-"""Text for a terminal: escaping what files and servers wrote, and the progress line.
+"""Text for a terminal: escaping what files and servers wrote, the command
+line's usage errors, and the progress line.
+
+Text from outside -- model answers, file and folder names, what a server
+sent -- reaches a terminal only through ``printable`` (control characters,
+bidirectional-text controls and lone surrogates escaped: no escape sequence
+runs, no line is reordered) or, for a message, ``one_line`` (the same, and
+line breaks and tabs escaped too, so a message stays on its one line).
 
 Standard library only; Python 3.8+.
 """
 
+import argparse
 import re
 import sys
 import time
@@ -18,17 +26,48 @@ def encodable(text):
         return False
 
 
-# Control characters (C0, DEL, C1) in model text would reach the terminal raw
-# (ANSI escape sequences): everything printed goes through printable().
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters (C0 but tab and newline, DEL, C1) in model text would
+# reach the terminal raw (ANSI escape sequences, OSC 52 clipboard writes), and
+# bidirectional-text controls would reorder the line around them (U+202E
+# shows "(prediction)" as "(noitciderp)"): everything printed goes through
+# printable().
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f%s]" % BIDI_CONTROLS)
+# ... and for one line: line breaks of any kind and tabs too.
+_LINE_BREAK_RE = re.compile("[\t\n\u2028\u2029]")
+
+
+def _escape(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
 
 
 def printable(text):
-    """Text safe to print: control characters as \\x.. escapes, lone surrogates as \\u...."""
-    text = _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group()), str(text))
+    """Text safe to print: control characters as \\x.. escapes, bidirectional
+    controls as \\u.... escapes, lone surrogates as \\u...."""
+    text = _CONTROL_RE.sub(_escape, str(text))
     if not encodable(text):
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def one_line(text, limit=None):
+    """A message for a terminal: printable() and on one line (line breaks and
+    tabs escaped); cut to ``limit`` characters, saying how long it was."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = "%s... (%d characters)" % (text[:limit], len(text))
+    return _LINE_BREAK_RE.sub(_escape, printable(text))
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse as every tool uses it: a usage error is one escaped line on
+    stderr, ``PROG: error: MESSAGE (see --help)``, and exit status 2 (the
+    message may quote an argument as typed, or a path)."""
+
+    def error(self, message):
+        sys.stderr.write(one_line("%s: error: %s (see --help)" % (self.prog, message)) + "\n")
+        sys.exit(2)
 
 
 def quoted(value, limit=40):

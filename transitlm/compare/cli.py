@@ -4,7 +4,6 @@ an input, writing the outputs.
 Standard library only; Python 3.8+.
 """
 
-import argparse
 import gc
 import os
 import sys
@@ -19,6 +18,7 @@ from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE
 from transitlm.compare.groups import compare
 from transitlm.compare.run_folders import CompareError, load_run, run_files
 from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem
+from transitlm.terminal import CommandParser
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
               "csv": format_csv}
@@ -27,7 +27,7 @@ MAX_RESAMPLES = 100000
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="compare.py",
         description="Compare TransitLM evaluation runs: metrics with bootstrap intervals, "
                     "paired significance against a baseline, breakdowns; runs of several "

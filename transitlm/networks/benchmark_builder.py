@@ -53,6 +53,7 @@ from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, Input
 from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.files import Outputs, write_csv
+from transitlm.terminal import CommandParser
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
@@ -724,14 +725,8 @@ def seed_int(text):
     return limits.seed_int(text, MAX_SEED_DIGITS)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("make_benchmark.py: %s\n" % limits.one_line(message))
-        sys.exit(EXIT_USAGE)
-
-
 def parse_args(argv):
-    parser = _Parser(description="Build the four TransitLM benchmark files for a network folder.")
+    parser = CommandParser(prog="make_benchmark.py", description="Build the four TransitLM benchmark files for a network folder.")
     parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")

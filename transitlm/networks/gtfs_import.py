@@ -69,6 +69,7 @@ from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, VERSION,
                     haversine_km)
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.files import Outputs, write_csv
+from transitlm.terminal import CommandParser
 
 from transitlm.networks import gtfs_fares
 from transitlm.networks import limits
@@ -1129,14 +1130,8 @@ def parse_date_arg(text):
         raise argparse.ArgumentTypeError("expected YYYYMMDD: %s" % exc)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("import_gtfs.py: %s\n" % limits.one_line(message))
-        sys.exit(EXIT_USAGE)
-
-
 def parse_args(argv):
-    parser = _Parser(description="Turn a GTFS feed into station_info.csv and line_info.csv.")
+    parser = CommandParser(prog="import_gtfs.py", description="Turn a GTFS feed into station_info.csv and line_info.csv.")
     parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("feed", help="GTFS zip file or folder")

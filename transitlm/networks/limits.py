@@ -28,7 +28,7 @@ import zipfile
 import zlib
 
 from transitlm.files import overwrite_problem
-from transitlm.terminal import printable
+from transitlm.terminal import one_line as terminal_one_line
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -111,14 +111,13 @@ def shown(value, limit=VALUE_CHARS):
 
 
 def terminal_text(text):
-    """Text safe on one terminal line: control characters (newlines and tabs
-    too) escaped, lone surrogates as \\u escapes."""
-    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+    """Text safe on one terminal line (transitlm.terminal.one_line)."""
+    return terminal_one_line(text)
 
 
 def one_line(message, limit=MESSAGE_CHARS):
     """A message for stderr: one line, escaped, at most ``limit`` characters."""
-    return terminal_text(clip(message, limit))
+    return terminal_one_line(clip(message, limit))
 
 
 # ---------------------------------------------------------------------------

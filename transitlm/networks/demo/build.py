@@ -42,6 +42,7 @@ import sys
 from common import LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError
 from transitlm.catalog import DATA_DIR, benchmark_info
 from transitlm.files import Outputs, write_csv
+from transitlm.terminal import CommandParser
 from transitlm.networks import limits
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.networks.router import (
@@ -248,14 +249,8 @@ def seed_int(text):
     return limits.seed_int(text, MAX_SEED_DIGITS)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("make_demo.py: %s\n" % limits.one_line(message))
-        sys.exit(EXIT_USAGE)
-
-
 def parse_args(argv):
-    parser = _Parser(description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="make_demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project version and exit")
     parser.add_argument("--out", default=DATA_DIR, help="output folder (default: this script's folder)")
