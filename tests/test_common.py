@@ -4,7 +4,7 @@ Every expected figure is computed by hand (see the comments)."""
 
 import unittest
 
-from tests.helpers import common, east, route, toy_network
+from tests.support import common, east, route, toy_network
 import transitlm.terminal  # noqa: E402
 from general_llm import route_eval
 

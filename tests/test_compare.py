@@ -2,7 +2,6 @@
 comparison, breakdowns, compare_formats, compare_cli): resampling statistics,
 per-row metric terms, pairing, significance, formats and the command line."""
 
-import contextlib
 import csv
 import io
 import json
@@ -22,13 +21,12 @@ if REPO not in sys.path:
 
 
 import transitlm.api  # noqa: E402
-import transitlm.records  # noqa: E402
-import transitlm.reports  # noqa: E402
-from transitlm.compare import cli as compare_cli  # noqa: E402
 from transitlm.compare import group_figures as comparison  # noqa: E402
 from transitlm.compare import metric_terms  # noqa: E402
 from transitlm.compare import bootstrap as resampling  # noqa: E402
 from transitlm.compare import run_folders as runs  # noqa: E402
+from tests.support import (  # noqa: E402
+    error_record, evaluated_record, metrics_of, run_compare, synthetic_records)
 
 SHARED = os.path.join(REPO, "..", "shared")
 PARITY = os.path.join(SHARED, "parity")
@@ -39,82 +37,6 @@ SCRIPTS = {"single_route": "b1", "personalized": "b2", "diversity": "b3",
 # ---------------------------------------------------------------------------
 # Synthetic details records and run folders
 # ---------------------------------------------------------------------------
-
-def evaluated_record(row, index_id, reachable=True, exact=True, accurate=True,
-                     grounded=True, plausible=True, line_iou=None, station_iou=None,
-                     mape=0.0, city="北京", codes=None, **extra):
-    """A details line of an evaluated single-route row (every verdict)."""
-    line_iou = (1.0 if exact else 0.5) if line_iou is None else line_iou
-    station_iou = (1.0 if exact else 0.5) if station_iou is None else station_iou
-    if codes is None:
-        codes = []
-        if not reachable:
-            codes.append("reachability.not_connected")
-        else:
-            if not grounded:
-                codes.append("grounding.origin_far")
-            if not exact:
-                codes.append("overlap.stations")
-            elif not accurate:
-                codes += ["accuracy.distance", "accuracy.time", "accuracy.fare"]
-    record = {
-        "row": row, "index_id": index_id, "status": "evaluated", "error": None,
-        "failed_round": (None if reachable and exact and accurate else
-                         "reachability" if not reachable else
-                         "overlap" if not exact else "accuracy"),
-        "failure_codes": codes, "city": city, "in_funnel": True,
-        "origin": [116.0, 39.0], "destination": [116.1, 39.1],
-        "prediction_routes": {"first": {"stations": ["A", "B"], "lines": ["L1"],
-                                        "start_mode": "步行", "end_mode": "步行"}},
-        "label_routes": {"first": {"stations": ["A", "B"], "lines": ["L1"],
-                                   "start_mode": "步行", "end_mode": "步行"}},
-        "reachable": reachable, "reachable_reason": "r",
-        "station_grounding": grounded, "station_grounding_reason": "g",
-        "distance_plausibility": plausible, "distance_plausibility_reason": "p",
-        "line_iou": line_iou, "station_iou": station_iou,
-        "station_iou_exact": station_iou == 1.0, "transfer_mode_match": True,
-        "exact_match": exact, "score": 10.0, "label_score": 10.0,
-        "score_deviation_pct": 0.0, "score_band": "same",
-        "distance_accurate": accurate, "time_accurate": accurate,
-        "fare_accurate": accurate, "transfer_accurate": True,
-        "overall_accurate": accurate, "distance_mape_pct": mape,
-        "time_mape_pct": mape, "fare_mape_pct": mape}
-    record.update(extra)
-    return record
-
-
-def error_record(row, index_id, city=None, in_funnel=True):
-    return {"row": row, "index_id": index_id, "status": "error", "error": "not JSON",
-            "failed_round": None, "failure_codes": ["error.invalid_json"], "city": city,
-            "in_funnel": in_funnel, "origin": None, "destination": None,
-            "prediction_routes": None, "label_routes": None, "reachable": False}
-
-
-def synthetic_records(n, reach_rate, seed, exact_rate=0.8, cities=("北京", "深圳")):
-    """n single-route rows: reachable with probability reach_rate, an exact
-    match with exact_rate, some error rows; deterministic for a seed."""
-    rng = random.Random(seed)
-    records = []
-    for i in range(n):
-        index_id = "id%05d" % i
-        if rng.random() < 0.02:
-            records.append(error_record(i + 1, index_id))
-            continue
-        reachable = rng.random() < reach_rate
-        exact = reachable and rng.random() < exact_rate
-        records.append(evaluated_record(
-            i + 1, index_id, reachable=reachable, exact=exact,
-            accurate=rng.random() < 0.9, grounded=rng.random() < 0.95,
-            line_iou=1.0 if exact else rng.choice([0.0, 0.25, 0.5]),
-            station_iou=1.0 if exact else rng.choice([0.0, 1 / 3.0, 0.5, 0.75]),
-            mape=rng.choice([0.0, 0.0, 2.5, 7.125, 31.0]), city=rng.choice(cities)))
-    return records
-
-
-def metrics_of(benchmark, protocol, records):
-    """The metrics as a report JSON holds them (the engine's aggregation)."""
-    folded = transitlm.records.aggregate_records(benchmark, protocol, records)
-    return json.loads(json.dumps(transitlm.reports._finite(folded["metrics"])))
 
 
 def write_run(folder, records, benchmark="single_route", protocol="reference",
@@ -134,17 +56,6 @@ def write_run(folder, records, benchmark="single_route", protocol="reference",
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     return folder
-
-
-def run_compare(argv):
-    """compare_cli.main in-process -> (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = compare_cli.main(list(argv))
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def term_sums(benchmark, protocol, records):

@@ -18,7 +18,7 @@ import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.helpers import REPO, common
+from tests.support import REPO, common
 
 sys.path.insert(0, REPO)
 from transitlm.generate import chat  # noqa: E402

@@ -20,8 +20,10 @@ import transitlm.pages.layout
 import transitlm.pages.maps
 import transitlm.pages.static
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EVALUATORS = ("single_route", "personalized", "diversity", "general_llm")
+from tests.support import (  # the run-folder fixtures, under the names these tests use
+    EVALUATORS, REPO, page_error_row as error_row, page_network as network,
+    page_record as evaluated, page_records as fixture_records, page_report as fixture_report,
+    page_route as route, write_details)
 
 
 # ---------------------------------------------------------------------------
@@ -108,130 +110,6 @@ def external_references(parser):
             if re.match(r"\s*(https?:)?//", url, re.I):
                 found.append(url)
     return found
-
-
-# ---------------------------------------------------------------------------
-# Hand-made fixtures following the run-folder contract
-# ---------------------------------------------------------------------------
-
-STATIONS = {
-    "bus-1": (116.30, 39.90, ["bus-2"]),
-    "bus-2": (116.31, 39.90, ["bus-1", "bus-3"]),
-    "bus-3": (116.32, 39.90, ["bus-2", "bus-4"]),
-    "bus-4": (116.32, 39.91, ["bus-3"]),
-    "bus-9": (116.40, 39.95, []),
-}
-ORIGIN = [116.299, 39.899]
-DESTINATION = [116.321, 39.912]
-
-
-def route(stations, lines=("1号线",), start="步行", end="步行"):
-    return {"stations": list(stations), "lines": list(lines), "start_mode": start,
-            "end_mode": end}
-
-
-def evaluated(row, codes, reachable=True, exact=True, accurate=True, city="北京", **extra):
-    record = {"row": row, "index_id": "id%d" % row, "status": "evaluated", "error": None,
-              "failed_round": None, "failure_codes": list(codes), "city": city,
-              "in_funnel": True, "origin": ORIGIN, "destination": DESTINATION,
-              "prediction_routes": {"first": route(["bus-1", "bus-2", "bus-3"])},
-              "label_routes": {"first": route(["bus-1", "bus-2", "bus-3", "bus-4"])},
-              "reachable": reachable, "reachable_reason": "r",
-              "station_grounding": True, "station_grounding_reason": "g",
-              "distance_plausibility": True, "distance_plausibility_reason": "p",
-              "line_iou": 1.0, "station_iou": 0.75, "station_iou_exact": exact,
-              "transfer_mode_match": True, "exact_match": exact, "score": 10.0,
-              "label_score": 10.0, "score_deviation_pct": 0.0, "score_band": "same",
-              "distance_accurate": accurate, "time_accurate": True, "fare_accurate": True,
-              "transfer_accurate": True, "overall_accurate": accurate,
-              "distance_mape_pct": 1.0, "time_mape_pct": 0.0, "fare_mape_pct": 0.0}
-    record.update(extra)
-    return record
-
-
-def error_row(row, message="prediction is not valid JSON"):
-    return {"row": row, "index_id": "id%d" % row, "status": "error", "error": message,
-            "failed_round": None, "failure_codes": ["error.invalid_json"], "city": "深圳",
-            "in_funnel": True, "origin": ORIGIN, "destination": DESTINATION,
-            "prediction_routes": None, "label_routes": None}
-
-
-def fixture_records(benchmark):
-    records = [
-        evaluated(1, []),
-        evaluated(2, ["reachability.not_connected"], reachable=False, exact=False,
-                  prediction_routes={"first": route(["bus-1", "bus-3", "bus-404"])}),
-        evaluated(3, ["overlap.stations"], exact=False, city="深圳"),
-        evaluated(4, ["accuracy.distance"], accurate=False),
-        error_row(5),
-        evaluated(6, []),
-    ]
-    if benchmark == "personalized":
-        for record in records:
-            if record["status"] == "evaluated":
-                record.update(req_type=2 if record["row"] % 2 else 5, compliant=True,
-                              compliant_reason="ok", label_compliant=True)
-        records[5].update(compliant=False, compliant_reason="2 transfers, label 1")
-        records[5]["failure_codes"] = ["preference.fewer_transfers"]
-    if benchmark == "diversity":
-        for record in records:
-            if record["status"] == "evaluated":
-                record["prediction_routes"]["second"] = route(["bus-2", "bus-3", "bus-4"])
-                record["prediction_routes"]["third"] = route(["bus-1", "bus-2"])
-                record.update(routes={"first": {"reachable": True, "reachable_reason": "r",
-                                                "score": 1.0}},
-                              best_match="first", rd=0.5, route_count=3, rd_label=0.4,
-                              label_route_count=3, all_routes_reachable=True,
-                              label_first_score=1.0)
-    if benchmark == "general_llm":
-        for record in records:
-            if record["status"] == "evaluated":
-                record["prediction_routes"] = {"first": route(["甲", "乙"])}
-                record["label_routes"] = {"first": route(["甲", "丁"])}
-                # Ids without the bus- prefix: found through the fallback.
-                record["match_details"] = [
-                    {"line_query": "1号线", "line_name": "1号线", "boarding_query": "甲",
-                     "boarding_name": "甲站", "boarding_stop_id": "1",
-                     "alighting_query": "乙", "alighting_name": "乙站",
-                     "alighting_stop_id": "3"}]
-        records.append({"row": 7, "index_id": "id7", "status": "no_response",
-                        "error": "empty prediction", "failed_round": None,
-                        "failure_codes": ["no_response"], "city": None, "in_funnel": True,
-                        "origin": None, "destination": None, "prediction_routes": None,
-                        "label_routes": None})
-    return records
-
-
-def fixture_report(benchmark, records):
-    """report.json as the contract defines it, figures computed by the engine."""
-    figures = transitlm.records.aggregate_records(benchmark, "reference", records)
-    report = {"schema_version": 2, "version": "1.1.0", "benchmark": benchmark,
-              "protocol": "reference",
-              "signature": "transitlm:1.1.0|%s|protocol:reference|rows:%d"
-                           % (benchmark, len(records)),
-              "inputs": {"input": "in.csv", "input_field": "generate_results",
-                         "predictions": None, "station_info": "stations.csv",
-                         "line_info": None, "options": {"sample_count": None},
-                         "sha256": {"input": "ab" * 32, "station_info": "cd" * 32}},
-              "warnings": ["3 prediction(s) with an id not in the test file"],
-              "input_notes": {}}
-    report.update(figures)
-    return report
-
-
-def write_details(folder, records):
-    path = os.path.join(folder, "details.jsonl")
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in records:
-            try:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            except UnicodeEncodeError:      # a lone surrogate: JSON's \u escape keeps it
-                handle.write(json.dumps(record) + "\n")
-    return path
-
-
-def network():
-    return common.StationNetwork.from_dict(STATIONS)
 
 
 class TempDir(unittest.TestCase):

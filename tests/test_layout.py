@@ -6,7 +6,7 @@ import ast
 import os
 import unittest
 
-from tests.helpers import REPO
+from tests.support import REPO
 
 # Layers, lowest first: a module may import its own layer or a lower one.
 RULES, MACHINERY, SCRIPTS = 0, 1, 2

@@ -9,9 +9,9 @@ import random
 import tempfile
 import unittest
 
-from tests.golden import PARITY
-from tests.helpers import (REPO, common, evaluate_to_files, prompt, route, run_evaluator,
-                           write_samples, write_station_file)
+from tests.support import (
+    PARITY, REPO, common, evaluate_to_files, prompt, route, run_evaluator, write_samples,
+    write_station_file)
 import transitlm.engine  # noqa: E402
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized

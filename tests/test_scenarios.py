@@ -7,7 +7,7 @@ import os
 import tempfile
 import unittest
 
-from tests.helpers import (common, east, evaluate_to_files, prompt, route, write_samples,
+from tests.support import (common, east, evaluate_to_files, prompt, route, write_samples,
                            write_station_file)
 import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402

@@ -1,6 +1,5 @@
 """Tests of general_llm/server.py: the local route-eval HTTP service."""
 
-import csv
 import http.client
 import json
 import os
@@ -17,58 +16,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from common import StationNetwork  # noqa: E402
 from general_llm import server as service  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
+from tests.support import (  # noqa: E402
+    SHENZHEN, fixture_lines, fixture_stations, sample_cases, service_case as make_case,
+    write_fixture_files)
 
 SERVER_SCRIPT = os.path.join(REPO, "general_llm", "server.py")
 BATCH = service.BATCH_PATH
 JSON_TYPE = "application/json; charset=utf-8"
-
-SHENZHEN = "深圳"
-WALK = "步行"
-LINE_1 = "地铁1号线(罗湖--机场东)"
-LINE_2 = "地铁2号线(赤湾--新秀)"
-STATIONS_1 = [("罗湖", "bus-1"), ("国贸", "bus-2"), ("老街", "bus-3")]
-STATIONS_2 = [("老街", "bus-3"), ("大剧院", "bus-4"), ("湖贝", "bus-5")]
-STOPS = {  # stop id -> (lng, lat, next hops), about 1 km apart
-    "bus-1": (114.01, 22.5, ["bus-2"]),
-    "bus-2": (114.02, 22.5, ["bus-1", "bus-3"]),
-    "bus-3": (114.03, 22.5, ["bus-2", "bus-4"]),
-    "bus-4": (114.04, 22.5, ["bus-3", "bus-5"]),
-    "bus-5": (114.05, 22.5, ["bus-4"]),
-}
-LINE_ROWS = [("0755", LINE_1, STATIONS_1), ("0755", LINE_2, STATIONS_2)]
-
-
-def fixture_lines():
-    return LineTable.from_rows([(city, name, [{"station_name": n, "stop_id": i}
-                                              for n, i in stations])
-                                for city, name, stations in LINE_ROWS])
-
-
-def fixture_stations():
-    return StationNetwork.from_dict(STOPS)
-
-
-def make_case(lines, names, start=(114.0, 22.5), end=(114.05, 22.49)):
-    return {"city": SHENZHEN, "start": list(start), "end": list(end),
-            "pred": {"line_sequence": lines, "station_name": names,
-                     "start_transfer_mode": WALK, "end_transfer_mode": WALK}}
-
-
-def sample_cases(seed=0):
-    """A varied batch: reachable, unreachable, far from the origin, malformed."""
-    far = 114.0 - 0.05 * (seed % 3)     # 0, ~5 or ~10 km west of the first stop
-    return [
-        make_case(["地铁1号线"], ["罗湖", "老街"], start=(far, 22.5)),
-        make_case(["地铁1号线", "地铁2号线"], ["罗湖", "老街", "老街", "湖贝"]),
-        make_case(["地铁1号线", "地铁2号线"], ["罗湖", "国贸", "大剧院", "湖贝"]),
-        make_case(["977路"], ["罗湖", "国贸"]),
-        {"city": SHENZHEN, "start": "114,22", "end": [114.0, 22.5], "pred": {}},
-        "not a case",
-        make_case(["地铁2号线"], ["老街", "湖贝站"], end=(114.05, 22.5 - 0.001 * seed)),
-    ]
 
 
 class ServerTestCase(unittest.TestCase):
@@ -748,25 +704,6 @@ class BodyBudgetTest(ServerTestCase):
             time.sleep(0.02)
         self.assertEqual(status, 200)
         self.assertEqual(self.server._bodies_bytes, 0)
-
-
-def write_fixture_files(folder):
-    """station_info.csv and line_info.csv of the fixture network -> their paths."""
-    station_path = os.path.join(folder, "station_info.csv")
-    with open(station_path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations"])
-        for stop, (lng, lat, hops) in STOPS.items():
-            writer.writerow([stop, "440300", lng, lat, json.dumps(hops)])
-    line_path = os.path.join(folder, "line_info.csv")
-    with open(line_path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["citycode", "line_name", "station_list"])
-        for city, name, stations in LINE_ROWS:
-            writer.writerow([city, name, json.dumps(
-                [{"station_name": n, "stop_id": i, "x": 0, "y": 0, "station_id": i}
-                 for n, i in stations], ensure_ascii=False)])
-    return station_path, line_path
 
 
 class ScriptTest(unittest.TestCase):

@@ -5,7 +5,7 @@ import signal
 import time
 import unittest
 
-from tests import helpers  # noqa: F401  (puts the project on sys.path)
+from tests import support  # noqa: F401  (puts the project on sys.path)
 from transitlm import workers as worker_pool
 
 HAS_FORK = hasattr(os, "fork")
