@@ -20,14 +20,21 @@ fixtures; Chromium; GTFS feeds; the route-eval service.
 import contextlib
 import csv
 import hashlib
+import html.parser
+import http.client
 import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+import unittest
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -510,6 +517,92 @@ def page_network():
 
 
 # ---------------------------------------------------------------------------
+# HTML pages: a small parser collecting what the tests look at
+# ---------------------------------------------------------------------------
+
+class PageParser(html.parser.HTMLParser):
+    def __init__(self):
+        html.parser.HTMLParser.__init__(self, convert_charrefs=True)
+        self.references = []          # values of src / href attributes
+        self.styles = []              # <style> texts and style attributes
+        self.maps = 0                 # <svg class="map">
+        self.listed_rows = 0          # <tbody class="r">
+        self.tables = {}              # table id -> rows of cell texts
+        self.metrics = {}             # data-metric -> value text
+        self.script_types = []
+        self._stack = []
+        self._table = None
+        self._cell = None
+        self._metric = None
+        self._in_mval = False
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in ("src", "href", "xlink:href", "action", "data"):
+            if attrs.get(name):
+                self.references.append(attrs[name])
+        if attrs.get("style"):
+            self.styles.append(attrs["style"])
+        classes = (attrs.get("class") or "").split()
+        if tag == "svg" and "map" in classes:
+            self.maps += 1
+        if tag == "tbody" and "r" in classes:
+            self.listed_rows += 1
+        if tag == "table" and attrs.get("id"):
+            self._table = attrs["id"]
+            self.tables[self._table] = []
+        if tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        if tag in ("td", "th") and self._table:
+            self._cell = []
+        if attrs.get("data-metric"):
+            self._metric = attrs["data-metric"]
+        if "mval" in classes:
+            self._in_mval = True
+        if tag == "style":
+            self._in_style = True
+        if tag == "script":
+            self.script_types.append(attrs.get("type", ""))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._table:
+            self.tables[self._table][-1].append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "table":
+            self._table = None
+        if tag == "div" and self._in_mval:
+            self._in_mval = False
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in_mval and self._metric:
+            self.metrics[self._metric] = data.strip()
+        if self._in_style:
+            self.styles.append(data)
+
+
+def parse_page(text):
+    parser = PageParser()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def external_references(parser):
+    """Every http(s) reference in src/href attributes or CSS url()."""
+    found = [ref for ref in parser.references if re.match(r"\s*(https?:)?//", ref, re.I)]
+    for style in parser.styles:
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]*)", style, re.I):
+            if re.match(r"\s*(https?:)?//", url, re.I):
+                found.append(url)
+    return found
+
+
+# ---------------------------------------------------------------------------
 # Chromium, headless: the browser checks skip where it is not installed,
 # except under CI (CI=true), where a missing browser fails
 # ---------------------------------------------------------------------------
@@ -597,6 +690,18 @@ def write_feed(folder, files, as_zip=False, bom=False):
 
 
 # ---------------------------------------------------------------------------
+# general_llm/route_eval.py: a line table from hand-written rows
+# ---------------------------------------------------------------------------
+
+def line_table(*rows):
+    """LineTable from (citycode, line name, [(station name, stop id), ...]) rows."""
+    from general_llm.route_eval import LineTable
+    return LineTable.from_rows(
+        [(city, name, [{"station_name": s, "stop_id": i} for s, i in stations])
+         for city, name, stations in rows])
+
+
+# ---------------------------------------------------------------------------
 # The route-eval service (general_llm/server.py): a five-stop Shenzhen network
 # with two lines, and a varied batch of cases
 # ---------------------------------------------------------------------------
@@ -649,6 +754,58 @@ def sample_cases(seed=0):
     ]
 
 
+class ServerTestCase(unittest.TestCase):
+    """Runs the service on a free loopback port in a thread."""
+
+    SERVER_OPTIONS = {}
+
+    def setUp(self):
+        from general_llm import server as service
+        self.lines = fixture_lines()
+        self.stations = fixture_stations()
+        self.log = []
+        self.server = service.make_server(self.lines, self.stations, "127.0.0.1", 0,
+                                          log=self.log.append, **self.SERVER_OPTIONS)
+        # A short poll interval keeps shutdown() in tearDown quick.
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        self.host, self.port = self.server.server_address[:2]
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+    def request(self, method, path, body=None, headers=None, connection=None):
+        """-> (status, headers, decoded JSON body or None)."""
+        conn = connection or http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            raw = response.read()
+            payload = json.loads(raw.decode("utf-8")) if raw else None
+            return response.status, response, payload
+        finally:
+            if connection is None:
+                conn.close()
+
+    def raw_request(self, method, path, headers):
+        """A request with exactly these headers (no automatic Content-Length)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.putrequest(method, path, skip_accept_encoding=True)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            conn.endheaders()
+            response = conn.getresponse()
+            return response.status, response, json.loads(response.read().decode("utf-8"))
+        finally:
+            conn.close()
+
+
 def write_fixture_files(folder):
     """station_info.csv and line_info.csv of the fixture network -> their paths."""
     station_path = os.path.join(folder, "station_info.csv")
@@ -666,3 +823,261 @@ def write_fixture_files(folder):
                 [{"station_name": n, "stop_id": i, "x": 0, "y": 0, "station_id": i}
                  for n, i in stations], ensure_ascii=False)])
     return station_path, line_path
+
+
+# ---------------------------------------------------------------------------
+# generate.py: a stand-in OpenAI-compatible chat server, and a loopback server that
+# misbehaves on purpose (its answer chosen by the path's first segment)
+# ---------------------------------------------------------------------------
+
+B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")   # a bundled example
+SECRET = "sk-test-0123456789SECRETKEY"
+
+
+def read_csv(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    assert text == "" or text.endswith("\n"), "file ends with a partial line"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def fenced(text):
+    return "Here is the route:\n```json\n%s\n```\n" % text
+
+
+# ---------------------------------------------------------------------------
+# The stand-in server
+# ---------------------------------------------------------------------------
+
+class _QueueingServer(ThreadingHTTPServer):
+    # The default listen backlog (5) drops the SYNs of a client connecting
+    # with more threads at once, which then wait a second to retry.
+    request_queue_size = 64
+
+
+class StandIn(object):
+    """An OpenAI-compatible chat-completions server for tests.
+
+    ``script(user_text, nth)`` -> an action for the nth (1-based) request with
+    that user message: ("ok", text), ("status", code, message, headers),
+    ("slow", seconds, text), ("trickle", seconds per byte, text) or ("drop",).
+    Requests are recorded.
+    """
+
+    def __init__(self, script, key=None, model="stand-in-model"):
+        self.script = script
+        self.key = key
+        self.model = model
+        self.lock = threading.Lock()
+        self.requests = []          # (user text, Authorization header, body)
+        self.seen = {}
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                stand_in.handle(self)
+
+        self.server = _QueueingServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
+        # A short poll interval keeps shutdown() in close() quick (default 0.5 s).
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def users(self):
+        with self.lock:
+            return [user for user, _, _ in self.requests]
+
+    def handle(self, handler):
+        length = int(handler.headers.get("Content-Length", 0))
+        body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        user = body["messages"][-1]["content"]
+        auth = handler.headers.get("Authorization")
+        with self.lock:
+            self.requests.append((user, auth, body))
+            nth = self.seen[user] = self.seen.get(user, 0) + 1
+        if handler.path != "/v1/chat/completions":
+            return self.send(handler, 404, {"error": {"message": "no such path"}})
+        if self.key is not None and auth != "Bearer " + self.key:
+            # Real servers echo (part of) the key presented: ours echoes all of it.
+            return self.send(handler, 401, {"error": {
+                "message": "Incorrect API key provided: %s" % (auth or "")[7:]}})
+        if body["model"] != self.model:
+            return self.send(handler, 404, {"error": {
+                "message": "The model `%s` does not exist" % body["model"]}})
+        action = self.script(user, nth)
+        if action[0] == "drop":
+            handler.close_connection = True
+            return
+        if action[0] == "status":
+            _, code, message, headers = action
+            return self.send(handler, code, {"error": {"message": message}}, headers)
+        if action[0] == "slow":
+            time.sleep(action[1])
+        text = action[-1]
+        answer = {"id": "c1", "object": "chat.completion", "model": self.model,
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": text}}],
+                  "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                            "total_tokens": 15}}
+        if action[0] == "trickle":
+            return self.trickle(handler, answer, action[1])
+        self.send(handler, 200, answer)
+
+    @staticmethod
+    def trickle(handler, obj, seconds_per_byte):
+        """A 200 whose body arrives a byte at a time (each within any socket timeout)."""
+        data = json.dumps(obj).encode("utf-8")
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            for index in range(len(data)):
+                handler.wfile.write(data[index:index + 1])
+                handler.wfile.flush()
+                time.sleep(seconds_per_byte)
+        except OSError:
+            pass      # the client gave up
+
+    @staticmethod
+    def send(handler, code, obj, headers=None):
+        data = json.dumps(obj).encode("utf-8")
+        try:
+            handler.send_response(code)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            handler.wfile.write(data)
+        except OSError:
+            pass      # the client gave up (timeout test)
+
+
+def answers_from(path, fence_every=2):
+    """user prompt -> the row's generate_results text (every other one fenced
+    when it is valid JSON), checked unique so the server can answer by prompt."""
+    by_prompt = {}
+    for number, row in enumerate(read_csv(path)):
+        text = row["generate_results"]
+        try:
+            json.loads(text)
+            if number % fence_every == 0:
+                text = fenced(text)
+        except ValueError:
+            pass
+        assert row["sft_prompt"] not in by_prompt
+        by_prompt[row["sft_prompt"]] = text
+    return by_prompt
+
+
+def run_generate(argv, environ=None, sleep=None):
+    """runner_cli.run in-process -> (status, stdout, stderr)."""
+    from transitlm.generate import runner
+    from transitlm.generate import cli as runner_cli
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep)
+    except runner.UsageError as exc:
+        err.write("generate.py: %s\n" % exc)
+        status = 2
+    return status, out.getvalue(), err.getvalue()
+
+
+def completion(text):
+    return json.dumps({"model": "hostile-model", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                           "content": text}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+
+
+class HostileServer(object):
+    """A loopback server whose answer depends on the first segment of the path
+    (``/CASE/v1/chat/completions``) and on how often that case was asked:
+    ``behave(handler, case, nth, body)`` writes raw bytes.  Requests are
+    recorded as (method, path, Authorization, body bytes)."""
+
+    def __init__(self, behave):
+        self.behave = behave
+        self.lock = threading.Lock()
+        self.requests = []
+        self.counts = {}
+        hostile = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                case = self.path.strip("/").split("/")[0]
+                with hostile.lock:
+                    hostile.requests.append((self.command, self.path,
+                                             self.headers.get("Authorization"), body))
+                    nth = hostile.counts[case] = hostile.counts.get(case, 0) + 1
+                self.close_connection = True
+                try:
+                    hostile.behave(self, case, nth, body)
+                    self.wfile.flush()
+                except OSError:
+                    pass            # the client gave up
+
+            do_POST = do_GET = do_PUT = handle_any
+
+        self.server = _QueueingServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def url(self, case):
+        return "%s/%s/v1" % (self.base, case)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def seen(self, case):
+        with self.lock:
+            return [r for r in self.requests if r[1].strip("/").split("/")[0] == case]
+
+
+def raw_answer(handler, status_line, headers=(), body=b""):
+    head = [status_line] + ["%s: %s" % pair for pair in headers]
+    if not any(name.lower() in ("content-length", "transfer-encoding") for name, _ in headers):
+        head.append("Content-Length: %d" % len(body))
+    head.append("Connection: close")
+    handler.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+
+
+HOSTILE_KEY = "sk-HOSTILE-0123456789abcdefXYZ"
+
+
+def write_input(folder, rows=2, name="input.csv"):
+    """A small test file of our own: ids r1..rN."""
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["indexid", "system_prompt", "sft_prompt"])
+        for number in range(1, rows + 1):
+            writer.writerow(["r%d" % number, "You plan routes.", "prompt %d" % number])
+    return path

@@ -1,7 +1,11 @@
-"""HTML report pages (transitlm.pages): parsing, self-containment, figures equal
-to the JSON report, one map per listed row, row selection, escaping, maps."""
+"""transitlm.pages.evaluator: the evaluator's page.  Rows selected (failures
+first, every code before any code's second row) and fetched; the page parses,
+makes no network reference, shows the figures of the JSON report and one map
+per listed row; hostile text is escaped; error rows draw their label route;
+the benchmark-3 route switch; on hand-made run folders and on real runs of
+the four evaluators (--out)."""
 
-import html.parser
+import html
 import json
 import os
 import re
@@ -12,104 +16,15 @@ import tempfile
 import unittest
 
 import common
-import transitlm.records  # noqa: E402
 import transitlm.reports  # noqa: E402
-import transitlm.compare.page
 import transitlm.pages.evaluator
 import transitlm.pages.layout
 import transitlm.pages.maps
 import transitlm.pages.static
-
 from tests.support import (  # the run-folder fixtures, under the names these tests use
-    EVALUATORS, REPO, page_error_row as error_row, page_network as network,
-    page_record as evaluated, page_records as fixture_records, page_report as fixture_report,
-    page_route as route, write_details)
-
-
-# ---------------------------------------------------------------------------
-# A small parser collecting what the tests look at
-# ---------------------------------------------------------------------------
-
-class PageParser(html.parser.HTMLParser):
-    def __init__(self):
-        html.parser.HTMLParser.__init__(self, convert_charrefs=True)
-        self.references = []          # values of src / href attributes
-        self.styles = []              # <style> texts and style attributes
-        self.maps = 0                 # <svg class="map">
-        self.listed_rows = 0          # <tbody class="r">
-        self.tables = {}              # table id -> rows of cell texts
-        self.metrics = {}             # data-metric -> value text
-        self.script_types = []
-        self._stack = []
-        self._table = None
-        self._cell = None
-        self._metric = None
-        self._in_mval = False
-        self._in_style = False
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        for name in ("src", "href", "xlink:href", "action", "data"):
-            if attrs.get(name):
-                self.references.append(attrs[name])
-        if attrs.get("style"):
-            self.styles.append(attrs["style"])
-        classes = (attrs.get("class") or "").split()
-        if tag == "svg" and "map" in classes:
-            self.maps += 1
-        if tag == "tbody" and "r" in classes:
-            self.listed_rows += 1
-        if tag == "table" and attrs.get("id"):
-            self._table = attrs["id"]
-            self.tables[self._table] = []
-        if tag == "tr" and self._table:
-            self.tables[self._table].append([])
-        if tag in ("td", "th") and self._table:
-            self._cell = []
-        if attrs.get("data-metric"):
-            self._metric = attrs["data-metric"]
-        if "mval" in classes:
-            self._in_mval = True
-        if tag == "style":
-            self._in_style = True
-        if tag == "script":
-            self.script_types.append(attrs.get("type", ""))
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None and self._table:
-            self.tables[self._table][-1].append("".join(self._cell).strip())
-            self._cell = None
-        if tag == "table":
-            self._table = None
-        if tag == "div" and self._in_mval:
-            self._in_mval = False
-        if tag == "style":
-            self._in_style = False
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
-        if self._in_mval and self._metric:
-            self.metrics[self._metric] = data.strip()
-        if self._in_style:
-            self.styles.append(data)
-
-
-def parse_page(text):
-    parser = PageParser()
-    parser.feed(text)
-    parser.close()
-    return parser
-
-
-def external_references(parser):
-    """Every http(s) reference in src/href attributes or CSS url()."""
-    found = [ref for ref in parser.references if re.match(r"\s*(https?:)?//", ref, re.I)]
-    for style in parser.styles:
-        for url in re.findall(r"url\(\s*['\"]?([^'\")]*)", style, re.I):
-            if re.match(r"\s*(https?:)?//", url, re.I):
-                found.append(url)
-    return found
+    EVALUATORS, REPO, external_references, page_error_row as error_row,
+    page_network as network, page_record as evaluated, page_records as fixture_records,
+    page_report as fixture_report, page_route as route, parse_page, write_details)
 
 
 class TempDir(unittest.TestCase):
@@ -123,217 +38,6 @@ class TempDir(unittest.TestCase):
         path = write_details(self.folder, records)
         text = transitlm.pages.evaluator.evaluator_page(report, path, net or network(), html_rows)
         return report, text
-
-
-# ---------------------------------------------------------------------------
-# Pure helpers
-# ---------------------------------------------------------------------------
-
-class TextTest(unittest.TestCase):
-    def test_clean_text_escapes_surrogates_and_controls(self):
-        self.assertEqual(transitlm.pages.layout.clean_text("a\udcffb"), "a\\udcffb")
-        self.assertEqual(transitlm.pages.layout.clean_text("\x1b[31mred"), "\\x1b[31mred")
-        self.assertEqual(transitlm.pages.layout.clean_text("tab\tnl\n"), "tab\tnl\n")
-        self.assertEqual(transitlm.pages.layout.clean_text(12), "12")
-
-    def test_esc(self):
-        self.assertEqual(transitlm.pages.layout.esc("<script>\"'&"),
-                         "&lt;script&gt;&quot;&#x27;&amp;")
-        self.assertEqual(transitlm.pages.layout.esc(None), "")
-
-    def test_fmt_metric(self):
-        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", 0.8421), "84.2%")
-        self.assertEqual(transitlm.pages.layout.fmt_metric("lo", 0.77083), "0.771")
-        self.assertEqual(transitlm.pages.layout.fmt_metric("mape", 7.2345), "7.23%")
-        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", None), "-")
-        self.assertEqual(transitlm.pages.layout.fmt_metric("conn", float("nan")), "-")
-
-    def test_fmt_delta(self):
-        self.assertEqual(transitlm.pages.layout.fmt_delta("rem", 0.031), "+3.1 pp")
-        self.assertEqual(transitlm.pages.layout.fmt_delta("sso", -0.0123), "-0.012")
-        self.assertEqual(transitlm.pages.layout.fmt_delta("mape", None), "-")
-
-    def test_fmt_count_pct(self):
-        self.assertEqual(transitlm.pages.layout.fmt_count_pct(32, 38), "32 (84.2%)")
-        self.assertEqual(transitlm.pages.layout.fmt_count_pct(0, 0), "0")
-
-
-class GeometryTest(unittest.TestCase):
-    def test_scale_bar_picks_largest_fitting_length(self):
-        self.assertEqual(transitlm.pages.maps.scale_bar_km(10.0, 110), 10)
-        self.assertEqual(transitlm.pages.maps.scale_bar_km(10.0, 99), 5)
-        self.assertEqual(transitlm.pages.maps.scale_bar_km(1e6, 10), 0.05)   # nothing fits: smallest
-
-    def test_projection_north_up_and_same_scale_both_axes(self):
-        # Mean latitude 60: a degree of longitude is cos(60) = half a degree of latitude.
-        project = transitlm.pages.maps.Projection([(10.0, 59.5), (12.0, 60.5)])
-        west, east = project((10.0, 60.0)), project((12.0, 60.0))
-        south, north = project((10.0, 59.5)), project((10.0, 60.5))
-        self.assertLess(north[1], south[1])
-        self.assertAlmostEqual(east[0] - west[0], south[1] - north[1], delta=0.5)
-
-    def test_projection_of_one_point_or_none(self):
-        x, y = transitlm.pages.maps.Projection([(116.0, 40.0)])((116.0, 40.0))
-        self.assertTrue(0 < x < transitlm.pages.maps.MAP_WIDTH and 0 < y < transitlm.pages.maps.MAP_HEIGHT)
-        transitlm.pages.maps.Projection([])((0.0, 0.0))      # no crash
-
-    def test_split_legs(self):
-        split = transitlm.pages.maps.split_legs
-        self.assertEqual(split(["a", "b", common.TRANSFER, "c", "d"]),
-                         [["a", "b"], ["c", "d"]])
-        self.assertEqual(split(["a", "b", "b", "c"]), [["a", "b"], ["b", "c"]])
-        self.assertEqual(split(["a", "b"]), [["a", "b"]])
-        self.assertEqual(split([]), [])
-        self.assertEqual(split([common.TRANSFER]), [])
-        # the details' leg sizes win when they fit the stations, else ignored
-        self.assertEqual(split(["a", "b", "c", "d"], [1, 3]), [["a"], ["b", "c", "d"]])
-        self.assertEqual(split(["a", "b", "b", "c"], [1, 2]), [["a", "b"], ["b", "c"]])
-        self.assertEqual(split(["a", "b"], [0, 2]), [["a", "b"]])
-
-    def test_valid_point(self):
-        self.assertTrue(transitlm.pages.maps.valid_point([116.0, 39.0]))
-        self.assertFalse(transitlm.pages.maps.valid_point([116.0, 99.0]))
-        self.assertFalse(transitlm.pages.maps.valid_point(None))
-        self.assertFalse(transitlm.pages.maps.valid_point(["x", 1]))
-        self.assertFalse(transitlm.pages.maps.valid_point([float("nan"), 1]))
-
-
-class StopsTest(unittest.TestCase):
-    def test_malformed_stop_reads_as_unknown(self):
-        class Broken(object):
-            def coords(self, stop):
-                raise common.InputError("line 3: coord_x/coord_y of stop x is malformed")
-            next_hops = name = coords
-        stops = transitlm.pages.maps.Stops(Broken())
-        self.assertIsNone(stops.coords("x"))
-        self.assertIsNone(stops.name("x"))
-        self.assertIsNone(stops.connected("x", "y"))
-
-    def test_prefix_fallback_only_for_general_llm(self):
-        net = network()
-        self.assertIsNone(transitlm.pages.maps.Stops(net).coords("1"))
-        fallback = transitlm.pages.maps.Stops(net, prefix_fallback=True)
-        self.assertEqual(fallback.coords("1"), (116.30, 39.90))
-        self.assertTrue(fallback.connected("1", "2"))
-        self.assertFalse(fallback.connected("1", "3"))
-
-    def test_no_network(self):
-        self.assertIsNone(transitlm.pages.maps.Stops(None).coords("bus-1"))
-
-
-# ---------------------------------------------------------------------------
-# Label placement on maps
-# ---------------------------------------------------------------------------
-
-def overlapping_pairs(boxes):
-    """Index pairs of boxes (left, top, width, height) that overlap."""
-    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-            if transitlm.pages.maps.boxes_overlap(boxes[i], boxes[j])]
-
-
-def crowded_map(seed, labels=8, spread=40.0):
-    """A synthetic crowded map: ``labels`` labels whose points lie within
-    ``spread`` px of one point of a 440 x 300 map, two marker obstacles among
-    them.  -> (label requests, obstacles)."""
-    import random
-    rng = random.Random(seed)
-    cx, cy = rng.uniform(60, 380), rng.uniform(50, 250)
-    texts = ["origin", "destination", "\u6b65\u884c 1.2 km", "\u6253\u8f66 7.6 km",
-             "\u5317\u4eac\u5357\u7ad9", "bus-100022", "a", "\u9a91\u884c 0.4 km"]
-    requests = []
-    for index in range(labels):
-        x, y = cx + rng.uniform(-spread, spread), cy + rng.uniform(-spread, spread)
-        width, height = transitlm.pages.maps.text_box_size(texts[index % len(texts)], 11)
-        requests.append((x, y, width, height, 9.0))
-    obstacles = [(requests[0][0] - 6, requests[0][1] - 6, 12, 12),
-                 (requests[1][0] - 6, requests[1][1] - 6, 12, 12)]
-    return requests, obstacles
-
-
-class LabelPlacementTest(unittest.TestCase):
-    BOUNDS = (2, 2, 436, 296)
-
-    def test_text_box_size(self):
-        size = transitlm.pages.maps.text_box_size
-        self.assertEqual(size("ab", 10), (12.4, 12.5))        # 2 x 0.62 em
-        self.assertEqual(size("\u5317\u4eac", 10), (20.0, 12.5))  # CJK: 1 em each
-        self.assertEqual(size("", 10), (0.0, 12.5))
-
-    def test_boxes_overlap(self):
-        overlap = transitlm.pages.maps.boxes_overlap
-        self.assertTrue(overlap((0, 0, 10, 10), (5, 5, 10, 10)))
-        self.assertFalse(overlap((0, 0, 10, 10), (10, 0, 10, 10)))      # touching
-        self.assertTrue(overlap((0, 0, 10, 10), (11, 0, 10, 10), gap=2))
-        self.assertFalse(overlap((0, 0, 10, 10), (0, 30, 10, 10)))
-
-    def test_candidates_start_right_of_the_point(self):
-        first = transitlm.pages.maps.label_candidates(100, 50, 30, 10, 9)[0]
-        self.assertEqual(first, (109, 45.0, 30, 10))
-        second = transitlm.pages.maps.label_candidates(100, 50, 30, 10, 9)[1]
-        self.assertEqual(second, (61, 45.0, 30, 10))                     # left
-
-    def test_empty_and_single(self):
-        place = transitlm.pages.maps.place_labels
-        self.assertEqual(place([]), [])
-        self.assertEqual(place([(100, 50, 30, 10, 9)]), [(109, 45.0, 30, 10)])
-
-    def test_a_free_label_keeps_its_first_place_and_bounds_are_kept(self):
-        place = transitlm.pages.maps.place_labels
-        # Near the right edge the label cannot go right: it goes left.
-        box = place([(430, 150, 40, 12, 9)], bounds=self.BOUNDS)[0]
-        self.assertEqual(box, (381, 144.0, 40, 12))
-        # A label whose first place is taken by an obstacle moves.
-        box = place([(100, 50, 30, 10, 9)], obstacles=[(105, 40, 50, 20)])[0]
-        self.assertEqual(box, (61, 45.0, 30, 10))
-
-    def test_crowded_maps_have_no_overlapping_labels(self):
-        place = transitlm.pages.maps.place_labels
-        for seed in range(60):
-            labels, spread = ((8, 40.0), (16, 10.0), (24, 5.0))[seed % 3]
-            with self.subTest(seed=seed, labels=labels, spread=spread):
-                requests, obstacles = crowded_map(seed, labels, spread)
-                boxes = place(requests, obstacles, self.BOUNDS)
-                self.assertEqual(overlapping_pairs(boxes), [])
-                for box in boxes:
-                    self.assertFalse(any(transitlm.pages.maps.boxes_overlap(box, obstacle)
-                                         for obstacle in obstacles))
-                    self.assertTrue(transitlm.pages.maps._inside(box, self.BOUNDS))
-
-    def test_the_check_fails_without_placement(self):
-        # Every label at its first candidate (no placement): the crowded maps
-        # above do have overlapping labels, so the test above can fail.
-        candidates = transitlm.pages.maps.label_candidates
-        crowded = 0
-        for seed in range(60):
-            requests, _ = crowded_map(seed)
-            naive = [candidates(*request)[0] for request in requests]
-            crowded += bool(overlapping_pairs(naive))
-        self.assertGreater(crowded, 50)
-
-    def test_labels_of_a_crowded_row_map(self):
-        # Origin and destination 150 m apart, both access legs between them:
-        # four labels in a few pixels once the map spans 10 km.
-        net = common.StationNetwork.from_dict({
-            "s1": (116.3000, 39.9000, ["s2"]), "s2": (116.4000, 39.9600, ["s1"])})
-        record = {"row": 1, "status": "evaluated", "origin": [116.3001, 39.9001],
-                  "destination": [116.3010, 39.9010],
-                  "prediction_routes": {"first": route(["s1", "s2"], end="\u6253\u8f66")},
-                  "label_routes": None}
-        builder_boxes = []
-        original = transitlm.pages.maps.MapBuilder._place_labels
-
-        def spy(builder):
-            original(builder)
-            builder_boxes.extend(builder.label_boxes)
-        transitlm.pages.maps.MapBuilder._place_labels = spy
-        try:
-            svg, _ = transitlm.pages.maps.row_map(record, "single_route",
-                                                  transitlm.pages.maps.Stops(net))
-        finally:
-            transitlm.pages.maps.MapBuilder._place_labels = original
-        self.assertEqual(len(builder_boxes), 4)            # origin, destination, 2 access
-        self.assertEqual(overlapping_pairs(builder_boxes), [])
-        self.assertEqual(len(re.findall(r'<text class="(?:mk|acc)', svg)), 4)
 
 
 # ---------------------------------------------------------------------------
@@ -665,47 +369,6 @@ class LabelOfRowsNotEvaluatedTest(unittest.TestCase):
         record = self.records("general_llm", [(json.dumps(self.LABEL), "")])[0]
         self.assertEqual(record["status"], "no_response")
         self.assertEqual(record["label_routes"]["first"]["stations"], ["A", "B"])
-
-
-# ---------------------------------------------------------------------------
-# Comparison page
-# ---------------------------------------------------------------------------
-
-COMPARISON = {
-    "schema_version": 1, "confidence": 0.95, "bootstrap": 1000, "seed": 12345,
-    "baseline": "base", "rows": {"paired": 38, "missing": 0},
-    "runs": [{"name": "base", "path": "/runs/a", "benchmark": "single_route",
-              "protocol": "reference", "signature": "sig-a", "rows": 38,
-              "metrics": {"conn": {"value": 0.842, "ci": [0.71, 0.95]},
-                          "mape": {"value": 7.23, "ci": None}}},
-             {"name": "<new>", "path": "/runs/b", "benchmark": "single_route",
-              "protocol": "reference", "signature": "sig-b", "rows": 38,
-              "metrics": {"conn": {"value": 0.9, "ci": [0.8, 0.97]},
-                          "mape": {"value": None, "ci": None}}}],
-    "comparisons": [{"run": "<new>", "metric": "conn", "delta": 0.058, "ci": [-0.02, 0.13],
-                     "p_value": 0.21, "significant": False}],
-    "breakdowns": {"city": {"北京": {"base": 0.8, "<new>": 0.9}}},
-}
-
-
-class ComparisonPageTest(unittest.TestCase):
-    def test_page(self):
-        text = transitlm.compare.page.comparison_page(COMPARISON)
-        parser = parse_page(text)
-        self.assertEqual(external_references(parser), [])
-        self.assertNotIn("<new>", text)
-        self.assertIn("84.2% [71.0%, 95.0%]", text)
-        self.assertIn("+5.8 pp", text)
-        self.assertIn("[-2.0 pp, +13.0 pp]", text)
-        self.assertIn("p=0.210", text)             # p-values as in the other formats
-        self.assertEqual(text.count('class="whisker"'), 2)    # two intervals for conn
-        self.assertEqual(text.count('<figure class="mchart">'), 2)
-        self.assertIn("北京", text)
-
-    def test_empty_result(self):
-        text = transitlm.compare.page.comparison_page({})
-        parse_page(text)
-        self.assertIn("No comparisons.", text)
 
 
 # ---------------------------------------------------------------------------
