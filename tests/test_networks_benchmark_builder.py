@@ -1,5 +1,6 @@
-"""Tests for data/make_benchmark.py: network loading, labels, and every label
-scored against itself by the four evaluators (demo network; MTA feeds when present)."""
+"""data/make_benchmark.py and transitlm/networks/benchmark_builder.py: network
+loading, labels, and every label scored against itself by the four evaluators
+(demo network; MTA feeds when present)."""
 
 import csv
 import json

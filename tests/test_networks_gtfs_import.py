@@ -1,4 +1,5 @@
-"""Tests for data/import_gtfs.py: helpers, hand-made (damaged) feeds and the real MTA feeds."""
+"""data/import_gtfs.py and its machinery, transitlm/networks/gtfs_import.py: helpers,
+hand-made (damaged) feeds and the real MTA feeds."""
 
 import csv
 import datetime

@@ -1,4 +1,5 @@
-"""worker_pool.ForkedWorkers: order, large messages, failures, no process left behind."""
+"""transitlm.workers.ForkedWorkers: order, large messages, failures, no process left
+behind."""
 
 import os
 import signal
