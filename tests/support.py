@@ -10,11 +10,16 @@ their own, not fixtures.
 
 Importing this module is cheap: it imports the rules (common) and the standard
 library; the project's other modules are imported inside the helpers that use
-them.
+them.  Where a name here is longer than the one the tests used before
+(page_route, page_record, service_case, line_table, HostileServer,
+HOSTILE_KEY, ...), the test modules import it under the old name, so their
+test code reads as it did.
 
 Sections: paths; rows for the evaluators (a toy network); parity goldens;
 compare.py's details lines and run folders; the evaluator pages' run-folder
-fixtures; Chromium; GTFS feeds; the route-eval service.
+fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
+table; the route-eval service (its network, its cases, ServerTestCase);
+generate.py's stand-in and hostile chat servers.
 """
 
 import contextlib
@@ -47,6 +52,12 @@ import common  # noqa: E402
 # The tests do not write station caches into the user's cache folder (the
 # station cache tests choose their own folder).
 os.environ.setdefault("TRANSITLM_CACHE_DIR", "off")
+
+
+# ---------------------------------------------------------------------------
+# Rows for the evaluators: a toy network on the equator, route objects,
+# prompts, station and sample files, an evaluator run in-process
+# ---------------------------------------------------------------------------
 
 # On the equator one degree of longitude is 2*pi*6371/360 = 111.19 km.
 KM_PER_DEGREE = 2 * 3.141592653589793 * common.EARTH_RADIUS_KM / 360.0
