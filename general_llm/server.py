@@ -655,7 +655,7 @@ def main(argv=None):
     # Handlers are short CPU bursts between socket calls.  A thread back from
     # a socket call (the accept loop, a /healthz request) waits for the GIL up
     # to the switch interval each time; at Python's 5 ms, hundreds of busy
-    # connections made /healthz take seconds (tests/test_server_load.py).
+    # connections made /healthz take seconds (tests/test_general_llm_server_load.py).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     _log_to_stderr("loaded %d stations from %s and %d lines from %s"
                    % (len(stations), args.station_info, len(lines), args.line_info))

@@ -1,6 +1,7 @@
 """The real GTFS feeds of ../shared/gtfs/, imported and turned into benchmarks
-once per test run (in-process, cached) for test_gtfs.py and
-test_make_benchmark.py; and the feed's own trips read independently of the
+once per test run (in-process, cached) for test_networks_gtfs_import.py and
+test_networks_benchmark_builder.py (both import it as tests.real_feeds: one
+module, one cache); and the feed's own trips read independently of the
 importer (csv over the zip)."""
 
 import atexit

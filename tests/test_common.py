@@ -1,10 +1,12 @@
-"""Unit tests of common.py: value parsing, geometry, checks, funnel and metrics.
+"""Unit tests of common.py: value parsing, geometry, checks, funnel and metrics,
+the station file, the progress line and the station-name rules.
 
 Every expected figure is computed by hand (see the comments)."""
 
 import unittest
 
-from tests.helpers import common, east, route, toy_network
+from tests.support import SHENZHEN, common, east, route, toy_network
+from common import bigram_jaccard, city_code_of, strip_line_suffix
 import transitlm.terminal  # noqa: E402
 from general_llm import route_eval
 
@@ -440,3 +442,64 @@ class ProgressLine(unittest.TestCase):
         progress.finish()
         self.assertTrue(self.stream.getvalue().endswith("\r"))
         self.assertNotIn("\n", self.stream.getvalue())
+
+
+# ---------------------------------------------------------------------------
+# The station-name rules (strip_line_suffix, bigram_jaccard, city_code_of),
+# common.py's since they left general_llm/route_eval.py
+# ---------------------------------------------------------------------------
+
+class StripLineSuffixTest(unittest.TestCase):
+
+    def test_single_group(self):
+        self.assertEqual(strip_line_suffix("地铁9号线(上海松江站--曹路)"), "地铁9号线")
+
+    def test_nested_groups_innermost_first(self):
+        self.assertEqual(strip_line_suffix("地铁2号线(国家会展中心(2号线)--浦东1号2号航站楼)"),
+                         "地铁2号线")
+        self.assertEqual(strip_line_suffix("a(b(c)d)e"), "ae")
+
+    def test_several_groups_and_whitespace(self):
+        self.assertEqual(strip_line_suffix("地铁1号线(罗宝线)(罗湖--机场东)"), "地铁1号线")
+        self.assertEqual(strip_line_suffix(" 5路 (甲--乙) "), "5路")
+
+    def test_only_ascii_balanced_pairs(self):
+        self.assertEqual(strip_line_suffix("1号线（东段）"), "1号线（东段）")
+        self.assertEqual(strip_line_suffix("a(b"), "a(b")
+        self.assertEqual(strip_line_suffix("a)b(c)"), "a)b")
+
+    def test_no_group(self):
+        self.assertEqual(strip_line_suffix("977路"), "977路")
+        self.assertEqual(strip_line_suffix(""), "")
+
+
+class BigramJaccardTest(unittest.TestCase):
+
+    def test_bigram_sets(self):
+        # {AB, BC, CD} vs {AB, BC, CE, EF}: 2 / 5
+        self.assertEqual(bigram_jaccard("ABCD", "ABCEF"), 0.4)
+        # {AB, BC, CD, DE, EF} vs {AB, BC, CD, DX, XY, YZ}: 3 / 8
+        self.assertEqual(bigram_jaccard("ABCDEF", "ABCDXYZ"), 0.375)
+        self.assertEqual(bigram_jaccard("世纪大道", "世纪大道站"), 0.75)
+
+    def test_repeated_bigrams_count_once(self):
+        self.assertEqual(bigram_jaccard("AAAA", "AA"), 1.0)
+
+    def test_short_strings_use_character_sets(self):
+        self.assertEqual(bigram_jaccard("湖", "湖北"), 0.5)       # {湖} vs {湖, 北}
+        self.assertAlmostEqual(bigram_jaccard("湖", "西湖北"), 1 / 3)
+        self.assertEqual(bigram_jaccard("湖北", "湖"), 0.5)       # either side shorter
+        self.assertEqual(bigram_jaccard("a", "a"), 1.0)
+
+    def test_empty(self):
+        self.assertEqual(bigram_jaccard("", ""), 0.0)
+        self.assertEqual(bigram_jaccard("", "ab"), 0.0)
+
+
+class CityCodeTest(unittest.TestCase):
+
+    def test_names_codes_and_unknown(self):
+        self.assertEqual(city_code_of(SHENZHEN), "0755")
+        self.assertEqual(city_code_of("0755"), "0755")
+        self.assertIsNone(city_code_of("广州"))
+        self.assertIsNone(city_code_of(""))

@@ -14,8 +14,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.compare_fixtures import benchmark_records, run_compare, write_run
-from tests.test_html_browser import in_ci
+from tests.support import benchmark_records, in_ci, run_compare, write_run
 from transitlm.compare import main_table
 from transitlm.compare import metric_terms
 from transitlm.compare.page import comparison_page

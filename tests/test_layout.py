@@ -1,17 +1,24 @@
 """The layout (issue 21), read from the source: dependencies run one way
 (entry scripts and workflow tools -> the transitlm package -> the rules), no
-import cycle anywhere, no module too large to read."""
+import cycle anywhere, no module too large to read.  And the tests' own
+layout: no test module imports another (what they share is in
+tests/support.py), none is over 800 lines."""
 
 import ast
 import os
 import unittest
 
-from tests.helpers import REPO
+from tests.support import REPO
 
 # Layers, lowest first: a module may import its own layer or a lower one.
 RULES, MACHINERY, SCRIPTS = 0, 1, 2
 MAX_LINES = 1250                 # "no module over ~1,200 lines"
 MAX_COMMON_LINES = 1600
+TESTS = os.path.join(REPO, "tests")
+MAX_TEST_LINES = 800             # "no test module over ~800 lines"
+# tests/ beside its test_*.py modules: the shared fixtures (support.py) and
+# two tools of their own (an independent router, the real GTFS feeds).
+TEST_FOLDER_MODULES = ("__init__.py", "real_feeds.py", "route_oracle.py", "support.py")
 
 
 def project_modules():
@@ -78,6 +85,37 @@ def imports_of(path, module, modules):
             target = resolve(name)
             if target:
                 found.add(target)
+    return found
+
+
+def suite_modules():
+    """{name: path} of the test modules, tests/test_*.py."""
+    return {name[:-3]: os.path.join(TESTS, name) for name in sorted(os.listdir(TESTS))
+            if name.startswith("test_") and name.endswith(".py")}
+
+
+def imported_test_modules(source, names):
+    """The modules among ``names`` (test modules) that ``source`` imports, at
+    any depth of its code and in any form: tests.test_x, from tests import
+    test_x, test_x by its bare name (tests/ on sys.path), from .test_x import y."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = "tests." + base if base else "tests"
+            targets = [base] + ["%s.%s" % (base, alias.name) if base else alias.name
+                                for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            if parts[0] == "tests":
+                parts = parts[1:]
+            if parts and parts[0] in names:
+                found.add(parts[0])
     return found
 
 
@@ -174,6 +212,46 @@ class Layout(unittest.TestCase):
             with open(self.modules[script], encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)
             self.assertLessEqual(count, 40, script)
+
+    def test_no_test_module_imports_another(self):
+        # What two test modules share lives in tests/support.py, so a test
+        # module is read, run and split without the others.
+        modules = suite_modules()
+        wrong = []
+        for name, path in modules.items():
+            with open(path, encoding="utf-8") as handle:
+                found = imported_test_modules(handle.read(), modules) - {name}
+            wrong += ["tests/%s.py -> %s" % (name, other) for other in sorted(found)]
+        self.assertEqual(wrong, [], "what test modules share goes to tests/support.py")
+
+    def test_the_test_import_check_finds_an_import(self):
+        names = {"test_a", "test_b"}
+        for source in ("from tests.test_b import helper", "import tests.test_b",
+                       "from tests import support, test_b", "import test_b as b",
+                       "from test_b import helper", "from .test_b import helper",
+                       "from . import test_b", "def f():\n    from tests.test_b import x\n"):
+            self.assertEqual(imported_test_modules(source, names), {"test_b"}, source)
+        self.assertEqual(imported_test_modules(
+            "import unittest\nfrom tests import real_feeds, support\n"
+            "from tests.support import REPO\nimport tests.support\n", names), set())
+
+    def test_no_test_module_too_large(self):
+        large = []
+        for name in sorted(os.listdir(TESTS)):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(TESTS, name), encoding="utf-8") as handle:
+                count = sum(1 for _ in handle)
+            limit = MAX_TEST_LINES if name.startswith("test_") else MAX_LINES
+            if count > limit:
+                large.append("tests/%s (%d lines, at most %d)" % (name, count, limit))
+        self.assertEqual(large, [])
+
+    def test_shared_fixtures_live_in_support(self):
+        others = sorted(name for name in os.listdir(TESTS)
+                        if name.endswith(".py") and not name.startswith("test_"))
+        self.assertEqual(others, sorted(TEST_FOLDER_MODULES),
+                         "a fixture two test modules share goes to tests/support.py")
 
 
 if __name__ == "__main__":

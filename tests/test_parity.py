@@ -10,8 +10,8 @@ import os
 import tempfile
 import unittest
 
-from tests.golden import PARITY, golden_differences, load_golden, parity_cases
-from tests.helpers import common  # noqa: F401  (puts the repo on sys.path)
+from tests.support import (  # noqa: F401  (puts the repo on sys.path)
+    PARITY, common, golden_differences, load_golden, parity_cases)
 import transitlm.cli  # noqa: E402
 
 from single_route.evaluate import SingleRoute

@@ -13,7 +13,7 @@ import time
 import unittest
 from unittest import mock
 
-from tests.helpers import REPO, common
+from tests.support import REPO, common
 import transitlm
 import transitlm.provenance
 import transitlm.cli

@@ -17,7 +17,7 @@ import unittest
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.helpers import REPO
+from tests.support import REPO
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."

@@ -6,8 +6,7 @@ import os
 import tempfile
 import unittest
 
-from tests.golden import PARITY
-from tests.helpers import common, run_evaluator
+from tests.support import PARITY, common, run_evaluator
 import transitlm.engine
 import transitlm.workers  # noqa: E402
 import transitlm.inputs  # noqa: E402
@@ -481,7 +480,7 @@ class DeferredTotals(unittest.TestCase):
             transitlm.records._merge_totals(0, 0.5)
 
     def test_aggregate_merge_equals_one_fold(self):
-        from tests.helpers import evaluate_to_files
+        from tests.support import evaluate_to_files
         with tempfile.TemporaryDirectory() as folder:
             _, records, _ = evaluate_to_files(SingleRoute(), [
                 "--input", os.path.join(BUNDLED, "benchmark1_single_route_example.csv"),

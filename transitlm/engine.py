@@ -18,8 +18,7 @@ from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
-from transitlm.catalog import (  # noqa: F401  (DATA_DIR, DATA_ENV: where tools look)
-    DATA_DIR, DATA_ENV, STATION_FILE_NAMES, benchmark_info, default_data_file, station_file)
+from transitlm.catalog import benchmark_info, station_file
 from transitlm.reports import (
     build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
     failure_text, render_funnel)

@@ -14,8 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from tests.golden import PARITY
-from tests.helpers import REPO, common
+from tests.support import PARITY, REPO, common
 import transitlm
 import transitlm.api
 import transitlm.records
@@ -256,9 +255,9 @@ class PythonApi(unittest.TestCase):
         self.assertEqual(report["rounds"], cli_report["rounds"])
 
     def test_decoded_objects_and_unknown_options(self):
-        from tests.helpers import prompt, route
+        from tests.support import prompt, route
         stations = os.path.join(tempfile.mkdtemp(), "st.csv")
-        from tests.helpers import write_station_file
+        from tests.support import write_station_file
         write_station_file(stations)
         rows = [{"index_id": "a", "sft_prompt": prompt(), "sft_label": route(),
                  "generate_results": route()},

@@ -1,4 +1,4 @@
-"""Tests for data/make_demo.py and the bundled demo data it writes."""
+"""data/make_demo.py (transitlm/networks/demo/) and the bundled demo data it writes."""
 
 import csv
 import json

@@ -9,9 +9,10 @@ import random
 import tempfile
 import unittest
 
-from tests.golden import PARITY
-from tests.helpers import (REPO, common, evaluate_to_files, prompt, route, run_evaluator,
-                           write_samples, write_station_file)
+from tests.support import (
+    PARITY, REPO, common, evaluate_to_files, prompt, route, run_evaluator, write_samples,
+    write_station_file)
+import transitlm.catalog  # noqa: E402
 import transitlm.engine  # noqa: E402
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized
@@ -198,16 +199,16 @@ class JoinProblems(unittest.TestCase):
         folder = os.path.join(self.dir, "release")
         os.mkdir(folder)
         write_station_file(os.path.join(folder, "transit-lm-station-info.csv"))
-        old = os.environ.get(transitlm.engine.DATA_ENV)
-        os.environ[transitlm.engine.DATA_ENV] = folder
+        old = os.environ.get(transitlm.catalog.DATA_ENV)
+        os.environ[transitlm.catalog.DATA_ENV] = folder
         try:
-            self.assertEqual(transitlm.engine.default_data_file(transitlm.engine.STATION_FILE_NAMES),
+            self.assertEqual(transitlm.catalog.default_data_file(transitlm.catalog.STATION_FILE_NAMES),
                              os.path.join(folder, "transit-lm-station-info.csv"))
         finally:
             if old is None:
-                del os.environ[transitlm.engine.DATA_ENV]
+                del os.environ[transitlm.catalog.DATA_ENV]
             else:
-                os.environ[transitlm.engine.DATA_ENV] = old
+                os.environ[transitlm.catalog.DATA_ENV] = old
         if old is None:
-            self.assertEqual(transitlm.engine.default_data_file(transitlm.engine.STATION_FILE_NAMES),
-                             os.path.join(transitlm.engine.DATA_DIR, "station_info.csv"))
+            self.assertEqual(transitlm.catalog.default_data_file(transitlm.catalog.STATION_FILE_NAMES),
+                             os.path.join(transitlm.catalog.DATA_DIR, "station_info.csv"))

@@ -13,8 +13,9 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.compare_fixtures import (
-    STATIONS, benchmark_records, digest, run_compare, run_compare_process, write_run)
+from tests.support import (
+    STATIONS_SHA256 as STATIONS, benchmark_records, digest, run_compare, run_compare_process,
+    write_run)
 from transitlm.compare import run_folders as runs
 
 FORMATS = ("text", "markdown", "latex", "csv")

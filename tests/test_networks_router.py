@@ -3,20 +3,13 @@ small networks (seeded) its itinerary is legal and costs exactly what an
 exhaustive enumeration of all legal itineraries finds cheapest."""
 
 import math
-import os
 import random
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-sys.path.insert(0, HERE)
-
-import helpers  # noqa: E402,F401  (first: it puts the project on sys.path)
-from transitlm.networks import benchmark_builder as mb  # noqa: E402
-from transitlm.networks import gtfs_fares as fares  # noqa: E402
-from transitlm.networks import router as routing  # noqa: E402
-import route_oracle as oracle  # noqa: E402
+from transitlm.networks import benchmark_builder as mb
+from transitlm.networks import gtfs_fares as fares
+from transitlm.networks import router as routing
+from tests import route_oracle as oracle
 
 LNG0, LAT0 = 116.40, 39.90
 CASES = 600

@@ -1,16 +1,14 @@
-"""compare.py and its machinery (transitlm.compare.bootstrap, metric_terms, runs,
-comparison, breakdowns, compare_formats, compare_cli): resampling statistics,
-per-row metric terms, pairing, significance, formats and the command line."""
+"""compare.py end to end (transitlm.compare.cli): significance between runs,
+the JSON layout and its figures, identical bytes for the same seed, missing
+rows, the text, Markdown, LaTeX and CSV formats, breakdowns, the --html
+wiring, and one-line usage errors for bad runs and bad options."""
 
-import contextlib
 import csv
 import io
 import json
-import math
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import unittest
@@ -20,102 +18,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-
-import transitlm.api  # noqa: E402
-import transitlm.records  # noqa: E402
-import transitlm.reports  # noqa: E402
-from transitlm.compare import cli as compare_cli  # noqa: E402
 from transitlm.compare import group_figures as comparison  # noqa: E402
 from transitlm.compare import metric_terms  # noqa: E402
-from transitlm.compare import bootstrap as resampling  # noqa: E402
-from transitlm.compare import run_folders as runs  # noqa: E402
-
-SHARED = os.path.join(REPO, "..", "shared")
-PARITY = os.path.join(SHARED, "parity")
-SCRIPTS = {"single_route": "b1", "personalized": "b2", "diversity": "b3",
-           "general_llm": "general"}
+from tests.support import (  # noqa: E402
+    evaluated_record, metrics_of, run_compare, synthetic_records)
 
 
 # ---------------------------------------------------------------------------
-# Synthetic details records and run folders
+# Run folders of report schema 2 (compare reads them too)
 # ---------------------------------------------------------------------------
-
-def evaluated_record(row, index_id, reachable=True, exact=True, accurate=True,
-                     grounded=True, plausible=True, line_iou=None, station_iou=None,
-                     mape=0.0, city="北京", codes=None, **extra):
-    """A details line of an evaluated single-route row (every verdict)."""
-    line_iou = (1.0 if exact else 0.5) if line_iou is None else line_iou
-    station_iou = (1.0 if exact else 0.5) if station_iou is None else station_iou
-    if codes is None:
-        codes = []
-        if not reachable:
-            codes.append("reachability.not_connected")
-        else:
-            if not grounded:
-                codes.append("grounding.origin_far")
-            if not exact:
-                codes.append("overlap.stations")
-            elif not accurate:
-                codes += ["accuracy.distance", "accuracy.time", "accuracy.fare"]
-    record = {
-        "row": row, "index_id": index_id, "status": "evaluated", "error": None,
-        "failed_round": (None if reachable and exact and accurate else
-                         "reachability" if not reachable else
-                         "overlap" if not exact else "accuracy"),
-        "failure_codes": codes, "city": city, "in_funnel": True,
-        "origin": [116.0, 39.0], "destination": [116.1, 39.1],
-        "prediction_routes": {"first": {"stations": ["A", "B"], "lines": ["L1"],
-                                        "start_mode": "步行", "end_mode": "步行"}},
-        "label_routes": {"first": {"stations": ["A", "B"], "lines": ["L1"],
-                                   "start_mode": "步行", "end_mode": "步行"}},
-        "reachable": reachable, "reachable_reason": "r",
-        "station_grounding": grounded, "station_grounding_reason": "g",
-        "distance_plausibility": plausible, "distance_plausibility_reason": "p",
-        "line_iou": line_iou, "station_iou": station_iou,
-        "station_iou_exact": station_iou == 1.0, "transfer_mode_match": True,
-        "exact_match": exact, "score": 10.0, "label_score": 10.0,
-        "score_deviation_pct": 0.0, "score_band": "same",
-        "distance_accurate": accurate, "time_accurate": accurate,
-        "fare_accurate": accurate, "transfer_accurate": True,
-        "overall_accurate": accurate, "distance_mape_pct": mape,
-        "time_mape_pct": mape, "fare_mape_pct": mape}
-    record.update(extra)
-    return record
-
-
-def error_record(row, index_id, city=None, in_funnel=True):
-    return {"row": row, "index_id": index_id, "status": "error", "error": "not JSON",
-            "failed_round": None, "failure_codes": ["error.invalid_json"], "city": city,
-            "in_funnel": in_funnel, "origin": None, "destination": None,
-            "prediction_routes": None, "label_routes": None, "reachable": False}
-
-
-def synthetic_records(n, reach_rate, seed, exact_rate=0.8, cities=("北京", "深圳")):
-    """n single-route rows: reachable with probability reach_rate, an exact
-    match with exact_rate, some error rows; deterministic for a seed."""
-    rng = random.Random(seed)
-    records = []
-    for i in range(n):
-        index_id = "id%05d" % i
-        if rng.random() < 0.02:
-            records.append(error_record(i + 1, index_id))
-            continue
-        reachable = rng.random() < reach_rate
-        exact = reachable and rng.random() < exact_rate
-        records.append(evaluated_record(
-            i + 1, index_id, reachable=reachable, exact=exact,
-            accurate=rng.random() < 0.9, grounded=rng.random() < 0.95,
-            line_iou=1.0 if exact else rng.choice([0.0, 0.25, 0.5]),
-            station_iou=1.0 if exact else rng.choice([0.0, 1 / 3.0, 0.5, 0.75]),
-            mape=rng.choice([0.0, 0.0, 2.5, 7.125, 31.0]), city=rng.choice(cities)))
-    return records
-
-
-def metrics_of(benchmark, protocol, records):
-    """The metrics as a report JSON holds them (the engine's aggregation)."""
-    folded = transitlm.records.aggregate_records(benchmark, protocol, records)
-    return json.loads(json.dumps(transitlm.reports._finite(folded["metrics"])))
-
 
 def write_run(folder, records, benchmark="single_route", protocol="reference",
               metrics=None):
@@ -136,28 +47,6 @@ def write_run(folder, records, benchmark="single_route", protocol="reference",
     return folder
 
 
-def run_compare(argv):
-    """compare_cli.main in-process -> (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = compare_cli.main(list(argv))
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
-
-
-def term_sums(benchmark, protocol, records):
-    """{metric: sum(num) / sum(den)} from metric_terms.metric_terms."""
-    totals = {}
-    for record in records:
-        for key, (num, den) in metric_terms.metric_terms(benchmark, protocol, record).items():
-            acc = totals.setdefault(key, [0, 0])
-            acc[0] += num
-            acc[1] += den
-    return {key: (num / den if den else None) for key, (num, den) in totals.items()}
-
-
 class TempDirTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="compare_test_")
@@ -168,292 +57,8 @@ class TempDirTest(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# transitlm.compare.bootstrap
+# Significance
 # ---------------------------------------------------------------------------
-
-class PercentileTest(unittest.TestCase):
-    def test_linear_interpolation(self):
-        values = [1.0, 2.0, 3.0, 4.0]
-        self.assertEqual(resampling.percentile(values, 0.0), 1.0)
-        self.assertEqual(resampling.percentile(values, 1.0), 4.0)
-        self.assertEqual(resampling.percentile(values, 0.5), 2.5)       # position 1.5
-        self.assertAlmostEqual(resampling.percentile(values, 0.25), 1.75)  # position 0.75
-
-    def test_degenerate(self):
-        self.assertIsNone(resampling.percentile([], 0.5))
-        self.assertEqual(resampling.percentile([7.0], 0.025), 7.0)
-
-    def test_interval_leaves_out_undefined_resamples(self):
-        values = [None] + [float(i) for i in range(101)] + [None]
-        low, high = resampling.percentile_interval(values, 0.9)
-        self.assertAlmostEqual(low, 5.0, places=9)       # position 0.05 * 100
-        self.assertAlmostEqual(high, 95.0, places=9)
-        self.assertIsNone(resampling.percentile_interval([None, None], 0.95))
-        self.assertIsNone(resampling.percentile_interval([], 0.95))
-
-
-class PValueTest(unittest.TestCase):
-    def test_all_zero_differences_give_one(self):
-        self.assertEqual(resampling.paired_p_value([0.0] * 50), 1.0)
-
-    def test_all_on_one_side_give_zero(self):
-        self.assertEqual(resampling.paired_p_value([0.1, 0.2, 0.3]), 0.0)
-        self.assertEqual(resampling.paired_p_value([-0.1, -0.2]), 0.0)
-
-    def test_twice_the_smaller_side(self):
-        # one of four at or below zero: 2 * 1/4
-        self.assertEqual(resampling.paired_p_value([-1.0, 1.0, 2.0, 3.0]), 0.5)
-        # zero counts on both sides: min(2, 3) = 2 of 4 -> 1.0
-        self.assertEqual(resampling.paired_p_value([-1.0, 0.0, 2.0, 3.0]), 1.0)
-
-    def test_undefined(self):
-        self.assertIsNone(resampling.paired_p_value([]))
-        self.assertIsNone(resampling.paired_p_value([None, None]))
-        self.assertEqual(resampling.paired_p_value([None, 1.0]), 0.0)
-
-
-class PackingTest(unittest.TestCase):
-    def test_integer_columns_sum_exactly(self):
-        columns = [[0, 1, 1, 0, 1], [3, 0, 3, 3, 0], [-2, 5, 0, 1, 1], [True, False] * 2 + [True]]
-        packed, layout = resampling.pack_columns(columns, 5)
-        self.assertEqual(len(packed), 5)
-        self.assertEqual(resampling.unpack_sums(sum(packed), layout, 5), [3, 9, 5, 3])
-        # a multiset of rows (row 2 three times, row 0 twice)
-        total = packed[2] * 3 + packed[0] * 2
-        self.assertEqual(resampling.unpack_sums(total, layout, 5), [3, 15, -4, 5])
-
-    def test_real_columns_sum_to_double_precision(self):
-        values = [1 / 3.0, 0.0, 0.75, 2.5e6, 1e-9, 0.1]
-        packed, layout = resampling.pack_columns([values, [-0.5, 0.25, 0, 0, 0, 0]], 6)
-        sums = resampling.unpack_sums(sum(packed), layout, 6)
-        self.assertAlmostEqual(sums[0], math.fsum(values), delta=1e-9)
-        self.assertAlmostEqual(sums[1], -0.25, delta=1e-15)
-
-    def test_unpackable_column_is_none(self):
-        packed, layout = resampling.pack_columns([[1, None], [1.0, float("nan")], [1, 2]], 2)
-        self.assertEqual(resampling.unpack_sums(sum(packed), layout, 2), [None, None, 3])
-
-    def test_no_rows(self):
-        packed, layout = resampling.pack_columns([[], []], 0)
-        self.assertEqual(packed, [])
-        self.assertEqual(resampling.unpack_sums(0, layout, 0), [0, 0])
-
-
-class BootstrapSumsTest(unittest.TestCase):
-    def test_deterministic_for_a_seed(self):
-        columns = [[1, 0, 0, 1, 1, 0, 1], [0.5, 0.25, 1.0, 0.0, 0.0, 0.75, 0.1]]
-        first = resampling.bootstrap_column_sums(columns, 7, 20, seed=3)
-        self.assertEqual(first, resampling.bootstrap_column_sums(columns, 7, 20, seed=3))
-        self.assertNotEqual(first, resampling.bootstrap_column_sums(columns, 7, 20, seed=4))
-        self.assertEqual(len(first), 20)
-
-    def test_a_resample_draws_n_rows(self):
-        ones = [1] * 9
-        for sums in resampling.bootstrap_column_sums([ones, list(range(9))], 9, 30, seed=1):
-            self.assertEqual(sums[0], 9)
-            self.assertTrue(0 <= sums[1] <= 8 * 9)
-
-    def test_draws_match_an_explicit_resample(self):
-        # The same rows a plain random.Random(seed).choices draw picks.
-        values = [5, 0, 2, 9, 1]
-        sums = resampling.bootstrap_column_sums([values], 5, 3, seed=11)
-        rng = random.Random(11)
-        expected = [[sum(values[i] for i in rng.choices(range(5), k=5))] for _ in range(3)]
-        self.assertEqual(sums, expected)
-
-    def test_tiny_inputs(self):
-        self.assertEqual(resampling.bootstrap_column_sums([[]], 0, 2, seed=0), [[0], [0]])
-        self.assertEqual(resampling.bootstrap_column_sums([[4]], 1, 2, seed=0), [[4], [4]])
-        self.assertEqual(resampling.bootstrap_column_sums([[4]], 1, 0, seed=0), [])
-
-
-# ---------------------------------------------------------------------------
-# Per-row terms
-# ---------------------------------------------------------------------------
-
-class MetricTermsTest(unittest.TestCase):
-    def terms(self, record, benchmark="single_route", protocol="reference"):
-        return metric_terms.metric_terms(benchmark, protocol, record)
-
-    def test_error_row_in_round_one(self):
-        terms = self.terms(error_record(1, "x"))
-        self.assertEqual(terms["conn"], (0, 1))
-        for key in ("sg", "dp", "lo", "sso", "rem"):
-            self.assertEqual(terms[key], (0, 0))
-        self.assertEqual(terms["ea"], (0, 0))
-        self.assertEqual(terms["mape"], (0, 0))
-
-    def test_error_row_outside_round_one(self):
-        self.assertEqual(self.terms(error_record(1, "x", in_funnel=False))["conn"], (0, 0))
-
-    def test_unreachable_row(self):
-        terms = self.terms(evaluated_record(1, "x", reachable=False, exact=False))
-        self.assertEqual(terms["conn"], (0, 1))
-        self.assertEqual(terms["lo"], (0, 0))
-        self.assertEqual(terms["rem"], (0, 0))
-
-    def test_reachable_row_that_is_not_an_exact_match(self):
-        terms = self.terms(evaluated_record(1, "x", exact=False, grounded=False,
-                                            line_iou=0.25, station_iou=0.5, mape=40.0))
-        self.assertEqual(terms["conn"], (1, 1))
-        self.assertEqual(terms["sg"], (0, 1))
-        self.assertEqual(terms["dp"], (1, 1))
-        self.assertEqual(terms["lo"], (0.25, 1))
-        self.assertEqual(terms["sso"], (0.5, 1))
-        self.assertEqual(terms["rem"], (0, 1))
-        self.assertEqual(terms["ea"], (0, 0))          # accuracy only on exact matches
-        self.assertEqual(terms["mape"], (0, 0))
-
-    def test_exact_match_counts_three_estimates(self):
-        record = evaluated_record(1, "x", mape=0.0, distance_accurate=False,
-                                  distance_mape_pct=30.0, time_mape_pct=6.0)
-        terms = self.terms(record)
-        self.assertEqual(terms["ea"], (2, 3))
-        self.assertEqual(terms["mape"], (36.0, 3))     # (30 + 6 + 0) / 3 per row
-
-    def test_null_figure_leaves_the_numerator_none(self):
-        terms = self.terms(evaluated_record(1, "x", fare_mape_pct=None))
-        self.assertIsNone(terms["mape"][0])
-        self.assertEqual(terms["mape"][1], 3)
-
-    def test_wrong_type_is_an_error(self):
-        with self.assertRaises(ValueError):
-            self.terms(evaluated_record(1, "x", line_iou="1.0"))
-
-    def test_preference_scope_per_protocol(self):
-        compliant = evaluated_record(1, "x", req_type=2, compliant=True, label_compliant=True)
-        unknown = evaluated_record(2, "y", req_type=3, compliant=True, label_compliant=True)
-        failed = dict(error_record(3, "z"), req_type=5)
-        for protocol, expected in (("reference", [(1, 1), (1, 1), (0, 0)]),
-                                   ("paper", [(1, 1), (0, 0), (0, 1)])):
-            got = [self.terms(r, "personalized", protocol)["pc"]
-                   for r in (compliant, unknown, failed)]
-            self.assertEqual(got, expected, protocol)
-
-    def test_route_diversity_scope_per_protocol(self):
-        two = evaluated_record(1, "x", rd=0.5, route_count=2)
-        one = evaluated_record(2, "y", rd=0.0, route_count=1)
-        failed = error_record(3, "z")
-        reference = [self.terms(r, "diversity", "reference")["rd"] for r in (two, one, failed)]
-        paper = [self.terms(r, "diversity", "paper")["rd"] for r in (two, one, failed)]
-        self.assertEqual(reference, [(0.5, 1), (0, 0), (0, 0)])
-        self.assertEqual(paper, [(0.5, 1), (0.0, 1), (0, 1)])
-
-    def test_no_scenario_terms_elsewhere(self):
-        terms = self.terms(evaluated_record(1, "x"))
-        self.assertNotIn("pc", terms)
-        self.assertNotIn("rd", terms)
-
-
-class TermsReproduceMetricsTest(unittest.TestCase):
-    """sum(numerators) / sum(denominators) equals the engine's metrics."""
-
-    def assert_same_metrics(self, expected, got, where):
-        self.assertEqual(sorted(k for k in expected), sorted(k for k in got), where)
-        for key, value in expected.items():
-            if value is None:
-                self.assertIsNone(got[key], "%s %s" % (where, key))
-            else:
-                self.assertAlmostEqual(got[key], value, places=9, msg="%s %s" % (where, key))
-
-    def test_synthetic_rows(self):
-        records = synthetic_records(500, 0.7, seed=5)
-        for protocol in ("reference", "paper"):
-            self.assert_same_metrics(metrics_of("single_route", protocol, records),
-                                     term_sums("single_route", protocol, records), protocol)
-
-    def test_no_rows(self):
-        self.assertEqual(term_sums("single_route", "reference", []), {})
-
-    def run_folder_cases(self, cases, folder):
-        """cases: (benchmark, protocol, extra argv); run each evaluator into a
-        run folder in `folder` and check the terms against report.json.  The
-        evaluators run in-process, through the Python API's run folder (the
-        same bytes as --out's: tests/test_provenance.py)."""
-        for benchmark, protocol, argv in cases:
-            out = os.path.join(folder, "%s-%s" % (benchmark, protocol))
-            options = {flag[2:]: value for flag, value in zip(argv[::2], argv[1::2])}
-            transitlm.api.evaluate(benchmark, protocol=protocol, out=out, overwrite=True,
-                                   **options)
-            with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
-                report = json.load(handle)
-            records = runs.read_details(os.path.join(out, "details.jsonl"))
-            where = "%s %s %s" % (benchmark, protocol, " ".join(argv))
-            self.assert_same_metrics(report["metrics"],
-                                     term_sums(benchmark, protocol, records), where)
-            self.assertEqual(metric_terms.run_metrics(runs.load_run(out))[0],
-                             report["metrics"], where)
-
-    def test_bundled_examples(self):
-        folder = tempfile.mkdtemp(prefix="compare_terms_")
-        self.addCleanup(shutil.rmtree, folder)
-        self.run_folder_cases([(b, p, []) for b in SCRIPTS for p in ("reference", "paper")],
-                              folder)
-
-    @unittest.skipUnless(os.path.isdir(PARITY), "../shared/parity not present")
-    def test_parity_case_folders(self):
-        folder = tempfile.mkdtemp(prefix="compare_parity_")
-        self.addCleanup(shutil.rmtree, folder)
-        cases = []
-        for case in sorted(os.listdir(PARITY)):
-            case_dir = os.path.join(PARITY, case)
-            for benchmark, stem in SCRIPTS.items():
-                sample = os.path.join(case_dir, stem + ".csv")
-                if not os.path.isfile(sample):
-                    continue
-                argv = ["--input", sample,
-                        "--station_info", os.path.join(case_dir, "station_info.csv")]
-                if benchmark == "general_llm":
-                    argv += ["--line_info", os.path.join(case_dir, "line_info.csv")]
-                for protocol in ("reference", "paper"):
-                    cases.append((benchmark, protocol, argv))
-        self.assertTrue(cases)
-        self.run_folder_cases(cases, folder)
-
-
-# ---------------------------------------------------------------------------
-# Interval quality and significance
-# ---------------------------------------------------------------------------
-
-def conn_interval(records, resamples, seed, confidence=0.95):
-    columns = metric_terms.term_columns(FakeRun(), records, ["conn"])
-    series = [(columns[0]["conn"], columns[1]["conn"])]
-    draws = comparison.resampled_metrics(series, len(records), resamples, seed)[0]
-    return resampling.percentile_interval(draws, confidence)
-
-
-class FakeRun(object):
-    benchmark, protocol, details_path = "single_route", "reference", "<memory>"
-
-
-def bernoulli_records(n, rate, seed):
-    rng = random.Random(seed)
-    return [evaluated_record(i + 1, "r%d" % i, reachable=rng.random() < rate)
-            for i in range(n)]
-
-
-class IntervalQualityTest(unittest.TestCase):
-    def test_coverage_of_a_known_rate(self):
-        # 200 independent samples of 100 rows with true Conn 0.3: the 95 %
-        # interval should contain 0.3 about 95 % of the time (fixed seeds:
-        # deterministic; the bound is coarse).
-        true_rate, hits, draws = 0.3, 0, 200
-        for seed in range(draws):
-            low, high = conn_interval(bernoulli_records(100, true_rate, seed), 400, seed)
-            hits += low <= true_rate <= high
-        self.assertGreaterEqual(hits / draws, 0.85)
-        self.assertLessEqual(hits / draws, 0.99)
-
-    def test_width_matches_the_normal_approximation_at_10000_rows(self):
-        records = bernoulli_records(10000, 0.3, seed=7)
-        rate = sum(r["reachable"] for r in records) / len(records)
-        low, high = conn_interval(records, 1000, seed=1)
-        z = statistics.NormalDist().inv_cdf(0.975)
-        normal_width = 2 * z * math.sqrt(rate * (1 - rate) / len(records))
-        self.assertLess(abs((high - low) / normal_width - 1), 0.15)
-        self.assertLess(low, rate)
-        self.assertGreater(high, rate)
-
 
 class SignificanceTest(TempDirTest):
     def test_clearly_better_run_is_significant_and_a_run_is_not_against_itself(self):

@@ -1,11 +1,12 @@
-"""worker_pool.ForkedWorkers: order, large messages, failures, no process left behind."""
+"""transitlm.workers.ForkedWorkers: order, large messages, failures, no process left
+behind."""
 
 import os
 import signal
 import time
 import unittest
 
-from tests import helpers  # noqa: F401  (puts the project on sys.path)
+from tests import support  # noqa: F401  (puts the project on sys.path)
 from transitlm import workers as worker_pool
 
 HAS_FORK = hasattr(os, "fork")

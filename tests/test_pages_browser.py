@@ -19,20 +19,11 @@ import tempfile
 import unittest
 import zlib
 
-from tests import test_html
+from tests.support import (
+    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, REPO, chromium_command, in_ci, page_record,
+    page_report, page_route, write_details)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync")
-BROWSER_TIMEOUT_S = 120
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
-
-
-def in_ci():
-    """Is CI set (CI=true, as CI services and .ci/run set it)?"""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def require_chromium(test):
@@ -43,18 +34,6 @@ def require_chromium(test):
         test.fail("Chromium is not installed and CI is set: the browser checks must run "
                   "(.ci/run installs Debian's chromium package)")
     test.skipTest("Chromium is not installed (Debian: apt-get install chromium)")
-
-
-def chromium_command(url, user_dir, *flags):
-    return ([CHROMIUM] + list(CHROMIUM_FLAGS) + ["--user-data-dir=" + user_dir]
-            + list(flags) + [url])
-
-
-def run_chromium(url, user_dir, *flags):
-    """Run headless Chromium on a file URL -> (stdout, stderr)."""
-    done = subprocess.run(chromium_command(url, user_dir, *flags), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=BROWSER_TIMEOUT_S)
-    return (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
 
 
 def run_chromium_all(jobs):
@@ -241,15 +220,15 @@ def crowded_page(folder):
     for row, (dx, mode) in enumerate(((0.0001, "\u6253\u8f66"), (0.0003, "\u9a91\u884c"),
                                        (0.001, "\u6b65\u884c"), (-0.0002, "\u6253\u8f66")),
                                       start=1):
-        records.append(test_html.evaluated(
+        records.append(page_record(
             row, [], origin=[116.3001, 39.9001], destination=[116.3001 + dx, 39.9001 + dx],
-            prediction_routes={"first": test_html.route(["s1", "s2", "s3"], start=mode,
-                                                        end=mode)},
-            label_routes={"first": test_html.route(["s1", "s2"])}))
-    details = test_html.write_details(folder, records)
+            prediction_routes={"first": page_route(["s1", "s2", "s3"], start=mode,
+                                                   end=mode)},
+            label_routes={"first": page_route(["s1", "s2"])}))
+    details = write_details(folder, records)
     path = os.path.join(folder, "crowded.html")
     transitlm.pages.evaluator.write_evaluator_page(
-        path, test_html.fixture_report("single_route", records), details, net)
+        path, page_report("single_route", records), details, net)
     return path
 
 
@@ -260,14 +239,14 @@ class BrowserTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.folder, True)
 
     def test_pages_render_and_lay_out(self):
-        pages = pages_of(test_html.EVALUATORS, self.folder)
+        pages = pages_of(EVALUATORS, self.folder)
         # One screenshot (painting works; the page of benchmark 1) and the
         # checking script on every page, the Chromium runs side by side.
         png = os.path.join(self.folder, "single_route.png")
         jobs = [("file://" + pages["single_route"], tempfile.mkdtemp(dir=self.folder),
                  ("--screenshot=" + png, "--window-size=1280,1400", "--enable-logging=stderr",
                   "--v=0"))]
-        for benchmark in test_html.EVALUATORS:
+        for benchmark in EVALUATORS:
             checked = with_check_script(pages[benchmark], self.folder, benchmark)
             jobs.append(("file://" + checked, tempfile.mkdtemp(dir=self.folder),
                          ("--dump-dom",)))
@@ -276,7 +255,7 @@ class BrowserTest(unittest.TestCase):
         results = run_chromium_all(jobs)
         with self.subTest(screenshot="single_route"):
             self.check_screenshot(png, results[0][1])
-        for index, benchmark in enumerate(test_html.EVALUATORS, start=1):
+        for index, benchmark in enumerate(EVALUATORS, start=1):
             with self.subTest(benchmark=benchmark):
                 self.check_layout(benchmark, body_attributes(results[index][0]))
         with self.subTest(page="crowded maps"):

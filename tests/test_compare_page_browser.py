@@ -9,8 +9,7 @@ import shutil
 import tempfile
 import unittest
 
-from tests.compare_fixtures import benchmark_records, run_compare, write_run
-from tests.test_html_browser import CHROMIUM, in_ci, run_chromium
+from tests.support import CHROMIUM, benchmark_records, in_ci, run_chromium, run_compare, write_run
 
 WIDTH = 1280
 

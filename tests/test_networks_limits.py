@@ -30,7 +30,7 @@ from transitlm.networks import benchmark_builder as mb  # noqa: E402
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from transitlm.networks import limits  # noqa: E402
 from transitlm.networks.demo import build as make_demo  # noqa: E402
-from tests.test_gtfs import BASE_FEED, write_feed  # noqa: E402
+from tests.support import BASE_FEED, write_feed  # noqa: E402
 
 
 def run(script, *args, timeout=60):

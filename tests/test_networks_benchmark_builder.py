@@ -1,5 +1,6 @@
-"""Tests for data/make_benchmark.py: network loading, labels, and every label
-scored against itself by the four evaluators (demo network; MTA feeds when present)."""
+"""data/make_benchmark.py and transitlm/networks/benchmark_builder.py: network
+loading, labels, and every label scored against itself by the four evaluators
+(demo network; MTA feeds when present)."""
 
 import csv
 import json
@@ -15,16 +16,15 @@ DATA = os.path.join(REPO, "data")
 SCRIPT = os.path.join(DATA, "make_benchmark.py")
 IMPORTER = os.path.join(DATA, "import_gtfs.py")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
-sys.path.insert(0, HERE)
 
-import helpers  # noqa: E402  (first: it puts the project on sys.path)
+from tests import support  # noqa: E402
 import common  # noqa: E402
 import transitlm.records  # noqa: E402
 from transitlm.networks import benchmark_builder as mb  # noqa: E402
-import real_feeds  # noqa: E402
-import route_oracle as oracle  # noqa: E402
+from tests import real_feeds  # noqa: E402
+from tests import route_oracle as oracle  # noqa: E402
 from transitlm.networks import router as routing  # noqa: E402
-from test_gtfs import BASE_FEED, write_feed  # noqa: E402
+from tests.support import BASE_FEED, write_feed  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -58,7 +58,7 @@ def self_scores(network, bench, protocol):
         if evaluator == "general_llm":
             args += ["--line_info", os.path.join(network, "line_info.csv")]
         with tempfile.TemporaryDirectory() as tmp:
-            loaded, records, _ = helpers.evaluate_to_files(transitlm.records.load_benchmark(evaluator), args, tmp)
+            loaded, records, _ = support.evaluate_to_files(transitlm.records.load_benchmark(evaluator), args, tmp)
         out[evaluator] = (loaded, records)
     return out
 

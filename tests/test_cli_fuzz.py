@@ -19,7 +19,7 @@ import random
 import tempfile
 import unittest
 
-from tests.helpers import REPO, common
+from tests.support import REPO, common
 import transitlm.cli  # noqa: E402
 
 from single_route.evaluate import SingleRoute

@@ -11,8 +11,8 @@ import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.golden import PARITY, golden_differences, load_golden, parity_cases
-from tests.helpers import common, run_evaluator
+from tests.support import (
+    PARITY, common, golden_differences, load_golden, parity_cases, run_evaluator)
 import transitlm.exit_status  # noqa: E402
 from general_llm import route_eval
 from general_llm import server as service

@@ -15,7 +15,7 @@ import os
 import tempfile
 import unittest
 
-from tests.helpers import REPO, common, prompt, route, write_samples, write_station_file
+from tests.support import REPO, common, prompt, route, write_samples, write_station_file
 import transitlm.cli  # noqa: E402
 import transitlm.records  # noqa: E402
 

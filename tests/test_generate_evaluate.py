@@ -1,0 +1,136 @@
+"""generate.py --evaluate: the evaluators read generate.py's output as it is
+-- the same figures as the inline predictions, a failed row a no-response
+row carrying the generator's error, a result line preferred over an earlier
+error line, the evaluator's exit status passed on."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from tests.support import (
+    B1, REPO, StandIn, answers_from, read_csv, read_lines, run_generate)
+from transitlm.generate import runner
+
+
+def evaluator_run(benchmark, argv, folder):
+    """Run an evaluator script with --out FOLDER -> (report, details rows)."""
+    command = [sys.executable, os.path.join(REPO, benchmark, "evaluate.py")] + argv + [
+        "--out", folder, "--quiet"]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if result.returncode != 0:
+        raise AssertionError("%s exit %d: %s" % (benchmark, result.returncode,
+                                                  result.stderr.decode()))
+    return read_run(folder)
+
+
+def read_run(folder):
+    with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
+        report = json.load(handle)
+    return report, read_lines(os.path.join(folder, "details.jsonl"))
+
+
+def figures(report):
+    return {key: report.get(key) for key in ("counts", "rounds", "metrics", "diversity")}
+
+
+BUNDLED = (("single_route", "benchmark1_single_route_example.csv"),
+           ("personalized", "benchmark2_personalized_example.csv"),
+           ("diversity", "benchmark3_diversity_example.csv"),
+           ("general_llm", "general_llm_example.csv"))
+
+
+class EvaluatorOnResults(unittest.TestCase):
+    """The evaluators read generate.py's output as it is (--evaluate)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.server = None
+
+    def tearDown(self):
+        if self.server:
+            self.server.close()
+        self.tmp.cleanup()
+
+    def generate_and_evaluate(self, source, script, *extra):
+        out = os.path.join(self.dir, "preds.jsonl")
+        status, stdout, stderr = run_generate(
+            ["--input", source, "--api_url", self.server.url, "--model", "stand-in-model",
+             "--out", out, "--evaluate"] + list(extra))
+        return status, stdout, stderr, out
+
+    def test_figures_equal_inline(self):
+        for benchmark, name in BUNDLED:
+            with self.subTest(benchmark=benchmark):
+                source = os.path.join(REPO, "data", name)
+                answers = answers_from(source)
+                if self.server:
+                    self.server.close()
+                self.server = StandIn(lambda user, nth: ("ok", answers[user]))
+                self.dir = os.path.join(self.tmp.name, benchmark)    # a run of its own
+                os.mkdir(self.dir)
+                status, stdout, stderr, out = self.generate_and_evaluate(source, None)
+                self.assertEqual(status, 0, stderr)
+                self.assertIn("evaluating with %s/evaluate.py (from the file name)"
+                              % benchmark, stdout)
+                self.assertIn("Summary (reference protocol)", stdout)   # its text report
+                report, details = read_run(runner.run_dir_for(out))
+                inline, inline_details = evaluator_run(
+                    benchmark, ["--input", source], os.path.join(self.dir, "inline"))
+                self.assertEqual(figures(report), figures(inline))
+                self.assertEqual([row["failure_codes"] for row in details],
+                                 [row["failure_codes"] for row in inline_details])
+
+    def test_error_line_is_no_response_with_the_generators_error(self):
+        source = B1
+        answers = answers_from(source)
+        refused = read_csv(source)[1]
+
+        def script(user, nth):
+            if user == refused["sft_prompt"]:
+                return ("status", 400, "prompt is too long", None)
+            return ("ok", answers[user])
+
+        self.server = StandIn(script)
+        run_dir = os.path.join(self.dir, "run")
+        status, _, stderr, out = self.generate_and_evaluate(
+            source, script, "--eval_out", run_dir, "--benchmark", "single_route")
+        self.assertEqual(status, 0, stderr)
+        report, details = read_run(run_dir)
+        row = details[1]
+        self.assertEqual(row["index_id"], refused["index_id"])
+        self.assertEqual(row["status"], "no_response")
+        self.assertEqual(row["failure_codes"], ["no_response"])
+        self.assertIn("HTTP 400: prompt is too long", row["generator_error"])
+        self.assertEqual(report["counts"]["no_response"], 1)
+
+    def test_result_line_preferred_over_error_line(self):
+        """A run stopped before compaction leaves an error line and a later result
+        line for one id; the evaluator uses the result."""
+        rows = read_csv(B1)
+        out = os.path.join(self.dir, "preds.jsonl")
+        with open(out, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"indexid": rows[0]["index_id"], "error": "HTTP 500"}) + "\n")
+            for row in rows:
+                handle.write(json.dumps({"indexid": row["index_id"],
+                                         "generate_results": row["generate_results"]}) + "\n")
+        report, _ = evaluator_run("single_route", ["--input", B1, "--predictions", out],
+                                  os.path.join(self.dir, "run"))
+        inline, _ = evaluator_run("single_route", ["--input", B1],
+                                  os.path.join(self.dir, "inline"))
+        self.assertEqual(figures(report), figures(inline))
+
+    def test_evaluator_failure_status_passed_on(self):
+        answers = answers_from(B1)
+        self.server = StandIn(lambda user, nth: ("ok", answers[user]))
+        status, _, stderr, _ = self.generate_and_evaluate(
+            B1, None, "--station_info", os.path.join(self.dir, "absent.csv"))
+        self.assertEqual(status, 2)
+        self.assertIn("generate.py: the evaluator exited with status 2", stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

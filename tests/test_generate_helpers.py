@@ -1,0 +1,179 @@
+"""generate.py's pure helpers, by hand: transitlm.generate.chat (backoff,
+Retry-After, status classes, server messages, redaction, the request body,
+the URL, reading an answer, token counts, transport failures) and
+transitlm.generate.runner (durations, the progress line, the run folder's
+name, the rate limiter, the summary)."""
+
+import io
+import json
+import socket
+import unittest
+
+from transitlm.generate import chat
+from transitlm.generate import runner
+
+
+class Helpers(unittest.TestCase):
+    def test_backoff_full_jitter_capped(self):
+        self.assertEqual(chat.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
+        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
+        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
+        self.assertEqual(chat.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(chat.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(chat.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
+
+    def test_retry_after_seconds_and_dates(self):
+        self.assertEqual(chat.parse_retry_after("2"), 2.0)
+        self.assertEqual(chat.parse_retry_after(" 0.5 "), 0.5)
+        self.assertEqual(chat.parse_retry_after("-3"), 0.0)
+        self.assertEqual(chat.parse_retry_after("99999"), chat.RETRY_AFTER_CAP_S)
+        self.assertIsNone(chat.parse_retry_after(None))
+        self.assertIsNone(chat.parse_retry_after(""))
+        self.assertIsNone(chat.parse_retry_after("soon"))
+        self.assertIsNone(chat.parse_retry_after("nan"))
+        # Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
+        date = "Wed, 21 Oct 2015 07:28:00 GMT"
+        self.assertEqual(chat.parse_retry_after(date, now=1445412480 - 30), 30.0)
+        self.assertEqual(chat.parse_retry_after(date, now=1445412480 + 30), 0.0)
+
+    def test_classify_status(self):
+        self.assertEqual(chat.classify_status(200), "ok")
+        for code in (429, 408, 500, 502, 503, 504, 599):
+            self.assertEqual(chat.classify_status(code), "retry", code)
+        for code in (401, 403, 404):
+            self.assertEqual(chat.classify_status(code), "fatal", code)
+        for code in (400, 413, 422, 409):
+            self.assertEqual(chat.classify_status(code), "row_error", code)
+
+    def test_server_message(self):
+        self.assertEqual(chat.server_message(b'{"error": {"message": "too  long\\n x"}}'),
+                         "too long x")
+        self.assertEqual(chat.server_message(b'{"error": "bad"}'), "bad")
+        self.assertEqual(chat.server_message(b'{"detail": "nope"}'), "nope")
+        self.assertEqual(chat.server_message(b'{"detail": [{"loc": 1}]}'), '[{"loc": 1}]')
+        self.assertEqual(chat.server_message(b"<html>Bad Gateway</html>"),
+                         "<html>Bad Gateway</html>")
+        self.assertEqual(chat.server_message(b""), "(empty answer)")
+        self.assertEqual(len(chat.server_message(b"x" * 5000)), chat.MESSAGE_LIMIT)
+        self.assertEqual(chat.server_message(b"\xff\xfe"), "\ufffd\ufffd")
+
+    def test_redact(self):
+        self.assertEqual(chat.redact("key sk-1 and sk-1", "sk-1"),
+                         "key <redacted> and <redacted>")
+        self.assertEqual(chat.redact("text", None), "text")
+        self.assertEqual(chat.redact("", "k"), "")
+
+    def test_build_body(self):
+        body = chat.build_body("m", "sys", "user", {"temperature": 0.0, "max_tokens": None,
+                                                        "top_p": 0.9}, {"top_k": 5, "top_p": 1})
+        self.assertEqual(body, {"model": "m", "stream": False, "temperature": 0.0,
+                                "top_p": 1, "top_k": 5,
+                                "messages": [{"role": "system", "content": "sys"},
+                                             {"role": "user", "content": "user"}]})
+        body = chat.build_body("m", "", "u", {}, None)
+        self.assertEqual(body["messages"], [{"role": "user", "content": "u"}])
+        self.assertNotIn("temperature", body)
+
+    def test_chat_url(self):
+        self.assertEqual(chat.chat_url("http://h:8000/v1"), "http://h:8000/v1/chat/completions")
+        self.assertEqual(chat.chat_url("http://h:8000/v1/ "), "http://h:8000/v1/chat/completions")
+        self.assertEqual(chat.chat_url("https://a/v1/chat/completions"),
+                         "https://a/v1/chat/completions")
+
+    def test_parse_completion(self):
+        answer = {"model": "q", "usage": {"total_tokens": 3},
+                  "choices": [{"finish_reason": "length", "message": {"content": "hi"}}]}
+        self.assertEqual(chat.parse_completion(json.dumps(answer).encode()),
+                         ("hi", "length", {"total_tokens": 3}, "q"))
+        answer["choices"][0]["message"]["content"] = None
+        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "")
+        answer["choices"][0]["message"]["content"] = [{"type": "text", "text": "a"},
+                                                      {"type": "text", "text": "b"}]
+        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "ab")
+        for bad in (b"not json", b"[]", b"{}", b'{"choices": []}', b'{"choices": [1]}',
+                    b'{"choices": [{"message": 3}]}',
+                    b'{"choices": [{"message": {"content": 5}}]}', b"\xff"):
+            with self.assertRaises(ValueError, msg=bad):
+                chat.parse_completion(bad)
+
+    def test_token_count(self):
+        self.assertEqual(chat.token_count({"total_tokens": 7}, "total_tokens"), 7)
+        self.assertEqual(chat.token_count(None, "total_tokens"), 0)
+        self.assertEqual(chat.token_count({"total_tokens": "7"}, "total_tokens"), 0)
+        self.assertEqual(chat.token_count({"total_tokens": True}, "total_tokens"), 0)
+
+    def test_format_duration_and_progress(self):
+        self.assertEqual(runner.format_duration(42.4), "42 s")
+        self.assertEqual(runner.format_duration(185), "3 min 05 s")
+        self.assertEqual(runner.format_duration(7620), "2 h 07 min")
+        self.assertEqual(runner.format_duration(-1), "0 s")
+        self.assertEqual(runner.progress_text(120, 1000, 3, 450, 10.0),
+                         "  120/1000 rows  12.0 rows/s  ETA 1 min 13 s  retries 3  45 tokens/s")
+        self.assertEqual(runner.progress_text(0, 10, 0, 0, 0.0),
+                         "  0/10 rows  0.0 rows/s  ETA ?  retries 0  0 tokens/s")
+
+    def test_progress_line_rate_limited(self):
+        stream, now = io.StringIO(), [0.0]
+        stats = runner.Stats()
+        line = runner.ProgressLine(10, stats, stream, clock=lambda: now[0])
+        line.tick()
+        now[0] = 1.9          # the first 2 s: nothing
+        line.tick()
+        self.assertEqual(stream.getvalue(), "")
+        now[0] = 2.0
+        stats.add(answered=2)
+        line.tick()
+        now[0] = 2.2          # within the interval: no new line
+        line.tick()
+        self.assertEqual(stream.getvalue().count("\r"), 1)
+        self.assertIn("2/10 rows", stream.getvalue())
+        line.finish()
+        self.assertTrue(stream.getvalue().endswith("\r"))
+
+    def test_run_dir_for(self):
+        self.assertEqual(runner.run_dir_for("out/p.jsonl"), "out/p.run")
+        self.assertEqual(runner.run_dir_for("p.txt"), "p.txt.run")
+
+    def test_transport_failures(self):
+        transport = chat.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
+        with self.assertRaises(chat.FatalAnswer):
+            transport._failure(socket.gaierror(-2, "Name or service not known"), 10.0)
+        self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0).failure,
+                         "no answer within 2.5 s")
+        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0)
+        self.assertEqual((answer.status, answer.failure, answer.latency),
+                         (None, "[Errno 111] Connection refused", 1.0))
+
+    def test_rate_limiter(self):
+        now = [100.0]
+        limiter = runner.RateLimiter(2.0, clock=lambda: now[0])
+        self.assertEqual([limiter.reserve() for _ in range(3)], [0.0, 0.5, 1.0])
+        now[0] = 105.0
+        self.assertEqual(limiter.reserve(), 0.0)
+        limiter.pause(3.0)
+        self.assertEqual(limiter.reserve(), 3.0)
+        self.assertEqual(limiter.reserve(), 3.5)
+        unlimited = runner.RateLimiter(None, clock=lambda: now[0])
+        self.assertEqual([unlimited.reserve() for _ in range(3)], [0.0, 0.0, 0.0])
+        unlimited.pause(2.0)
+        self.assertEqual(unlimited.reserve(), 2.0)
+
+    def test_summary_lines(self):
+        stats = runner.Stats()
+        stats.add(answered=3, failed=1, retries=2, prompt_tokens=30, completion_tokens=12,
+                  total_tokens=42)
+        lines = runner.summary_lines("p.jsonl", "m", 6, 2, 0, stats, 2.0, 1)
+        text = "\n".join(lines)
+        self.assertEqual(lines[0], "generate.py: m -> p.jsonl")
+        self.assertIn("  asked this run                  4\n", text)
+        self.assertIn("  failed                          1   (\"error\" lines", text)
+        self.assertIn("(prompt 30, completion 12)", text)
+        self.assertIn("(2.0 rows/s)", text)
+        self.assertIn("1 superseded line dropped", text)
+        self.assertNotIn("earlier errors kept", text)
+        empty = "\n".join(runner.summary_lines("p", "m", 0, 0, 0, runner.Stats(), 0.0, 0))
+        self.assertIn("(0.0 rows/s)", empty)
+
+
+if __name__ == "__main__":
+    unittest.main()
