@@ -156,7 +156,7 @@ class ServerRuns(unittest.TestCase):
         status, stdout, stderr = run_generate(self.argv(server, "--concurrency", "2"),
                                               environ={"OPENAI_API_KEY": wrong})
         self.assertEqual(status, 2)
-        self.assertEqual(stderr.count("\n"), 2, stderr)     # the system_prompt note + the stop
+        self.assertEqual(stderr.count("\n"), 1, stderr)     # the stop (the input has its system_prompt)
         self.assertIn("stopped: HTTP 401: Incorrect API key provided: <redacted>", stderr)
         self.assertNotIn(wrong, stderr + stdout)
         self.assertLessEqual(len(server.requests), 2)

@@ -15,7 +15,7 @@ SCRIPT = os.path.join(DATA, "make_demo.py")
 TRANSFER = "【换乘】"
 STATION_COLUMNS = ["stop_id", "ad_code", "coord_x", "coord_y", "next_hop_stations", "station_name"]
 LINE_COLUMNS = ["citycode", "line_name", "station_list"]
-SAMPLE_COLUMNS = ["index_id", "sft_prompt", "sft_label", "generate_results"]
+SAMPLE_COLUMNS = ["index_id", "system_prompt", "sft_prompt", "sft_label", "generate_results"]
 SAMPLE_FILES = {
     "benchmark1_single_route_example.csv": SAMPLE_COLUMNS,
     "benchmark2_personalized_example.csv": SAMPLE_COLUMNS + ["req_type"],
@@ -91,6 +91,21 @@ class BundledDataSanityTest(unittest.TestCase):
         for name, columns in ALL_FILES.items():
             self.assertEqual(self.files[name][0], columns, name)
             self.assertTrue(self.files[name][1], name)
+
+    def test_every_row_tells_the_model_the_answer_format(self):
+        # As the release's files: generate.py sends the system prompt, so a
+        # real model knows it must answer with one JSON route of these fields.
+        for name in SAMPLE_FILES:
+            for row in self.files[name][1]:
+                prompt = row["system_prompt"]
+                for field in ("JSON", "line_sequence", "station_sequence", "total_distance",
+                              "total_time", "total_fare", "start_transfer_mode",
+                              "end_transfer_distance", "\u3010\u6362\u4e58\u3011"):
+                    self.assertIn(field, prompt, name)
+                if name.startswith("benchmark3"):
+                    self.assertIn('"first"', prompt)
+                if name.startswith("general"):
+                    self.assertIn("\u7ad9\u70b9\u540d\u79f0", prompt)   # station names, not ids
 
     def test_sample_file_sizes(self):
         for name in SAMPLE_FILES:

@@ -57,6 +57,7 @@ from transitlm.terminal import CommandParser
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
+from transitlm.networks.prompts import system_prompt
 from transitlm.networks import limits
 from transitlm.networks.limits import LimitError, parse_number, shown
 from transitlm.networks import router
@@ -103,35 +104,6 @@ REQ_SUFFIX = {
            7: " I prefer the subway.", 8: " The fastest way, please."},
 }
 DIVERSITY_SUFFIX = {"zh": "，有哪些出行方案", "en": " What are my options?"}
-
-ROUTE_FIELDS = {
-    "zh": ('{"line_sequence": [线路全名, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
-           '"total_distance": "12.3公里", "total_time": "45分钟", "total_fare": "4", '
-           '"start_transfer_mode": "步行|骑行|打车", "end_transfer_mode": "步行|骑行|打车", '
-           '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
-    "en": ('{"line_sequence": [full line names, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
-           '"total_distance": "12.3公里", "total_time": "45分钟", "total_fare": "4", '
-           '"start_transfer_mode": "步行|骑行|打车", "end_transfer_mode": "步行|骑行|打车", '
-           '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
-}
-STATION_WORDS = {"zh": ("站点ID", "站点名称"), "en": ("stop ids", "station names")}
-SYSTEM_PROMPT = {
-    "zh": ("你是公共交通出行规划助手。根据用户给出的起点、终点坐标（经度,纬度）和城市，规划一条公共交通路线{extra}。"
-           "只输出一个JSON对象，不要输出其他文字，格式：{format}。"
-           "换乘处在station_sequence中插入\"【换乘】\"，距离用公里或米，时间用分钟或小时，票价用元。"),
-    "en": ("You are a public transport trip planner. Given the user's origin and destination "
-           "coordinates (longitude,latitude) and city, plan a public transport route{extra}. "
-           "Output one JSON object and nothing else, in this format: {format}. "
-           "Mark each transfer with \"【换乘】\" in station_sequence; write distances in 公里 or 米, "
-           "times in 分钟 or 小时, fares in 元."),
-}
-EXTRA = {
-    "zh": {"b1": "", "b2": "，并满足用户的出行偏好", "b3": "，给出三条不同的方案（first、second、third）",
-           "general": ""},
-    "en": {"b1": "", "b2": " that honours the user's preference",
-           "b3": ", giving three different options (first, second, third)", "general": ""},
-}
-
 
 class NetworkError(Exception):
     """A network folder that cannot be read (exit 2, one line)."""
@@ -629,14 +601,6 @@ def prompt_json(trip, lang, suffix):
                                destination=place_label(net, trip.end_access)) + suffix
     return dumps({"query": query, "start": "%.6f,%.6f" % trip.origin,
                   "end": "%.6f,%.6f" % trip.dest, "city": trip.district.city.name})
-
-
-def system_prompt(kind, lang):
-    words = STATION_WORDS[lang][1 if kind == "general" else 0]
-    route_format = ROUTE_FIELDS[lang] % words
-    if kind == "b3":
-        route_format = '{"first": %s, "second": {...}, "third": {...}} (each with "route_tag")' % route_format
-    return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
 
 
 def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=None):
