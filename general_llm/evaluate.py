@@ -122,6 +122,13 @@ class GeneralLLM(transitlm.engine.Benchmark):
             self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
                                         context.network)
 
+    def input_files(self, options):
+        if options.api_url:
+            return []
+        return [("the line file", transitlm.catalog.line_file(
+            options.line_info, transitlm.catalog.station_file(options.station_info),
+            options.flag("line_info")))]
+
     def inputs(self, context):
         # Credentials in the service's URL never reach a report (or its signature).
         return {"line_info": self.line_info_path,

@@ -26,6 +26,11 @@ def _parse_int(digits):
     return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
 
 
+def _not_json(name):
+    # json.loads takes NaN, Infinity and -Infinity; JSON has no such values.
+    raise ValueError("%s is not a JSON value" % name)
+
+
 def value_count_over(text, limit):
     """Do the commas, ``[`` and ``{`` of ``text`` outside its strings (about
     one per value) number more than ``limit``?  Answered by three counts when
@@ -38,8 +43,9 @@ def value_count_over(text, limit):
 
 def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
     """json.loads of ``text`` (str or bytes, UTF-8), or ValueError with a reason
-    when it is not UTF-8, not JSON, nested more than ``max_depth`` levels or
-    holding more than about ``max_values`` values."""
+    when it is not UTF-8, not strict JSON (NaN and Infinity are refused),
+    nested more than ``max_depth`` levels or holding more than about
+    ``max_values`` values."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
@@ -50,7 +56,7 @@ def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
     if value_count_over(text, max_values):
         raise ValueError("JSON holding more than %d values" % max_values)
     try:
-        return json.loads(text, parse_int=_parse_int)
+        return json.loads(text, parse_int=_parse_int, parse_constant=_not_json)
     except RecursionError:          # not expected after the depth check; never a crash
         raise ValueError("JSON nested too deep to decode")
     except ValueError as exc:

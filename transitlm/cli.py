@@ -10,11 +10,11 @@ import sys
 import tempfile
 
 from common import VERSION, InputError, PROTOCOLS
-from transitlm.catalog import DATA_DIR, DATA_ENV
+from transitlm.catalog import DATA_DIR, DATA_ENV, station_file
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, OutputFile, Outputs,
-    overwrite_problem)
+    overwrite_problem, settings_path)
 from transitlm.provenance import (
     check_run_folder, command_line, read_generation, run_json,
     run_record)
@@ -111,7 +111,7 @@ def options_from_args(benchmark, args):
     return Options(benchmark, **values)
 
 
-def _output_plan(args):
+def _output_plan(args, benchmark, options):
     """Where each output goes -> dict of role -> path ('-' = stdout); exit 2 on
     clashes (two outputs to one file, two to stdout)."""
     plan = {"json": args.json, "details": args.details, "html": args.html}
@@ -127,7 +127,10 @@ def _output_plan(args):
     problem = overwrite_problem(
         [(_role_name(role), path) for role, path in plan.items() if path != "-"],
         [("the input file", args.input), ("the predictions file", args.predictions),
-         ("the station file", args.station_info)])
+         ("the settings file of the predictions",
+          settings_path(args.predictions) if args.predictions else None),
+         ("the station file", station_file(args.station_info))]
+        + benchmark.input_files(options))
     if problem:
         raise InputError(problem)
     if args.out:
@@ -173,7 +176,7 @@ def run(benchmark, argv=None):
 
 def _run(benchmark, args):
     options = options_from_args(benchmark, args)
-    plan = _output_plan(args)
+    plan = _output_plan(args, benchmark, options)
     generation = read_generation(args.predictions) if args.out else None
     outputs = Outputs()                # files and folders, kept only when all went well
     output = outputs.open

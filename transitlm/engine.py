@@ -62,6 +62,11 @@ class Benchmark(object):
     def prepare(self, context):
         """Load what the scenario needs (called once, after the station file)."""
 
+    def input_files(self, options):
+        """(what, path) of the files the scenario reads besides the test file,
+        the predictions and the station file (no output may replace one)."""
+        return []
+
     def inputs(self, context):
         """Scenario input files and services -> dict for the report's ``inputs``."""
         return {}

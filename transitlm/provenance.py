@@ -18,6 +18,7 @@ import re
 import sys
 
 from common import VERSION, InputError
+from transitlm.bounded_json import loads_bounded
 from transitlm.files import RUN_FOLDER_FILES, settings_path
 
 RUN_SCHEMA = 1
@@ -42,10 +43,10 @@ def read_generation(predictions_path):
         raise InputError("%s is larger than %d bytes: not a settings file of generate.py"
                          % (path, MAX_SETTINGS_BYTES))
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InputError("%s is not valid JSON (the settings generate.py recorded for %s)"
-                         % (path, predictions_path))
+        value = loads_bounded(data)
+    except ValueError as exc:
+        raise InputError("%s is not valid JSON: %s (the settings generate.py recorded for %s)"
+                         % (path, exc, predictions_path))
     if not isinstance(value, dict):
         raise InputError("%s is not a JSON object (the settings generate.py recorded for %s)"
                          % (path, predictions_path))
@@ -66,7 +67,10 @@ def run_record(report, command, generation=None, now=None):
 
 
 def run_json(record):
-    return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    """run.json's text: strict JSON (what it copies from a settings file was
+    read strictly, so no NaN or Infinity can reach it)."""
+    return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True,
+                      allow_nan=False) + "\n"
 
 
 # The user information of a URL (``http://user:secret@host``): credentials,
