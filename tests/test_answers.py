@@ -8,7 +8,7 @@ import tempfile
 import time
 import unittest
 
-from tests.support import REPO, common, evaluate_to_files, prompt, route, write_samples
+from tests.support import common, evaluate_to_files, prompt, route, write_samples
 from tests.support import write_station_file
 from transitlm.answers import END_OF_TURN_TOKENS, REASONING_TAGS, read_answer
 import transitlm.api  # noqa: E402
