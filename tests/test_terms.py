@@ -1,6 +1,7 @@
-"""transitlm.compare.metric_terms: each row's numerator and denominator of
-every metric, and their sums reproducing the metrics of the evaluators' own
-reports (synthetic rows, the bundled examples, the parity case folders)."""
+"""transitlm.terms: each row's numerator and denominator of every metric, and
+their sums reproducing the metrics of the evaluators' own reports (synthetic
+rows, the bundled examples, the parity case folders); compare's run metrics
+from them (transitlm.compare.metric_terms)."""
 
 import json
 import os
@@ -15,6 +16,7 @@ if REPO not in sys.path:
 
 import transitlm.api  # noqa: E402
 from transitlm.compare import metric_terms  # noqa: E402
+from transitlm.terms import metric_terms as row_terms  # noqa: E402
 from transitlm.compare import run_folders as runs  # noqa: E402
 from tests.support import (  # noqa: E402
     PARITY, error_record, evaluated_record, metrics_of, synthetic_records)
@@ -24,10 +26,10 @@ SCRIPTS = {"single_route": "b1", "personalized": "b2", "diversity": "b3",
 
 
 def term_sums(benchmark, protocol, records):
-    """{metric: sum(num) / sum(den)} from metric_terms.metric_terms."""
+    """{metric: sum(num) / sum(den)} from transitlm.terms.metric_terms."""
     totals = {}
     for record in records:
-        for key, (num, den) in metric_terms.metric_terms(benchmark, protocol, record).items():
+        for key, (num, den) in row_terms(benchmark, protocol, record).items():
             acc = totals.setdefault(key, [0, 0])
             acc[0] += num
             acc[1] += den
@@ -40,7 +42,7 @@ def term_sums(benchmark, protocol, records):
 
 class MetricTermsTest(unittest.TestCase):
     def terms(self, record, benchmark="single_route", protocol="reference"):
-        return metric_terms.metric_terms(benchmark, protocol, record)
+        return row_terms(benchmark, protocol, record)
 
     def test_error_row_in_round_one(self):
         terms = self.terms(error_record(1, "x"))
