@@ -221,7 +221,7 @@ class RowJudge(object):
         # generate_results cell strictly, as the published evaluator does.
         self.strict = options.strict_json or not context.model_text
         self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
-                                     or bool(options.predictions))
+                                     or context.model_text)
         self.in_funnel = benchmark.in_funnel_default(context.protocol)
 
     def _not_evaluated(self, sample, message, status="error", code=None, prompt=None):

@@ -1,0 +1,128 @@
+"""transitlm/reward/scoring.py: the reward's terms are the evaluator's
+verdicts.  For every row of the bundled examples and of every parity case
+set, under both protocols, the terms score() gives a text equal what
+details.jsonl says for that row when the same text is scored with
+``evaluate.py --predictions`` -- read from the verdict fields themselves
+(reachable, grounding, plausibility, IoUs, exact match, accuracy, compliance,
+RD), not from the shared per-row terms."""
+
+import csv
+import json
+import math
+import os
+import tempfile
+import unittest
+
+from tests.support import PARITY, REPO, evaluate_to_files
+import transitlm.records  # noqa: E402
+import transitlm.reward  # noqa: E402
+from transitlm.reward import scoring  # noqa: E402
+
+DATA = os.path.join(REPO, "data")
+FILES = {"single_route": ("benchmark1_single_route_example.csv", "b1.csv"),
+         "personalized": ("benchmark2_personalized_example.csv", "b2.csv"),
+         "diversity": ("benchmark3_diversity_example.csv", "b3.csv"),
+         "general_llm": ("general_llm_example.csv", "general.csv")}
+
+
+def case_sets():
+    """(name, folder, {benchmark: test file}) of the bundled data and every parity case set."""
+    sets = [("bundled", DATA, {name: os.path.join(DATA, files[0])
+                               for name, files in FILES.items()})]
+    if os.path.isdir(PARITY):
+        for name in sorted(os.listdir(PARITY)):
+            folder = os.path.join(PARITY, name)
+            files = {bench: os.path.join(folder, short) for bench, (_, short) in FILES.items()
+                     if os.path.isfile(os.path.join(folder, short))}
+            if files and os.path.isfile(os.path.join(folder, "station_info.csv")):
+                sets.append((name, folder, files))
+    return sets
+
+
+def read_rows(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def expected_terms(benchmark, protocol, record):
+    """The reward's terms as the verdicts of a details line say them."""
+    entered = bool(record.get("in_funnel"))
+    reached = entered and record.get("status") == "evaluated" and bool(record.get("reachable"))
+    exact = reached and bool(record.get("exact_match"))
+    terms = {"conn": float(reached),
+             "sg": float(reached and record["station_grounding"]),
+             "dp": float(reached and record["distance_plausibility"]),
+             "lo": float(record["line_iou"]) if reached else 0.0,
+             "sso": float(record["station_iou"]) if reached else 0.0,
+             "rem": float(exact),
+             "ea": (sum(bool(record[key]) for key in ("distance_accurate", "time_accurate",
+                                                       "fare_accurate")) / 3.0) if exact else 0.0,
+             "pc": 0.0, "rd": 0.0}
+    evaluated = record.get("status") == "evaluated"
+    if benchmark == "personalized":
+        if protocol == "paper":
+            in_scope = record.get("req_type") in (2, 5, 7, 8)
+        else:
+            in_scope = evaluated
+        terms["pc"] = float(bool(in_scope and record.get("compliant")))
+    if benchmark == "diversity" and evaluated:
+        if protocol == "paper" or (record.get("route_count") or 0) >= 2:
+            terms["rd"] = float(record.get("rd") or 0.0)
+    return terms
+
+
+class VerdictsTest(unittest.TestCase):
+    """The equality with the evaluator, on every bundled and parity row."""
+
+    def check_set(self, name, folder, files, protocol):
+        station = os.path.join(folder, "station_info.csv")
+        line = os.path.join(folder, "line_info.csv")
+        checked = 0
+        for benchmark, test_file in sorted(files.items()):
+            rows = read_rows(test_file)
+            with tempfile.TemporaryDirectory() as tmp:
+                predictions = os.path.join(tmp, "p.jsonl")
+                with open(predictions, "w", encoding="utf-8") as handle:
+                    for row in rows:
+                        handle.write(json.dumps({"index_id": row["index_id"],
+                                                 "generate_results": row["generate_results"]},
+                                                ensure_ascii=False) + "\n")
+                argv = ["--input", test_file, "--station_info", station, "--predictions",
+                        predictions, "--protocol", protocol, "--workers", "1", "--quiet"]
+                if benchmark == "general_llm":
+                    argv += ["--line_info", line]
+                _, records, _ = evaluate_to_files(
+                    transitlm.records.load_benchmark(benchmark), argv, tmp)
+            self.assertEqual(len(records), len(rows))
+            for row, record in zip(rows, records):
+                got = transitlm.reward.score(row["generate_results"], row, benchmark=benchmark,
+                                             protocol=protocol, station_info=station,
+                                             line_info=line if benchmark == "general_llm"
+                                             else None)
+                where = "%s %s %s row %s" % (name, benchmark, protocol, record["row"])
+                self.assertEqual(tuple(got), scoring.KEYS, where)
+                expected = expected_terms(benchmark, protocol, record)
+                for key, value in expected.items():
+                    self.assertTrue(math.isclose(got[key], value, abs_tol=1e-12),
+                                    "%s: %s %r != %r" % (where, key, got[key], value))
+                readable = record["status"] == "evaluated"
+                self.assertEqual(got["format"], float(readable), where)
+                self.assertEqual(got["acc"], got["rem"], where)
+                codes = record["failure_codes"]
+                self.assertEqual(got["error_code"], "" if readable else codes[0].split(".")[-1],
+                                 where)
+                self.assertEqual(bool(got["pred"]), readable, where)
+                checked += 1
+        return checked
+
+    def test_every_row_equals_its_details_line(self):
+        total = 0
+        for name, folder, files in case_sets():
+            for protocol in ("reference", "paper"):
+                with self.subTest(case=name, protocol=protocol):
+                    total += self.check_set(name, folder, files, protocol)
+        self.assertGreater(total, 250)        # the bundled rows at least, under both protocols
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,39 @@
+"""How a reward is set up when a trainer calls it: keyword arguments where the
+trainer passes them (verl's ``reward_kwargs``), else environment variables
+(OpenRLHF calls ``reward_func`` with three lists and nothing else; TRL's
+dotted path takes no arguments), else the defaults.
+
+    TRANSITLM_REWARD_BENCHMARK   single_route, personalized, diversity, general_llm
+                                 (default: each row's task_id)
+    TRANSITLM_REWARD_PROTOCOL    reference (default) or paper
+    TRANSITLM_REWARD_SHAPING     dense (default), gated or sparse
+    TRANSITLM_REWARD_FAILURE     the score of an unreadable completion (default 0)
+    TRANSITLM_STATION_INFO, TRANSITLM_LINE_INFO, TRANSITLM_DATA   the network files
+
+Standard library only; Python 3.8+.
+"""
+
+import os
+
+ENV = {"benchmark": "TRANSITLM_REWARD_BENCHMARK", "protocol": "TRANSITLM_REWARD_PROTOCOL",
+       "shaping": "TRANSITLM_REWARD_SHAPING", "failure": "TRANSITLM_REWARD_FAILURE"}
+DEFAULTS = {"benchmark": None, "protocol": "reference", "shaping": "dense", "failure": 0.0,
+            "station_info": None, "line_info": None, "weights": None}
+
+
+def settings(**given):
+    """The score() keywords of a call: those given (None = not given), else
+    the environment's, else the defaults.  Keys not of score() are ignored
+    (a trainer's own keywords, such as TRL's trainer_state)."""
+    values = dict(DEFAULTS)
+    for key, variable in ENV.items():
+        if os.environ.get(variable):
+            values[key] = os.environ[variable]
+    for key in DEFAULTS:
+        if given.get(key) is not None:
+            values[key] = given[key]
+    try:
+        values["failure"] = float(values["failure"])
+    except (TypeError, ValueError):
+        raise ValueError("failure must be a number, not %r" % (values["failure"],))
+    return values
