@@ -3,6 +3,8 @@ SIGINT or SIGTERM at any instant leaves either none of its outputs (exit
 130/143) or all of them (it had finished); a signal while a command starts
 prints one line, never a traceback."""
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -43,7 +45,9 @@ class InterruptAtAnyInstantTest(unittest.TestCase):
             signal.setitimer(signal.ITIMER_REAL, delay)
         try:
             try:
-                return transitlm.cli.run(self.benchmark, argv)
+                with contextlib.redirect_stdout(io.StringIO()), \
+                        contextlib.redirect_stderr(io.StringIO()):
+                    return transitlm.cli.run(self.benchmark, argv)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except KeyboardInterrupt:
