@@ -405,6 +405,20 @@ class FeedFilesTest(ImportCase):
             self.refused(self.feed(), "hop_times.csv exists and is not a regular file",
                          extra=("--out", out))
 
+    def test_a_link_planted_under_an_output_name_is_replaced_not_written_through(self):
+        # A symlink where an output goes, pointing at a file no run reads: the
+        # import replaces the link with its file and never writes the target.
+        victim = os.path.join(self.dir, "victim.txt")
+        with open(victim, "w") as handle:
+            handle.write("keep me")
+        out = os.path.join(self.dir, "planted")
+        os.makedirs(out)
+        os.symlink(victim, os.path.join(out, "line_info.csv"))
+        self.imported(self.feed(), "--out", out)
+        with open(victim) as handle:
+            self.assertEqual(handle.read(), "keep me")
+        self.assertFalse(os.path.islink(os.path.join(out, "line_info.csv")))
+
 
 
 class FeedSizeLimitsTest(ImportCase):
@@ -600,6 +614,19 @@ class NetworkInputTest(NetworkCase):
                                         "--samples", "1")
             self.assertEqual(status, 2, err)
             self.assertIn("general_llm.csv exists and is not a regular file", err)
+
+    def test_a_link_planted_under_an_output_name_is_replaced_not_written_through(self):
+        victim = os.path.join(self.dir, "victim.csv")
+        with open(victim, "w") as handle:
+            handle.write("keep me")
+        out = os.path.join(self.dir, "planted")
+        os.makedirs(out)
+        os.symlink(victim, os.path.join(out, "benchmark3_diversity.csv"))
+        status, _, err = in_process(mb.main, "--network", DATA, "--out", out, "--samples", "1")
+        self.assertEqual(status, 0, err)
+        with open(victim) as handle:
+            self.assertEqual(handle.read(), "keep me")
+        self.assertFalse(os.path.islink(os.path.join(out, "benchmark3_diversity.csv")))
 
     def test_argument_limits(self):
         for args, expected in ((("--samples", "1000000"), "'1000000' is outside 1 to 100,000"),
