@@ -47,7 +47,22 @@ def _problem(path, exc):
     return "cannot write %s: %s" % (path, getattr(exc, "strerror", None) or exc)
 
 
-class OutputFile(object):
+class _Transaction(object):
+    """As a context manager: commit() when the block ends normally, discard()
+    when it raises."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+        return False
+
+
+class OutputFile(_Transaction):
     """A file written through a temporary name beside it and renamed over
     ``path`` on ``commit()``; ``discard()`` removes the temporary file.
 
@@ -107,18 +122,8 @@ class OutputFile(object):
         except OSError:
             pass
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, kind, value, traceback):
-        if kind is None:
-            self.commit()
-        else:
-            self.discard()
-        return False
-
-
-class Outputs(object):
+class Outputs(_Transaction):
     """The outputs of one run: each written through its own OutputFile, all
     renamed into place together by ``commit()`` once every one is complete,
     with the folders the run made (``make_folders``); ``discard()`` removes
@@ -163,16 +168,6 @@ class Outputs(object):
         for handle in files:
             handle.discard()
         remove_folders(self.created)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, traceback):
-        if kind is None:
-            self.commit()
-        else:
-            self.discard()
-        return False
 
 
 def write_csv(handle, header, rows):
