@@ -144,8 +144,9 @@ class Outputs(_Transaction):
         make_folders(path, self.created, what)
 
     def open(self, path, **options):
-        handle = OutputFile(path, **options)
-        self.files.append(handle)
+        with signals_held():           # made and recorded, or neither
+            handle = OutputFile(path, **options)
+            self.files.append(handle)
         return handle
 
     def write(self, path, data, **options):
