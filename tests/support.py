@@ -294,7 +294,7 @@ def metrics_of(benchmark, protocol, records):
     import transitlm.records
     import transitlm.reports
     folded = transitlm.records.aggregate_records(benchmark, protocol, records)
-    return json.loads(json.dumps(transitlm.reports._finite(folded["metrics"])))
+    return json.loads(json.dumps(transitlm.reports.finite_or_none(folded["metrics"])))
 
 
 def run_compare(argv):
