@@ -198,7 +198,7 @@ class Layout(unittest.TestCase):
 
     def test_entry_scripts_are_thin(self):
         for script in ("single_route.evaluate", "personalized.evaluate", "diversity.evaluate",
-                       "general_llm.evaluate", "compare", "generate"):
+                       "general_llm.evaluate", "compare", "generate", "harness"):
             with open(self.modules[script], encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)
             self.assertLessEqual(count, 300, script)
