@@ -12,33 +12,19 @@ import random
 import tempfile
 import unittest
 
-from tests.support import PARITY, REPO, answers_from, evaluate_to_files, synthetic_records
+from tests.support import (answers_from, check_every_case_set, evaluate_to_files,
+                           synthetic_records)
 import transitlm.records  # noqa: E402
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_metrics, load_benchmark  # noqa: E402
+from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
+                               benchmark_metrics, load_benchmark)
 from transitlm.harness import lm_eval_scoring  # noqa: E402
 from transitlm.harness.lm_eval_scoring import (  # noqa: E402
     DRAWINGS, RowTerm, aggregation_name, process_name, task_functions)
 from transitlm.terms import metric_terms  # noqa: E402
 
-DATA = os.path.join(REPO, "data")
-FILES = {"single_route": ("benchmark1_single_route_example.csv", "b1.csv"),
-         "personalized": ("benchmark2_personalized_example.csv", "b2.csv"),
-         "diversity": ("benchmark3_diversity_example.csv", "b3.csv"),
-         "general_llm": ("general_llm_example.csv", "general.csv")}
 
-
-def case_sets():
-    """(name, folder, {benchmark: test file}) of the bundled data and every parity case set."""
-    sets = [("bundled", DATA, {name: os.path.join(DATA, files[0])
-                               for name, files in FILES.items()})]
-    if os.path.isdir(PARITY):
-        for name in sorted(os.listdir(PARITY)):
-            folder = os.path.join(PARITY, name)
-            files = {bench: os.path.join(folder, short) for bench, (_, short) in FILES.items()
-                     if os.path.isfile(os.path.join(folder, short))}
-            if files and os.path.isfile(os.path.join(folder, "station_info.csv")):
-                sets.append((name, folder, files))
-    return sets
+def bundled(benchmark):
+    return os.path.join(DATA_DIR, benchmark_info(benchmark).default_input)
 
 
 def docs_of(path):
@@ -99,12 +85,8 @@ class FiguresTest(unittest.TestCase):
         return checked
 
     def test_every_figure_is_the_evaluators_to_the_last_digit(self):
-        total = 0
-        for name, folder, files in case_sets():
-            for protocol in ("reference", "paper"):
-                with self.subTest(case=name, protocol=protocol):
-                    total += self.check_set(name, folder, files, protocol)
-        self.assertGreater(total, 250)        # the bundled rows at least, under both protocols
+        # The bundled rows at least, under both protocols.
+        self.assertGreater(check_every_case_set(self, self.check_set), 250)
 
     def test_rows_from_several_ranks_and_pickled_give_the_same_figures(self):
         # With several processes the harness gathers each rank's rows (pickled)
@@ -112,7 +94,7 @@ class FiguresTest(unittest.TestCase):
         functions = task_functions({"protocol": "reference", "station_info": None,
                                     "line_info": None})
         for benchmark in BENCHMARK_NAMES:
-            docs = docs_of(os.path.join(DATA, FILES[benchmark][0]))
+            docs = docs_of(bundled(benchmark))
             items = run_task(functions, benchmark, docs, [doc["sft_label"] for doc in docs][::-1])
             expected = figures(functions, benchmark, items)
             ranks = {key: values[0::2] + values[1::2] for key, values in items.items()}
@@ -143,7 +125,7 @@ class SamplesLogTest(unittest.TestCase):
     def setUp(self):
         self.functions = task_functions({"protocol": "reference", "station_info": None,
                                          "line_info": None})
-        self.docs = docs_of(os.path.join(DATA, FILES["diversity"][0]))
+        self.docs = docs_of(bundled("diversity"))
 
     def test_the_record_is_written_once_and_the_terms_as_pairs(self):
         doc = self.docs[2]
@@ -175,7 +157,7 @@ class SamplesLogTest(unittest.TestCase):
 
     def test_no_answer_stops_the_run(self):
         process = self.functions[process_name("single_route")]
-        doc = docs_of(os.path.join(DATA, FILES["single_route"][0]))[0]
+        doc = docs_of(bundled("single_route"))[0]
         answers = [[], [None], [""], [12], [{"a": 1}], ["<think>" + "x" * 100000],
                    ["\x00\ud800" * 50], ["[" * 100000]]
         items = {}

@@ -4,7 +4,6 @@ lm-evaluation-harness (transitlm.harness.lm_eval_tasks) and says how to run it.
 Standard library only; Python 3.8+.
 """
 
-import argparse
 import os
 import shlex
 import sys
@@ -14,7 +13,7 @@ from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_inf
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
-from transitlm.terminal import CommandParser, one_line, printable
+from transitlm.terminal import CommandParser, one_line, positive_int, printable
 
 PROG = "harness.py"
 # How the folder is run, shown after it is written (an OpenAI-compatible server).
@@ -22,16 +21,6 @@ RUN_COMMAND = ("lm_eval --model local-chat-completions --model_args "
                "base_url=http://127.0.0.1:8000/v1/chat/completions,model=NAME "
                "--tasks %s --include_path %s --apply_chat_template --output_path OUT "
                "--log_samples")
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
 
 
 def build_parser():
@@ -63,7 +52,7 @@ def build_parser():
     lm_eval.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                          help="reference: the published evaluator's rules (default); paper: "
                               "the TransitLM paper's definitions")
-    lm_eval.add_argument("--max_gen_toks", type=_positive_int, default=MAX_GEN_TOKS,
+    lm_eval.add_argument("--max_gen_toks", type=positive_int, default=MAX_GEN_TOKS,
                          metavar="N",
                          help="most tokens per answer (default %d: room for a reasoning "
                               "model; the harness's own default, 256, cuts answers short)"

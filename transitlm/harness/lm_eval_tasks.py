@@ -91,8 +91,9 @@ def _system_prompts(path):
 
 def read_rows(path, benchmark, scorer):
     """The rows of a test file as the harness's docs -> (docs, the file's
-    SHA-256, "file" or "default": where the system prompts come from).  InputError for a file the evaluator cannot read, or a row it
-    could not judge (``scorer`` judges each row's label as its answer)."""
+    SHA-256, "file" or "default": where the system prompts come from).
+    InputError for a file the evaluator cannot read, or a row it could not
+    judge (``scorer`` judges each row's label as its answer)."""
     needs_req_type = scorer.benchmark.needs_req_type
     prompts = _system_prompts(path)
     default = system_prompt(kind_of_task(benchmark_info(benchmark).task_id),
@@ -140,7 +141,8 @@ def task_yaml(benchmark, data_path, metadata, max_gen_toks):
     info = benchmark_info(benchmark)
     lines = [
         "# %s, for lm-evaluation-harness." % info.title,
-        "# Written by harness.py lm-eval (transitlm %s): write it again rather than edit it." % VERSION,
+        "# Written by harness.py lm-eval (transitlm %s): write it again rather than edit it."
+        % VERSION,
         "task: " + TASKS[benchmark],
     ]
     if metadata["protocol"] != "reference":
