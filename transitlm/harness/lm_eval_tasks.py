@@ -78,8 +78,9 @@ def folder_names():
 # ---------------------------------------------------------------------------
 
 def _system_prompts(path):
-    """[system prompt of each row] as generate.py sends them, or None when the
-    file has no system_prompt column."""
+    """[(index_id, system prompt, sft_prompt)] of each row, as generate.py
+    reads them (the system prompt is what it sends), or None when the file
+    has no system_prompt column."""
     try:
         if not scan_input(path).has_system_prompt:
             return None
