@@ -91,7 +91,7 @@ def write_run(folder, records):
     metrics = transitlm.records.aggregate_records("single_route", "reference", records)["metrics"]
     report = {"schema_version": 2, "benchmark": "single_route", "protocol": "reference",
               "signature": "bench|single_route|protocol:reference|rows:%d" % len(records),
-              "counts": {"samples": len(records)}, "metrics": transitlm.reports._finite(metrics)}
+              "counts": {"samples": len(records)}, "metrics": transitlm.reports.finite_or_none(metrics)}
     with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle, ensure_ascii=False, indent=1, sort_keys=True)
     with open(os.path.join(folder, "details.jsonl"), "w", encoding="utf-8") as handle:

@@ -206,6 +206,38 @@ def parity_cases(golden_name, sample_name):
     return out
 
 
+# Each benchmark's test file in a parity case set.
+PARITY_FILES = {"single_route": "b1.csv", "personalized": "b2.csv", "diversity": "b3.csv",
+                "general_llm": "general.csv"}
+
+
+def case_sets():
+    """(name, folder, {benchmark: test file}) of the bundled data and every
+    parity case set (each folder holds its station_info.csv and line_info.csv)."""
+    from transitlm.catalog import DATA_DIR, benchmark_info
+    sets = [("bundled", DATA_DIR, {name: os.path.join(DATA_DIR, benchmark_info(name).default_input)
+                                   for name in PARITY_FILES})]
+    if os.path.isdir(PARITY):
+        for name in sorted(os.listdir(PARITY)):
+            folder = os.path.join(PARITY, name)
+            files = {bench: os.path.join(folder, short) for bench, short in PARITY_FILES.items()
+                     if os.path.isfile(os.path.join(folder, short))}
+            if files and os.path.isfile(os.path.join(folder, "station_info.csv")):
+                sets.append((name, folder, files))
+    return sets
+
+
+def check_every_case_set(test, check):
+    """``check(name, folder, files, protocol)`` -> rows checked, on every case
+    set (case_sets) under both protocols, a subTest each -> the rows checked in all."""
+    total = 0
+    for name, folder, files in case_sets():
+        for protocol in ("reference", "paper"):
+            with test.subTest(case=name, protocol=protocol):
+                total += check(name, folder, files, protocol)
+    return total
+
+
 def load_golden(folder, name):
     with open(os.path.join(folder, name), encoding="utf-8") as handle:
         return json.load(handle)
@@ -294,7 +326,7 @@ def metrics_of(benchmark, protocol, records):
     import transitlm.records
     import transitlm.reports
     folded = transitlm.records.aggregate_records(benchmark, protocol, records)
-    return json.loads(json.dumps(transitlm.reports._finite(folded["metrics"])))
+    return json.loads(json.dumps(transitlm.reports.finite_or_none(folded["metrics"])))
 
 
 def run_compare(argv):

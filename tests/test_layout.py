@@ -6,6 +6,7 @@ tests/support.py), none is over 800 lines."""
 
 import ast
 import os
+import sys
 import unittest
 
 from tests.support import REPO
@@ -187,6 +188,32 @@ class Layout(unittest.TestCase):
             self.assertNotIn(machinery, source)
         self.assertLessEqual(source.count("\n"), MAX_COMMON_LINES)
 
+    def test_the_project_imports_only_the_standard_library(self):
+        # Standard library only, at run time and in tests; the files other tools
+        # read (the harness's utils.py) too.
+        if not hasattr(sys, "stdlib_module_names"):
+            self.skipTest("Python 3.10 or later lists the standard library's modules")
+        paths = dict(self.modules, **{"tests." + name: path
+                                      for name, path in suite_modules().items()})
+        paths.update({"tests." + name[:-3]: os.path.join(TESTS, name)
+                      for name in TEST_FOLDER_MODULES})
+        ours = {name.split(".")[0] for name in paths} | {
+            name.split(".")[-1] for name in paths}          # bare sibling imports
+        outside = []
+        for module, path in sorted(paths.items()):
+            with open(path, encoding="utf-8") as handle:
+                tree = ast.parse(handle.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module]
+                else:
+                    continue
+                outside += ["%s imports %s" % (module, name) for name in names
+                            if name.split(".")[0] not in sys.stdlib_module_names | ours]
+        self.assertEqual(outside, [])
+
     def test_no_module_too_large(self):
         large = []
         for module, path in sorted(self.modules.items()):
@@ -198,7 +225,7 @@ class Layout(unittest.TestCase):
 
     def test_entry_scripts_are_thin(self):
         for script in ("single_route.evaluate", "personalized.evaluate", "diversity.evaluate",
-                       "general_llm.evaluate", "compare", "generate"):
+                       "general_llm.evaluate", "compare", "generate", "harness"):
             with open(self.modules[script], encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)
             self.assertLessEqual(count, 300, script)

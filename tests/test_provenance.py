@@ -220,7 +220,7 @@ class NoOverwriteNoDebris(unittest.TestCase):
 class Version(unittest.TestCase):
     def test_every_script_answers_version(self):
         scripts = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
-            os.path.join("general_llm", "server.py"), "generate.py", "compare.py",
+            os.path.join("general_llm", "server.py"), "generate.py", "compare.py", "harness.py",
             os.path.join("data", "import_gtfs.py"), os.path.join("data", "make_benchmark.py"),
             os.path.join("data", "make_demo.py")]
         for script in scripts:

@@ -191,14 +191,18 @@ class DocsCommands(unittest.TestCase):
                     script = os.path.join(REPO, re.sub(r"^\$\{?\w+\}?/evaluate\.py$",
                                                        "single_route/evaluate.py", argv[1]))
                     self.assertTrue(os.path.isfile(script), argv[1])
-                    if script not in helps:
-                        done = subprocess.run([sys.executable, script, "--help"],
+                    # A command of a script with subcommands (harness.py lm-eval).
+                    command = argv[2:3] if argv[2:3] and re.match(r"^[a-z][\w-]*$",
+                                                                  argv[2]) else []
+                    key = (script,) + tuple(command)
+                    if key not in helps:
+                        done = subprocess.run([sys.executable, script] + command + ["--help"],
                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                               universal_newlines=True, timeout=60)
                         self.assertEqual(done.returncode, 0, done.stderr)
-                        helps[script] = set(re.findall(r"--\w+", done.stdout))
+                        helps[key] = set(re.findall(r"--\w+", done.stdout))
                     flags = {arg.split("=")[0] for arg in argv[2:] if arg.startswith("--")}
-                    self.assertEqual(flags - helps[script], set())
+                    self.assertEqual(flags - helps[key], set())
                     checked += 1
         self.assertGreater(checked, 10)
 

@@ -13,31 +13,10 @@ import os
 import tempfile
 import unittest
 
-from tests.support import PARITY, REPO, evaluate_to_files
+from tests.support import check_every_case_set, evaluate_to_files
 import transitlm.records  # noqa: E402
 import transitlm.reward  # noqa: E402
 from transitlm.reward import scoring  # noqa: E402
-
-DATA = os.path.join(REPO, "data")
-FILES = {"single_route": ("benchmark1_single_route_example.csv", "b1.csv"),
-         "personalized": ("benchmark2_personalized_example.csv", "b2.csv"),
-         "diversity": ("benchmark3_diversity_example.csv", "b3.csv"),
-         "general_llm": ("general_llm_example.csv", "general.csv")}
-
-
-def case_sets():
-    """(name, folder, {benchmark: test file}) of the bundled data and every parity case set."""
-    sets = [("bundled", DATA, {name: os.path.join(DATA, files[0])
-                               for name, files in FILES.items()})]
-    if os.path.isdir(PARITY):
-        for name in sorted(os.listdir(PARITY)):
-            folder = os.path.join(PARITY, name)
-            files = {bench: os.path.join(folder, short) for bench, (_, short) in FILES.items()
-                     if os.path.isfile(os.path.join(folder, short))}
-            if files and os.path.isfile(os.path.join(folder, "station_info.csv")):
-                sets.append((name, folder, files))
-    return sets
-
 
 def read_rows(path):
     with open(path, encoding="utf-8", newline="") as handle:
@@ -116,12 +95,8 @@ class VerdictsTest(unittest.TestCase):
         return checked
 
     def test_every_row_equals_its_details_line(self):
-        total = 0
-        for name, folder, files in case_sets():
-            for protocol in ("reference", "paper"):
-                with self.subTest(case=name, protocol=protocol):
-                    total += self.check_set(name, folder, files, protocol)
-        self.assertGreater(total, 250)        # the bundled rows at least, under both protocols
+        # The bundled rows at least, under both protocols.
+        self.assertGreater(check_every_case_set(self, self.check_set), 250)
 
 
 if __name__ == "__main__":

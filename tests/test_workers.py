@@ -128,7 +128,7 @@ class ChunkHelpers(unittest.TestCase):
                    {"error": transitlm.reports._ROW_MARK, "row": 4, "z": transitlm.reports._ROW_MARK}]
         for record in records:
             with self.subTest(record=record):
-                safe = transitlm.reports._finite(record)
+                safe = transitlm.reports.finite_or_none(record)
                 try:
                     text = json.dumps(safe, ensure_ascii=False, sort_keys=True)
                     text.encode("utf-8")

@@ -189,3 +189,8 @@ METRICS = (
 METRIC_KEYS = tuple(metric.key for metric in METRICS)
 METRIC = {metric.key: metric for metric in METRICS}
 LOWER_IS_BETTER = frozenset(metric.key for metric in METRICS if metric.lower_is_better)
+
+
+def benchmark_metrics(name):
+    """The metrics a benchmark reports (its report.json ``metrics``), in the paper's order."""
+    return tuple(metric for metric in METRICS if metric.benchmark in (None, name))

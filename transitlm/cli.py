@@ -3,7 +3,6 @@
 Standard library only; Python 3.8+.
 """
 
-import argparse
 import gc
 import os
 import sys
@@ -24,7 +23,7 @@ from transitlm.reports import failures_title, render_text_head, render_text_tail
 from transitlm.exit_status import (
     EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed,
     interrupted_message, interrupted_status, run_command)
-from transitlm.terminal import CommandParser, one_line
+from transitlm.terminal import CommandParser, non_negative_int, one_line
 
 # -- the command line -------------------------------------------------------------
 
@@ -49,7 +48,7 @@ def build_parser(benchmark):
                         help="read --predictions as the published evaluator reads a cell: "
                              "the text must be JSON (no reasoning block, no text around "
                              "it), else an error row")
-    parser.add_argument("--sample_count", type=_non_negative_int, metavar="N",
+    parser.add_argument("--sample_count", type=non_negative_int, metavar="N",
                         help="evaluate only the first N rows")
     parser.add_argument("--station_info", metavar="CSV",
                         help="station file (default: $%s/station_info.csv or "
@@ -76,12 +75,12 @@ def build_parser(benchmark):
     parser.add_argument("--html", metavar="PATH",
                         help="write a self-contained HTML report (funnel, failure reasons, "
                              "row explorer with route maps)")
-    parser.add_argument("--html_rows", type=_non_negative_int, default=500, metavar="N",
+    parser.add_argument("--html_rows", type=non_negative_int, default=500, metavar="N",
                         help="rows listed (with a map each) in the HTML report: failures "
                              "first, then a sample of passed rows (default 500)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-row failure lines and no progress line")
-    parser.add_argument("--workers", type=_non_negative_int, default=0, metavar="N",
+    parser.add_argument("--workers", type=non_negative_int, default=0, metavar="N",
                         help="evaluate in up to N forked worker processes (where fork is "
                              "available; each takes chunks of about %d KB of the file, or "
                              "with --predictions or --sample_count at least %d rows); every "
@@ -90,16 +89,6 @@ def build_parser(benchmark):
                              % (CHUNK_BYTES // 1024, MIN_ROWS_PER_WORKER))
     benchmark.add_arguments(parser)
     return parser
-
-
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
 
 
 # Flags of the command line that are not evaluation options (where outputs go).

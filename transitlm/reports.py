@@ -18,20 +18,21 @@ SCHEMA_VERSION = 3               # report.json / details.jsonl layout (README ch
 
 def report_json(report):
     """The report as deterministic JSON text (sorted keys, no NaN)."""
-    text = json.dumps(_finite(report), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(finite_or_none(report), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
     return text if encodable(text) else \
-        json.dumps(_finite(report), ensure_ascii=True, indent=1, sort_keys=True) + "\n"
+        json.dumps(finite_or_none(report), ensure_ascii=True, indent=1, sort_keys=True) + "\n"
 
 
-def _finite(value):
-    # A model may write "NaN" as a distance and float() accepts it; JSON cannot
-    # hold NaN, so a non-finite figure is written as null.
+def finite_or_none(value):
+    """The value with every non-finite figure (in dicts and lists too) as None:
+    a model may write "NaN" as a distance and float() accepts it; JSON cannot
+    hold NaN, so a non-finite figure is written as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {key: finite_or_none(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
+        return [finite_or_none(item) for item in value]
     return value
 
 
@@ -45,7 +46,7 @@ def _details_text(record, ensure_ascii=False):
     try:
         return json.dumps(record, ensure_ascii=ensure_ascii, sort_keys=True, allow_nan=False)
     except ValueError:                  # a non-finite figure: written as null
-        return json.dumps(_finite(record), ensure_ascii=ensure_ascii, sort_keys=True)
+        return json.dumps(finite_or_none(record), ensure_ascii=ensure_ascii, sort_keys=True)
 
 
 def details_parts(record):

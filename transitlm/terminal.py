@@ -70,6 +70,26 @@ class CommandParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _whole_number(text, minimum):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < minimum:
+        raise argparse.ArgumentTypeError("must be %d or more" % minimum)
+    return value
+
+
+def positive_int(text):
+    """An option's type (argparse): a whole number, 1 or more."""
+    return _whole_number(text, 1)
+
+
+def non_negative_int(text):
+    """An option's type (argparse): a whole number, 0 or more."""
+    return _whole_number(text, 0)
+
+
 def quoted(value, limit=40):
     """A value from a file or a server, for a message: quoted, cut to about
     ``limit`` characters, escaped for the terminal."""

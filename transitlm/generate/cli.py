@@ -29,7 +29,7 @@ from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, P
                               scan_input, summary_lines)
 from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
                                    interrupted_status)
-from transitlm.terminal import printable
+from transitlm.terminal import non_negative_int, positive_int, printable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -37,26 +37,6 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
-
-
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
-
 
 def _positive_float(text):
     try:
@@ -115,7 +95,7 @@ def build_parser():
                              "column (UTF-8 text)")
     parser.add_argument("--temperature", type=_number, default=0.0,
                         help="sampling temperature (default 0)")
-    parser.add_argument("--max_tokens", type=_positive_int, metavar="N",
+    parser.add_argument("--max_tokens", type=positive_int, metavar="N",
                         help="most tokens per answer (default: the server's)")
     parser.add_argument("--top_p", type=_number, help="nucleus sampling (default: the server's)")
     parser.add_argument("--extra_body", metavar="JSON",
@@ -128,11 +108,11 @@ def build_parser():
     parser.add_argument("--api_key_env", metavar="NAME",
                         help="environment variable holding the API key (default "
                              "OPENAI_API_KEY; unset = no Authorization header)")
-    parser.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
+    parser.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
                         help="requests in flight (default 8)")
     parser.add_argument("--rate_limit", type=_positive_float, metavar="R",
                         help="at most R requests per second (default: no limit)")
-    parser.add_argument("--retries", type=_non_negative_int, default=6, metavar="N",
+    parser.add_argument("--retries", type=non_negative_int, default=6, metavar="N",
                         help="retries of a request that got 429, 408, 5xx, a timeout or a "
                              "dropped connection (default 6)")
     parser.add_argument("--backoff", type=_positive_float, default=BACKOFF_BASE_S,
@@ -142,7 +122,7 @@ def build_parser():
                              % (BACKOFF_CAP_S, BACKOFF_BASE_S))
     parser.add_argument("--no_retry_errors", action="store_true",
                         help="keep rows that failed in an earlier run instead of asking again")
-    parser.add_argument("--sample_count", type=_positive_int, metavar="N",
+    parser.add_argument("--sample_count", type=positive_int, metavar="N",
                         help="only the first N rows")
     parser.add_argument("--dry_run", action="store_true",
                         help="print the first request (key hidden) and send nothing")

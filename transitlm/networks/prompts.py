@@ -3,7 +3,8 @@ answer's format (the release's files carry one per row, column
 ``system_prompt``; generate.py sends it as the system message).
 
 Used by make_benchmark.py for the files it builds and by make_demo.py for the
-bundled examples, so a model run on either knows the answer format.  The
+bundled examples, so a model run on either knows the answer format, and by
+harness.py lm-eval for a test file without the column.  The
 texts are data (Chinese and English), kept here as named constants.
 
 Standard library only; Python 3.8+.
@@ -46,3 +47,10 @@ def system_prompt(kind, lang):
     if kind == "b3":
         route_format = '{"first": %s, "second": {...}, "third": {...}} (each with "route_tag")' % route_format
     return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
+
+
+def kind_of_task(task_id):
+    """The kind (b1, b2, b3, general) of the benchmark whose task id (the
+    catalogue's ``BenchmarkInfo.task_id``) is ``task_id``: "1" -> "b1",
+    "general" -> "general"."""
+    return "b" + task_id if task_id.isdigit() else task_id
