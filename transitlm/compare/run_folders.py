@@ -17,6 +17,7 @@ import sys
 
 import common
 from transitlm.catalog import BENCHMARK_NAMES
+from transitlm.files import DETAILS_JSONL, REPORT_JSON, RUN_FOLDER_FILES
 
 STATUSES = ("evaluated", "error", "no_response")
 SCORE_BANDS = ("worse", "better", "same")
@@ -214,6 +215,46 @@ def report_beside(details_path):
             return path
     raise CompareError("%s: no report JSON beside it (looked for %s)"
                        % (details_path, ", ".join(candidates)))
+
+
+def run_argument(path):
+    """A RUN as given -> the path compare reads.  A file of a run folder
+    (report.json, details.jsonl, run.json, report.txt, report.html) stands
+    for its folder; a report JSON given without its run folder is refused
+    with a message saying what to give instead (CompareError)."""
+    if not os.path.isfile(path):
+        return path
+    folder, base = os.path.split(path)
+    folder = folder or os.curdir
+    if base in RUN_FOLDER_FILES:
+        missing = [name for name in (REPORT_JSON, DETAILS_JSONL)
+                   if not os.path.isfile(os.path.join(folder, name))]
+        if not missing:
+            return folder
+        if base != DETAILS_JSONL:
+            raise CompareError("%s is a file of a run folder, but its folder has no %s: give "
+                               "a run folder, or a details JSON Lines file with its report "
+                               "beside it" % (path, " and no ".join(missing)))
+    if _json_document(path):
+        stem = os.path.splitext(base)[0]
+        beside = [name for name in (stem + ".jsonl", stem.replace("report", "details") + ".jsonl")
+                  if os.path.isfile(os.path.join(folder, name))]
+        raise CompareError("%s is a report JSON, not a details JSON Lines file: give %s "
+                           "(compare finds the report beside it)"
+                           % (path, "the details file " + os.path.join(folder, beside[0])
+                              if beside else "its run folder or its details file"))
+    return path
+
+
+def _json_document(path):
+    """Does the file begin as an indented JSON document (a report), where a
+    details file has a whole JSON object on each line?"""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(2)
+    except OSError:
+        return False                    # read_details says what is wrong
+    return head in (b"{\n", b"{\r")
 
 
 def run_files(path):
