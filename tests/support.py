@@ -635,6 +635,18 @@ def chromium_command(url, user_dir, *flags):
             + list(flags) + [url])
 
 
+def with_script(page, script):
+    """A page's HTML with ``script`` run after the page's own: added at the
+    end of its body and allowed, by its SHA-256, in the page's
+    Content-Security-Policy (which allows no other inline script)."""
+    import base64
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    if "script-src " not in page:
+        raise AssertionError("the page has no script-src in a Content-Security-Policy")
+    page = page.replace("script-src ", "script-src 'sha256-%s' " % digest, 1)
+    return page.replace("</body>", "<script>%s</script></body>" % script, 1)
+
+
 def run_chromium(url, user_dir, *flags):
     """Run headless Chromium on a file URL -> (stdout, stderr)."""
     done = subprocess.run(chromium_command(url, user_dir, *flags), stdout=subprocess.PIPE,

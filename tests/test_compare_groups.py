@@ -229,7 +229,8 @@ class BreakdownTablesTest(Models):
         page = comparison_page(result)
         for heading in ("By city", "By req_type", "By failure stage", "By failure code"):
             section = page.split("<h4>%s</h4>" % heading)[1]
-            self.assertTrue(re.match(r"(<p[^>]*>[^<]*</p>)?<table", section), heading)
+            self.assertTrue(re.match(r'(<p[^>]*>[^<]*</p>)?<div class="tbox"><table', section),
+                            heading)
         self.assertIn('class="share', page)             # bars in the failure tables
 
 

@@ -9,14 +9,15 @@ import shutil
 import tempfile
 import unittest
 
-from tests.support import CHROMIUM, benchmark_records, in_ci, run_chromium, run_compare, write_run
+from tests.support import (
+    CHROMIUM, benchmark_records, in_ci, run_chromium, run_compare, with_script, write_run)
 
 WIDTH = 1280
 
 # Appended to a copy of the page, after its own script: measures the laid-out
 # page and writes what it found into attributes of <body> (read back from the
 # DOM Chromium dumps).
-PROBE = """<script>
+PROBE = """
 (function(){
 var width=window.innerWidth,over=[],all=document.querySelectorAll('body *');
 for(var i=0;i<all.length;i++){var r=all[i].getBoundingClientRect();
@@ -31,7 +32,7 @@ b.setAttribute('data-json',json?json[0]+' near '+text.substr(Math.max(0,json.ind
 var w=document.querySelector('path.whisker');
 b.setAttribute('data-whisker',w?getComputedStyle(w).stroke+' '+getComputedStyle(w).strokeWidth:'none');
 })();
-</script></body>"""
+"""
 
 
 class ComparisonPageBrowserTest(unittest.TestCase):
@@ -71,7 +72,7 @@ class ComparisonPageBrowserTest(unittest.TestCase):
             html = handle.read()
         probed = os.path.join(self.tmp, name + "-probe.html")
         with open(probed, "w", encoding="utf-8") as handle:
-            handle.write(html.replace("</body>", PROBE, 1))
+            handle.write(with_script(html, PROBE))
         profile = tempfile.mkdtemp(dir=self.tmp)
         dom, log = run_chromium("file://" + probed, profile, "--dump-dom", "--hide-scrollbars",
                                 "--window-size=%d,1000" % WIDTH)

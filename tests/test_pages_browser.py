@@ -21,7 +21,7 @@ import zlib
 
 from tests.support import (
     BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, REPO, chromium_command, in_ci, page_record,
-    page_report, page_route, write_details)
+    page_report, page_route, with_script, write_details)
 
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
 
@@ -110,7 +110,7 @@ def with_check_script(path, folder, name):
         text = handle.read()
     copy = os.path.join(folder, name + "_checked.html")
     with open(copy, "w", encoding="utf-8") as handle:
-        handle.write(text.replace("</body>", "<script>%s</script></body>" % CHECK_SCRIPT, 1))
+        handle.write(with_script(text, CHECK_SCRIPT))
     return copy
 
 
