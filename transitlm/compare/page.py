@@ -24,6 +24,7 @@ from transitlm.pages.layout import (
 COMPARISON_CSS = """
 /* comparison page */
 .cmp .name,.cmp td code{overflow-wrap:anywhere}
+.cmp table.main td:first-child,.cmp table.data td:first-child{min-width:9em}
 .cmp table.data td.num,.cmp table.data th.num{text-align:right}
 .cmp table.data td small,.cmp table.main td small{display:block;color:#4b535c;font-size:11px;
  white-space:nowrap}

@@ -235,7 +235,7 @@ def run_argument(path):
             raise CompareError("%s is a file of a run folder, but its folder has no %s: give "
                                "a run folder, or a details JSON Lines file with its report "
                                "beside it" % (path, " and no ".join(missing)))
-    if _json_document(path):
+    if _looks_like_a_report(path):
         stem = os.path.splitext(base)[0]
         beside = [name for name in (stem + ".jsonl", stem.replace("report", "details") + ".jsonl")
                   if os.path.isfile(os.path.join(folder, name))]
@@ -246,15 +246,22 @@ def run_argument(path):
     return path
 
 
-def _json_document(path):
-    """Does the file begin as an indented JSON document (a report), where a
-    details file has a whole JSON object on each line?"""
+def _looks_like_a_report(path):
+    """Is the file a report rather than details: an indented JSON document,
+    or a first line that is an object with metrics and no row (index_id)?
+    (Anything else is left to read_details, which says what is wrong.)"""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(2)
+            first = handle.readline(MAX_LINE_CHARS + 1)
     except OSError:
-        return False                    # read_details says what is wrong
-    return head in (b"{\n", b"{\r")
+        return False
+    if first.strip() == b"{":
+        return True
+    try:
+        value = decode_json(first.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "metrics" in value and "index_id" not in value
 
 
 def run_files(path):

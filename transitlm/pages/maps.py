@@ -7,7 +7,7 @@ import unicodedata
 import common
 from common import BUS_STOP_PREFIX
 from transitlm.pages.layout import (
-    TEXT_COLOUR, bdi, clean_text, esc, fmt_value, isolated, n)
+    TEXT_COLOUR, bdi, clean_text, cut_text, esc, fmt_value, isolated, n)
 
 
 # Colour-blind-safe hues (Okabe-Ito), each at least 4.5:1 on white except
@@ -82,6 +82,7 @@ def valid_point(point):
 MARK_FONT_PX = 11.0           # svg.map .mark text (static.CSS)
 ACCESS_FONT_PX = 10.5         # svg.map text.acc
 LEADER_MIN_PX = 12.0          # a label farther than this from its point gets a leader line
+MODE_LABEL_COLUMNS = 24       # an access leg's mode in its label (a model wrote it)
 
 
 def text_box_size(text, font_px):
@@ -364,9 +365,9 @@ class MapBuilder(object):
             self._pending.append(("segment", point, stop_point, colour, "1 4", title,
                                   "access", 2, False))
             straight = common.haversine_km(point[0], point[1], stop_point[0], stop_point[1])
-            mode = mode or common.WALK
+            mode = cut_text(mode or common.WALK, MODE_LABEL_COLUMNS)   # whole in the title
             self._pending.append(("access_label", point, stop_point,
-                                  "%s %.1f km" % (clean_text(mode), straight),
+                                  "%s %.1f km" % (mode, straight),
                                   "%s %.1f km" % (isolated(mode), straight)))
 
     def add_dot(self, point, title, colour):
