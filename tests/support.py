@@ -16,8 +16,9 @@ HOSTILE_KEY, ...), the test modules import it under the old name, so their
 test code reads as it did.
 
 Sections: paths; rows for the evaluators (a toy network); parity goldens;
-compare.py's details lines and run folders; the evaluator pages' run-folder
-fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
+compare.py's details lines and run folders; hostile text (markup, bidi,
+formulas, wide tokens) and run folders full of it; the evaluator pages'
+run-folder fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
 table; the route-eval service (its network, its cases, ServerTestCase);
 generate.py's stand-in and hostile chat servers.
 """
@@ -390,6 +391,67 @@ def write_run(folder, records, benchmark="single_route", protocol="reference", m
                        "command": ["x"], "python": "3.11.7", "benchmark": benchmark,
                        "protocol": protocol, "generation": generation}, handle)
     return folder
+
+
+# ---------------------------------------------------------------------------
+# Hostile text (issue 30): what a model's answer, a feed, a folder name or a
+# recorded model name may hold.  Markup that would run script if escaping
+# failed sets data-pwned on <body> (a test reads it back from the DOM).
+# ---------------------------------------------------------------------------
+
+def pwn(tag):
+    return "document.body.setAttribute('data-pwned','%s')" % tag
+
+
+HOSTILE_MARKUP = (
+    "<script>%s</script>" % pwn("script"),
+    "<img src=x onerror=\"%s\">" % pwn("img"),
+    "\"><svg onload=\"%s\">" % pwn("svg"),
+    "'><iframe srcdoc=\"<script>parent.%s</script>\"></iframe>" % pwn("iframe"),
+    "</title></textarea></style><script>%s</script>" % pwn("close"),
+    "<a href=\"javascript:%s\">click</a>" % pwn("href"),
+    "<svg><a href=\"javascript:%s\"><text>x</text></a></svg>" % pwn("svg-href"),
+    "[x](javascript:alert(1)) ![y](javascript:alert(2)) <javascript:alert(3)>",
+    "&lt;script&gt;%s&lt;/script&gt; &#x3C;img src=x onerror=1&#x3E;" % pwn("entity"),
+    "<style>body{display:none}</style><meta http-equiv=\"refresh\" content=\"0;url=x\">",
+    "<form action=\"http://evil.example\"><input name=q></form><base href=\"http://evil.example/\">",
+)
+# Bidirectional text: overrides and isolates that would mirror the page's own
+# words, and right-to-left letters beside numbers and brackets.
+HOSTILE_BIDI = ("\u202e(prediction)\u202c", "\u2067\u05e9\u05dc\u05d5\u05dd 12 (ab)",
+                "\u200f\u061c\u0645\u0631\u062d\u0628\u0627 3.5 km\u2069\u2066")
+# Cells a spreadsheet would evaluate (OWASP's CSV injection), folder-safe.
+HOSTILE_FORMULAS = ("=HYPERLINK(\"evil\",\"x\")", "+cmd|' /C calc'!A0", "-2+3+cmd|x",
+                    "@SUM(1+1)*cmd|x", "\t=1+1", "\r=1+1", "  =1+1", "\uff1d1+1")
+WIDE_TOKEN = "W" * 3000                 # one 3,000-character token
+LONG_FOLDER = "a-folder-name-" + "y" * 126          # 140 characters
+
+
+def hostile_text(index):
+    """A hostile text of each class, by turns."""
+    texts = HOSTILE_MARKUP + HOSTILE_BIDI + HOSTILE_FORMULAS + (WIDE_TOKEN,)
+    return texts[index % len(texts)]
+
+
+def hostile_runs(folder):
+    """Run folders of two benchmarks whose folder names, recorded model names,
+    cities and failure codes are hostile, in a 140-character folder -> paths."""
+    runs = []
+    parent = os.path.join(folder, LONG_FOLDER)
+    models = (HOSTILE_MARKUP[1], HOSTILE_FORMULAS[0], None)     # None: named by its folder
+    folders = ("<img src=x onerror=\"%s\">" % pwn("folder"), HOSTILE_FORMULAS[3],
+               HOSTILE_BIDI[1] + LONG_FOLDER[:100])
+    for benchmark in ("single_route", "personalized"):
+        for index, (model, name) in enumerate(zip(models, folders)):
+            records = benchmark_records(benchmark, 30, 0.4 + 0.2 * index, seed=index,
+                                        cities=(HOSTILE_MARKUP[0], HOSTILE_BIDI[2],
+                                                HOSTILE_FORMULAS[1], WIDE_TOKEN))
+            for number, record in enumerate(records):
+                if record["failure_codes"]:
+                    record["failure_codes"].append("overlap." + hostile_text(number))
+            runs.append(write_run(os.path.join(parent, name + "-" + benchmark), records,
+                                  benchmark, model=model and model + " " + HOSTILE_BIDI[0]))
+    return runs
 
 
 def run_compare_process(argv, timeout=60, cwd=None):

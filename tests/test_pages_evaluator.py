@@ -2,8 +2,9 @@
 first, every code before any code's second row) and fetched; the page parses,
 makes no network reference, shows the figures of the JSON report and one map
 per listed row; hostile text is escaped; error rows draw their label route;
-the benchmark-3 route switch; on hand-made run folders and on real runs of
-the four evaluators (--out)."""
+the benchmark-3 route switch; verdicts of checks a row never reached read
+"not reached", the general LLM's unchecked plausibility "not checked"; on
+hand-made run folders and on real runs of the four evaluators (--out)."""
 
 import html
 import json
@@ -251,6 +252,42 @@ class EvaluatorPageTest(TempDir):
         self.assertNotRegex(css, r"table\.rows( [a-z.]+)* td\b")
         self.assertRegex(css, r"table\.verdicts td[,{][^}]*padding:3px 10px 3px 0|"
                               r"table\.verdicts td\{[^}]*padding")
+
+    def verdicts(self, text, row):
+        table = re.search(r'<table class="verdicts">(.*?)</table>', self.row_html(text, row),
+                          re.S).group(1)
+        return {cells[0]: cells[1:] for cells in (
+            [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in
+             re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
+            for line in re.findall(r"<tr>(.*?)</tr>", table, re.S)) if cells}
+
+    def test_checks_never_reached_read_not_reached(self):
+        # Unreachable, yet its other verdicts say yes (as the engine computes
+        # them): none of them may show "yes".
+        records = [evaluated(1, ["reachability.broken_hop"], reachable=False, exact=True),
+                   evaluated(2, ["overlap.station_mismatch"], exact=False)]
+        _, text = self.page_for("single_route", records)
+        unreachable = self.verdicts(text, 1)
+        self.assertEqual(unreachable["reachable"][0], "no")
+        for check in ("station grounding", "distance plausibility", "exact match",
+                      "expert score", "distance accurate", "access distances accurate"):
+            self.assertEqual(unreachable[check], ["not reached",
+                                                  "the route is not reachable (Round 1)"])
+        self.assertNotIn("yes", [verdict for verdict, _ in unreachable.values()])
+        inexact = self.verdicts(text, 2)
+        self.assertEqual(inexact["station grounding"][0], "yes")
+        self.assertEqual(inexact["fare accurate"], ["not reached",
+                                                   "not an exact match (Round 3)"])
+        self.assertIn('<td class="v-na">not reached</td>', self.row_html(text, 1))
+
+    def test_general_llm_plausibility_is_not_checked_under_the_published_rules(self):
+        records = fixture_records("general_llm")
+        report = fixture_report("general_llm", records)
+        for protocol, shown in (("reference", "not checked"), ("paper", "yes")):
+            report["protocol"] = protocol
+            path = write_details(self.folder, records)
+            text = transitlm.pages.evaluator.evaluator_page(report, path, network())
+            self.assertEqual(self.verdicts(text, 1)["distance plausibility"][0], shown)
 
     def test_an_error_is_shown_once(self):
         records = [error_row(1, "generator error: HTTP 500 from the model server"),
