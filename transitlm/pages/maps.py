@@ -279,11 +279,14 @@ def bdi_join(values, separator=", "):
     return esc(separator).join(bdi(value) for value in values)
 
 
-# Direction arrows: one on each hop long enough to hold it.
+# Direction arrows along every route: one every ARROW_SPACING_PX of its drawn
+# length, the label's starting a quarter of that in, a prediction's half, so
+# that the two show apart where they share a hop, in either direction.
 ARROW_LENGTH_PX = 11.0
 ARROW_HALF_WIDTH_PX = 5.0
-LABEL_ARROW_AT = 0.25
-PREDICTION_ARROW_AT = 0.5
+ARROW_SPACING_PX = 50.0
+LABEL_ARROW_START = 0.25 * ARROW_SPACING_PX
+PREDICTION_ARROW_START = 0.5 * ARROW_SPACING_PX
 
 
 def arrow_path(a, b, label_style=False, at=0.5):
@@ -292,7 +295,7 @@ def arrow_path(a, b, label_style=False, at=0.5):
     of the hop; "" when the hop is too short to hold one."""
     (x1, y1), (x2, y2) = a, b
     length = math.hypot(x2 - x1, y2 - y1)
-    if length < 3.0 * ARROW_LENGTH_PX:
+    if length < 1.2 * ARROW_LENGTH_PX:
         return ""
     ux, uy = (x2 - x1) / length, (y2 - y1) / length
     mx, my = x1 + (x2 - x1) * at, y1 + (y2 - y1) * at
@@ -306,6 +309,34 @@ def arrow_path(a, b, label_style=False, at=0.5):
     return '<path class="dir%s" d="M%s %sL%s %sL%s %sZ" />' % (
         " lbl" if label_style else "", n(tip[0]), n(tip[1]), n(left[0]), n(left[1]),
         n(right[0]), n(right[1]))
+
+
+def route_arrows(hops, label_style=False):
+    """Arrowheads along a route of projected hops [(colour, a, b)], in its
+    order: one every ARROW_SPACING_PX of drawn length, each whole on the hop
+    it falls on (moved along it, or onto the next hop when the hop is too
+    short to hold one), and at least one -- on the longest hop -- when the
+    route has a hop long enough; -> [(colour, path)]."""
+    out = []
+    walked = 0.0
+    next_at = LABEL_ARROW_START if label_style else PREDICTION_ARROW_START
+    half = ARROW_LENGTH_PX / 2.0
+    for colour, a, b in hops:
+        length = math.hypot(b[0] - a[0], b[1] - a[1])
+        if length < 1.2 * ARROW_LENGTH_PX:          # too short: the next hop takes it
+            next_at = max(next_at, walked + length)
+        while next_at <= walked + length:
+            offset = min(max(next_at - walked, half), length - half)   # whole on the hop
+            out.append((colour, arrow_path(a, b, label_style, offset / length)))
+            next_at = walked + offset + ARROW_SPACING_PX
+        walked += length
+    if not out and hops:
+        colour, a, b = max(hops, key=lambda hop: math.hypot(hop[2][0] - hop[1][0],
+                                                             hop[2][1] - hop[1][1]))
+        path = arrow_path(a, b, label_style, 0.5)
+        if path:
+            out.append((colour, path))
+    return out
 
 
 class MapBuilder(object):
@@ -489,15 +520,11 @@ class MapBuilder(object):
                          '</polyline>' % (" ".join("%s,%s" % tuple(n(v) for v in project(p))
                                                    for p in points), colour, width,
                                           esc(which)))
-        # Arrows over every line: a label's a quarter along its hop, a
-        # prediction's half way, so that both show where they share a hop,
-        # in the same direction or the opposite one.
-        for colour, a, b in arrows:
-            path = arrow_path(project(a), project(b), label_style,
-                              LABEL_ARROW_AT if label_style else PREDICTION_ARROW_AT)
-            if path:
-                self.layers["arrows"].append(
-                    path if label_style else path.replace(" />", ' fill="%s" />' % colour, 1))
+        # Arrows over every line (route_arrows).
+        for colour, path in route_arrows([(colour, project(a), project(b))
+                                          for colour, a, b in arrows], label_style):
+            self.layers["arrows"].append(
+                path if label_style else path.replace(" />", ' fill="%s" />' % colour, 1))
         target = self.layers["label" if label_style else "dots"]
         for colour in sorted({colour for _, _, colour in dots}):
             target.append('<g class="stops" fill="%s">%s</g>' % (colour, "".join(
@@ -523,7 +550,7 @@ class MapBuilder(object):
     def _draw_segment(self, project, a, b, colour, dashed, title, layer, width, arrow):
         self.layers[layer].append(_line(project, a, b, colour, dashed, width, title))
         if arrow:
-            path = arrow_path(project(a), project(b), at=PREDICTION_ARROW_AT)
+            path = arrow_path(project(a), project(b))
             if path:
                 self.layers["arrows"].append(path.replace(" />", ' fill="%s" />' % colour, 1))
 
