@@ -692,6 +692,19 @@ def in_ci():
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def require_installed(program, checks, package):
+    """From a test class's setUpClass: skip it where ``program`` (a path or
+    None) is not installed -- on a developer's machine -- but fail under CI,
+    so that a broken install is noticed."""
+    if program:
+        return
+    if in_ci():
+        raise AssertionError("%s are not possible here and CI is set: they must run (.ci/run "
+                             "installs Debian's %s)" % (checks, package))
+    raise unittest.SkipTest("%s skipped: not installed (Debian: apt-get install %s)"
+                            % (checks, package))
+
+
 def chromium_command(url, user_dir, *flags):
     return ([CHROMIUM] + list(CHROMIUM_FLAGS) + ["--user-data-dir=" + user_dir]
             + list(flags) + [url])

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import benchmark_records, in_ci, run_compare, write_run
+from tests.support import benchmark_records, require_installed, run_compare, write_run
 from transitlm.compare import main_table
 from transitlm.compare import metric_terms
 from transitlm.compare.page import comparison_page
@@ -239,11 +239,7 @@ class LatexCompileTest(Models):
     @classmethod
     def setUpClass(cls):
         # Skipped on a developer's machine without LaTeX; failed in CI.
-        if not LATEX:
-            if in_ci():
-                raise AssertionError("no LaTeX engine installed and CI is set: the LaTeX "
-                                     "check must run (.ci/run installs texlive-latex-base)")
-            raise unittest.SkipTest("no LaTeX engine installed (Debian: texlive-latex-base)")
+        require_installed(LATEX, "the LaTeX checks", "texlive-latex-base")
         super().setUpClass()
 
     def compile(self, latex, paper):

@@ -10,7 +10,8 @@ import tempfile
 import unittest
 
 from tests.support import (
-    CHROMIUM, benchmark_records, in_ci, run_chromium, run_compare, with_script, write_run)
+    CHROMIUM, benchmark_records, require_installed, run_chromium, run_compare, with_script,
+    write_run)
 
 WIDTH = 1280
 
@@ -39,11 +40,7 @@ class ComparisonPageBrowserTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # Skipped on a developer's machine without Chromium; failed in CI.
-        if not CHROMIUM:
-            if in_ci():
-                raise AssertionError("Chromium is not installed and CI is set: the browser "
-                                     "checks must run (.ci/run installs Debian's chromium)")
-            raise unittest.SkipTest("Chromium is not installed (Debian: apt-get install chromium)")
+        require_installed(CHROMIUM, "the browser checks", "chromium")
         cls.tmp = tempfile.mkdtemp(prefix="compare_browser_")
         long_folder = "a-folder-name-that-goes-on-" + "x" * 120
         cls.runs = []

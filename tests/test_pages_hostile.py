@@ -31,8 +31,8 @@ import common
 import transitlm.pages.evaluator
 from tests.support import (
     BROWSER_TIMEOUT_S, CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN,
-    chromium_command, hostile_runs, hostile_text, in_ci, page_error_row, page_record,
-    page_report, page_route, run_compare, with_script, write_details)
+    chromium_command, hostile_runs, hostile_text, page_error_row, page_record, page_report,
+    page_route, require_installed, run_compare, with_script, write_details)
 
 WIDTHS = (900, 1280)
 HOSTILE_STOPS = (HOSTILE_MARKUP[1], HOSTILE_BIDI[1], WIDE_TOKEN, HOSTILE_MARKUP[4])
@@ -271,11 +271,7 @@ def probed(page, keep_policy=True, raw=""):
 class HostilePagesInChromiumTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not CHROMIUM:
-            if in_ci():
-                raise AssertionError("Chromium is not installed and CI is set: the browser "
-                                     "checks must run (.ci/run installs Debian's chromium)")
-            raise unittest.SkipTest("Chromium is not installed (Debian: apt-get install chromium)")
+        require_installed(CHROMIUM, "the browser checks", "chromium")
         cls.folder = tempfile.mkdtemp(prefix="hostile_browser_")
         pages = {"evaluator": hostile_page(cls.folder, "single_route")[1],
                  "general_llm": hostile_page(cls.folder, "general_llm")[1],
