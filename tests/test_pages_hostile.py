@@ -23,16 +23,15 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import unittest
 
 import common
 import transitlm.pages.evaluator
 from tests.support import (
-    BROWSER_TIMEOUT_S, CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN,
-    chromium_command, hostile_runs, hostile_text, page_error_row, page_record, page_report,
-    page_route, require_installed, run_compare, with_script, write_details)
+    CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN, hostile_runs,
+    hostile_text, page_error_row, page_record, page_report, page_route, require_installed,
+    run_compare, run_frames, with_script, write_details)
 
 WIDTHS = (900, 1280)
 HOSTILE_STOPS = (HOSTILE_MARKUP[1], HOSTILE_BIDI[1], WIDE_TOKEN, HOSTILE_MARKUP[4])
@@ -246,16 +245,6 @@ window.addEventListener('load',function(){
   jsError:document.body.getAttribute('data-js-error')}));});
 """
 
-# The page holding the frames: it copies each frame's findings into its own
-# <body> once everything has loaded (Chromium prints that DOM).
-FRAMES = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>%s<script>
-window.addEventListener('load',function(){var out={};
-[].forEach.call(document.querySelectorAll('iframe'),function(f){
- try{out[f.id]=JSON.parse(f.contentDocument.body.getAttribute('data-probe'));}
- catch(e){out[f.id]='no findings: '+e;}});
-document.body.setAttribute('data-found',JSON.stringify(out));});
-</script></body></html>"""
-
 CSP_RE = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>')
 
 
@@ -286,32 +275,18 @@ class HostilePagesInChromiumTest(unittest.TestCase):
         for name, text in variants.items():
             with open(os.path.join(cls.folder, name + ".html"), "w", encoding="utf-8") as out:
                 out.write(text)
-            for width in WIDTHS if not name.startswith("raw") else WIDTHS[1:]:
-                frames.append('<iframe id="%s@%d" src="%s.html" width="%d" height="700">'
-                              '</iframe>' % (name, width, name, width))
-        frames_page = os.path.join(cls.folder, "frames.html")
-        with open(frames_page, "w", encoding="utf-8") as out:
-            out.write(FRAMES % "".join(frames))
-        profile = tempfile.mkdtemp(dir=cls.folder)
-        done = subprocess.run(
-            chromium_command("file://" + frames_page, profile, "--dump-dom",
-                             "--allow-file-access-from-files", "--hide-scrollbars"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=BROWSER_TIMEOUT_S)
-        dom = done.stdout.decode("utf-8", "replace")
-        found = re.search(r'data-found="([^"]*)"', dom)
-        if not found:
-            raise AssertionError("no findings from Chromium: %s"
-                                 % done.stderr.decode("utf-8", "replace")[-800:])
-        cls.found = json.loads(html.unescape(found.group(1)))
+            frames += [("%s@%d" % (name, width), name + ".html", width)
+                       for width in (WIDTHS if not name.startswith("raw") else WIDTHS[1:])]
+        cls.found = run_frames(cls.folder, frames)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.folder, True)
 
     def findings(self, name, width):
-        item = self.found.get("%s@%d" % (name, width))
-        self.assertIsInstance(item, dict, item)
-        return item
+        body = self.found.get("%s@%d" % (name, width)) or {}
+        self.assertIn("data-probe", body, "%s@%d: %r" % (name, width, body))
+        return json.loads(body["data-probe"])
 
     def test_nothing_of_the_payload_runs_or_exists(self):
         for name in ("evaluator", "general_llm", "comparison", "evaluator-no-policy",
