@@ -415,7 +415,8 @@ HOSTILE_MARKUP = (
     "[x](javascript:alert(1)) ![y](javascript:alert(2)) <javascript:alert(3)>",
     "&lt;script&gt;%s&lt;/script&gt; &#x3C;img src=x onerror=1&#x3E;" % pwn("entity"),
     "<style>body{display:none}</style><meta http-equiv=\"refresh\" content=\"0;url=x\">",
-    "<form action=\"http://evil.example\"><input name=q></form><base href=\"http://evil.example/\">",
+    "<form action=\"http://evil.example\"><input name=q></form>"
+    "<base href=\"http://evil.example/\">",
 )
 # Bidirectional text: overrides and isolates that would mirror the page's own
 # words, and right-to-left letters beside numbers and brackets.

@@ -16,7 +16,6 @@ hold formulas, markup, links, bidi controls and line separators.
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import tempfile

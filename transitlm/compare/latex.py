@@ -60,7 +60,8 @@ def latex_value(key, figure, best, significant, stacked=False):
     if significant:
         text += r"$^\dagger$"
     if figure["ci"] is not None:
-        half = r"{\scriptsize $\pm$%s}" % fmt_number(key, (figure["ci"][1] - figure["ci"][0]) / 2.0)
+        half = r"{\scriptsize $\pm$%s}" % fmt_number(key,
+                                                  (figure["ci"][1] - figure["ci"][0]) / 2.0)
         if stacked:
             return r"\begin{tabular}[t]{@{}r@{}}%s\\%s\end{tabular}" % (text, half)
         text += " " + half
@@ -101,7 +102,8 @@ def latex_main_table(result):
     for index, column in enumerate(columns):
         if index:
             body.append(r"\midrule")
-        body.append(r"\multicolumn{%d}{l}{\textbf{%s}} \\" % (width, latex_escape(column["title"])))
+        body.append(r"\multicolumn{%d}{l}{\textbf{%s}} \\"
+                    % (width, latex_escape(column["title"])))
         body.append(" & ".join(["Model"] + [latex_escape(metric_header(key))
                                             for key in column["metrics"]]) + r" \\")
         body.append(r"\cmidrule(lr){2-%d}" % (1 + len(column["metrics"])))

@@ -263,7 +263,8 @@ def text_items(value):
 
 def swatch(colour, style="solid"):
     """A legend's sample of a line: solid, dotted (access legs) or dashed."""
-    dash = {"dotted": ' stroke-dasharray="2 3"', "dashed": ' stroke-dasharray="6 4"'}.get(style, "")
+    dash = {"dotted": ' stroke-dasharray="2 3"',
+            "dashed": ' stroke-dasharray="6 4"'}.get(style, "")
     return ('<svg class="swatch" width="22" height="6" aria-hidden="true"><line x1="1" y1="3" '
             'x2="21" y2="3" stroke="%s" stroke-width="%s"%s /></svg>'
             % (colour, 3 if style == "dotted" else 4, dash))
