@@ -55,6 +55,12 @@ class DetailsLineTest(unittest.TestCase):
             self.assertIn("\\u2028id\\u0085", text)
             self.assertEqual(json.loads(text), value)              # the same value
 
+    def test_each_unsafe_character_alone_is_escaped(self):
+        for char in UNSAFE + "\x80\x9f\u202c\u2067":
+            for line in self.ways(record(error="a" + char)):
+                self.assertNotIn(char.encode("utf-8"), line, repr(char))
+                self.assertIn(b"a\\u%04x" % ord(char), line)
+
     def test_other_lines_are_byte_identical_to_json_dumps(self):
         value = record(error="中文 \t tab \x01 control é \U0001F600 \"quoted\"",
                        city="\u00a0北京")
@@ -63,9 +69,10 @@ class DetailsLineTest(unittest.TestCase):
             self.assertEqual(line, plain)
 
     def test_a_lone_surrogate_still_ascii_escaped(self):
-        value = record(error="\ud800\u2028")
+        value = record(error="\ud800\u2028\x7f")
         for line in self.ways(value):
             self.assertEqual(json.loads(line.decode("ascii")), value)
+            self.assertNotIn(b"\x7f", line)
 
     def test_line_safe_json(self):
         text = json.dumps({"a": "x\u2029y"}, ensure_ascii=False)
