@@ -1,9 +1,10 @@
 """The HTML report in a real browser: headless Chromium renders the page of
 benchmark 1 to a PNG that is not blank and, in one more run, every page of
 the four benchmarks (each in a frame): the page's script runs without a
-JavaScript error, and a checking script measures the laid-out page: verdict
-cells apart, map labels not overlapping, Chinese text drawn with real glyphs
-(not boxes), the benchmark-3 route switch showing one route alone.
+JavaScript error, and a checking script measures the page laid out in a
+900-pixel window: no wider than the window, verdict cells apart, map labels
+not overlapping, Chinese text drawn with real glyphs (not boxes), the
+benchmark-3 route switch showing one route alone.
 
 Skips where Chromium is not installed (Debian: apt-get install chromium),
 except under CI (CI=true): there a missing browser fails, so a broken
@@ -24,6 +25,7 @@ from tests.support import (
     write_details)
 
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
+FRAME_WIDTH = 900           # the narrow window every page must fit
 
 
 # Runs in the page after the page's own script (allowed by hash) and leaves
@@ -70,6 +72,8 @@ out.cjk={distinct:bei!==jing,notBox:bei!==none&&jing!==none};
  [].forEach.call(svg.querySelectorAll('.rk'),function(g){
   var shown=getComputedStyle(g).display!=='none';
   if(shown!==g.classList.contains('rk-second'))out.switchLeaks++;});});
+out.scrollWidth=document.documentElement.scrollWidth;
+out.width=document.documentElement.clientWidth;
 document.body.setAttribute('data-check',JSON.stringify(out));
 })();
 """.replace("MIN_GAP", str(MIN_CELL_GAP_PX))
@@ -199,9 +203,9 @@ class BrowserTest(unittest.TestCase):
         frames = []
         for benchmark in EVALUATORS:
             checked = with_check_script(pages[benchmark], self.folder, benchmark)
-            frames.append((benchmark, os.path.basename(checked), 1280))
+            frames.append((benchmark, os.path.basename(checked), FRAME_WIDTH))
         crowded = with_check_script(crowded_page(self.folder), self.folder, "crowded")
-        frames.append(("crowded", os.path.basename(crowded), 1280))
+        frames.append(("crowded", os.path.basename(crowded), FRAME_WIDTH))
         screenshot = subprocess.Popen(
             chromium_command("file://" + pages["single_route"], tempfile.mkdtemp(dir=self.folder),
                              "--screenshot=" + png, "--window-size=1280,1400",
@@ -242,6 +246,8 @@ class BrowserTest(unittest.TestCase):
         # Verdicts: check, verdict and detail apart ("same45.5" was the bug).
         self.assertIsNotNone(check["minGap"])
         self.assertGreaterEqual(check["minGap"], MIN_CELL_GAP_PX, check["close"])
+        # No wider than a narrow window: wide tables scroll in their boxes.
+        self.assertLessEqual(check["scrollWidth"], check["width"], check)
         # Map labels as the browser lays them out, with the real fonts.
         self.assertGreater(check["labels"], 0)
         self.assertEqual(check["overlaps"], [])
