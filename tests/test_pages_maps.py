@@ -196,17 +196,18 @@ class LabelPlacementTest(unittest.TestCase):
 # ---------------------------------------------------------------------------
 
 def arrows(svg, label):
-    """Unit directions of the arrows of a map (label's or prediction's): from
-    the middle of an arrow's base to its tip."""
+    """Unit directions of the arrowheads of a map (label's or prediction's):
+    from the middle of a head's base to its tip (path data: the tip, then
+    relative steps to the two corners of the base)."""
     css = "dir lbl" if label else "dir"
     out = []
-    for tip_x, tip_y, ax, ay, bx, by in re.findall(
-            r'<path class="%s" d="M([-\d.]+) ([-\d.]+)L([-\d.]+) ([-\d.]+)L([-\d.]+) '
-            r'([-\d.]+)Z"' % css, svg):
-        dx = float(tip_x) - (float(ax) + float(bx)) / 2
-        dy = float(tip_y) - (float(ay) + float(by)) / 2
-        size = (dx * dx + dy * dy) ** 0.5
-        out.append((round(dx / size, 1), round(dy / size, 1)))
+    for data in re.findall(r'<path class="%s" d="([^"]*)"' % css, svg):
+        for _, _, ax, ay, bx, by in re.findall(
+                r"M([-\d.]+) ([-\d.]+)l([-\d.]+) ([-\d.]+)l([-\d.]+) ([-\d.]+)z", data):
+            dx = -(float(ax) + float(bx) / 2)
+            dy = -(float(ay) + float(by) / 2)
+            size = (dx * dx + dy * dy) ** 0.5
+            out.append((round(dx / size, 1), round(dy / size, 1)))
     return out
 
 
@@ -236,7 +237,8 @@ class DirectionTest(unittest.TestCase):
 
     def test_arrows_sit_apart_where_routes_share_a_hop(self):
         svg, _ = map_of(list(reversed(self.LABEL)), self.LABEL)
-        tips = re.findall(r'<path class="dir[^"]*" d="M([-\d.]+) ([-\d.]+)', svg)
+        tips = re.findall(r"M([-\d.]+) ([-\d.]+)l", " ".join(
+            re.findall(r'<path class="dir[^"]*" d="([^"]*)"', svg)))
         self.assertEqual(len(set(tips)), len(tips))
 
     def test_arrows_along_a_route(self):
@@ -249,7 +251,7 @@ class DirectionTest(unittest.TestCase):
         self.assertGreaterEqual(len(route_arrows(short)), 3)
         # a route too short for the spacing still shows its direction once
         self.assertEqual(len(route_arrows([("#000", (0.0, 0.0), (20.0, 0.0))])), 1)
-        self.assertEqual(transitlm.pages.maps.arrow_path((0, 0), (10, 0)), "")
+        self.assertEqual(transitlm.pages.maps.arrow_head((0, 0), (10, 0)), "")
 
     def test_general_llm_route_the_check_stopped_on_is_drawn(self):
         found = [{"query": "甲", "line_name": "1号线", "name": "甲站", "stop_id": "1"},

@@ -517,7 +517,7 @@ def verdicts_table(record, benchmark, protocol=None):
     """A row's verdicts, one line each: check, verdict and detail in three
     cells; a passed check green, a failed one red, one not reached or not
     checked grey."""
-    return table_box(
+    return (
         '<table class="verdicts"><thead><tr><th>check</th><th>verdict</th><th>detail</th>'
         '</tr></thead><tbody>%s</tbody></table>' % "".join(
             '<tr><td>%s</td><td class="v-%s">%s</td><td>%s</td></tr>'

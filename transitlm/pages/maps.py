@@ -285,15 +285,15 @@ def bdi_join(values, separator=", "):
 # that the two show apart where they share a hop, in either direction.
 ARROW_LENGTH_PX = 11.0
 ARROW_HALF_WIDTH_PX = 5.0
-ARROW_SPACING_PX = 50.0
+ARROW_SPACING_PX = 60.0
 LABEL_ARROW_START = 0.25 * ARROW_SPACING_PX
 PREDICTION_ARROW_START = 0.5 * ARROW_SPACING_PX
 
 
-def arrow_path(a, b, label_style=False, at=0.5):
-    """An arrowhead on the projected hop a -> b, pointing to b (a path, class
-    ``dir``; ``dir lbl`` for a label route's), its middle at fraction ``at``
-    of the hop; "" when the hop is too short to hold one."""
+def arrow_head(a, b, label_style=False, at=0.5):
+    """Path data of an arrowhead on the projected hop a -> b, pointing to b,
+    its middle at fraction ``at`` of the hop (the tip, then two relative
+    steps to the corners of its base); "" when the hop is too short."""
     (x1, y1), (x2, y2) = a, b
     length = math.hypot(x2 - x1, y2 - y1)
     if length < 1.2 * ARROW_LENGTH_PX:
@@ -303,13 +303,24 @@ def arrow_path(a, b, label_style=False, at=0.5):
     half, width = ARROW_LENGTH_PX / 2.0, ARROW_HALF_WIDTH_PX
     if label_style:
         half, width = half * 0.85, width * 0.85
-    tip = (mx + ux * half, my + uy * half)
-    base = (mx - ux * half, my - uy * half)
-    left = (base[0] - uy * width, base[1] + ux * width)
-    right = (base[0] + uy * width, base[1] - ux * width)
-    return '<path class="dir%s" d="M%s %sL%s %sL%s %sZ" />' % (
-        " lbl" if label_style else "", n(tip[0]), n(tip[1]), n(left[0]), n(left[1]),
-        n(right[0]), n(right[1]))
+    tip_x, tip_y = mx + ux * half, my + uy * half
+    return "M%s %sl%s %sl%s %sz" % (n(tip_x), n(tip_y), n(-2 * half * ux - width * uy),
+                                     n(-2 * half * uy + width * ux), n(2 * width * uy),
+                                     n(-2 * width * ux))
+
+
+def arrow_paths(heads, label_style=False):
+    """Arrowheads [(colour, path data)] as one <path> per colour (class
+    ``dir``; ``dir lbl`` and the stylesheet's grey for a label route's)."""
+    by_colour = {}
+    for colour, head in heads:
+        if head:
+            by_colour.setdefault(colour, []).append(head)
+    if label_style:
+        return ['<path class="dir lbl" d="%s" />' % "".join(
+            head for heads_ in by_colour.values() for head in heads_)] if by_colour else []
+    return ['<path class="dir" d="%s" fill="%s" />' % ("".join(heads_), colour)
+            for colour, heads_ in by_colour.items()]
 
 
 def route_arrows(hops, label_style=False):
@@ -317,7 +328,7 @@ def route_arrows(hops, label_style=False):
     order: one every ARROW_SPACING_PX of drawn length, each whole on the hop
     it falls on (moved along it, or onto the next hop when the hop is too
     short to hold one), and at least one -- on the longest hop -- when the
-    route has a hop long enough; -> [(colour, path)]."""
+    route has a hop long enough; -> [(colour, path data)]."""
     out = []
     walked = 0.0
     next_at = LABEL_ARROW_START if label_style else PREDICTION_ARROW_START
@@ -328,15 +339,15 @@ def route_arrows(hops, label_style=False):
             next_at = max(next_at, walked + length)
         while next_at <= walked + length:
             offset = min(max(next_at - walked, half), length - half)   # whole on the hop
-            out.append((colour, arrow_path(a, b, label_style, offset / length)))
+            out.append((colour, arrow_head(a, b, label_style, offset / length)))
             next_at = walked + offset + ARROW_SPACING_PX
         walked += length
     if not out and hops:
         colour, a, b = max(hops, key=lambda hop: math.hypot(hop[2][0] - hop[1][0],
                                                              hop[2][1] - hop[1][1]))
-        path = arrow_path(a, b, label_style, 0.5)
-        if path:
-            out.append((colour, path))
+        head = arrow_head(a, b, label_style, 0.5)
+        if head:
+            out.append((colour, head))
     return out
 
 
@@ -522,10 +533,9 @@ class MapBuilder(object):
                                                    for p in points), colour, width,
                                           esc(which)))
         # Arrows over every line (route_arrows).
-        for colour, path in route_arrows([(colour, project(a), project(b))
-                                          for colour, a, b in arrows], label_style):
-            self.layers["arrows"].append(
-                path if label_style else path.replace(" />", ' fill="%s" />' % colour, 1))
+        self.layers["arrows"].extend(arrow_paths(route_arrows(
+            [(colour, project(a), project(b)) for colour, a, b in arrows], label_style),
+            label_style))
         target = self.layers["label" if label_style else "dots"]
         for colour in sorted({colour for _, _, colour in dots}):
             target.append('<g class="stops" fill="%s">%s</g>' % (colour, "".join(
@@ -551,9 +561,8 @@ class MapBuilder(object):
     def _draw_segment(self, project, a, b, colour, dashed, title, layer, width, arrow):
         self.layers[layer].append(_line(project, a, b, colour, dashed, width, title))
         if arrow:
-            path = arrow_path(project(a), project(b))
-            if path:
-                self.layers["arrows"].append(path.replace(" />", ' fill="%s" />' % colour, 1))
+            self.layers["arrows"].extend(arrow_paths([(colour,
+                                                      arrow_head(project(a), project(b)))]))
 
     def _draw_circle(self, project, point, limit_km, mode):
         x, y = project(point)
