@@ -232,6 +232,10 @@ class GeneralLLM(transitlm.engine.Benchmark):
         if context.route_drawings:
             fields["prediction_routes"] = {"first": common.route_json(pred, names)}
             fields["label_routes"] = {"first": common.route_json(label, label_names)}
+            # The page's map of a route the check stopped on: every predicted
+            # name found on the predicted lines (in-process: the line table).
+            if not reachable and isinstance(self.judge, LocalRouteEval):
+                fields["names_on_lines"] = route_eval.names_on_lines(case, self.judge.lines)
         plausibility = self.plausibility(row, pred, fields, context)
         fields["distance_plausibility"] = plausibility.ok
         fields["distance_plausibility_reason"] = plausibility.reason

@@ -678,6 +678,42 @@ def error_result(reason):
     }
 
 
+# names_on_lines looks at no more than this (a station name is short; a
+# model may send thousands of names, or one of a megabyte).
+MAX_MAP_NAMES = 100
+MAX_MAP_NAME_CHARS = 100
+
+
+def names_on_lines(case, lines):
+    """Where each predicted station name lies on the predicted lines, for the
+    map of a route the check could not follow (the page draws them): a list
+    of {"query", "line_name", "name", "stop_id"} in the order of the names,
+    for each name that ``match_station`` finds on one of the predicted lines
+    (the first line, in the predicted order, that holds it); names found on
+    none are left out.  The first MAX_MAP_NAMES names are looked at, none
+    longer than MAX_MAP_NAME_CHARS; a case that cannot be read gives []."""
+    try:
+        parsed = _parse_case(case)
+    except CaseError:
+        return []
+    found = []
+    for query in parsed.lines[:MAX_MAP_NAMES]:
+        line = lines.match_line(query, parsed.city_code) if query.strip() else None
+        if line is not None and line not in found:
+            found.append(line)
+    out = []
+    for query in parsed.names[:MAX_MAP_NAMES]:
+        if not query.strip() or len(query) > MAX_MAP_NAME_CHARS:
+            continue
+        for line in found:
+            station = match_station(query, line)
+            if station is not None:
+                out.append({"query": query, "line_name": line.name, "name": station.name,
+                            "stop_id": station.stop_id})
+                break
+    return out
+
+
 def evaluate_cases(cases, lines, stations):
     """Judge every case, in order; a case that cannot be judged gets ``error_result``.
 

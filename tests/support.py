@@ -16,8 +16,9 @@ HOSTILE_KEY, ...), the test modules import it under the old name, so their
 test code reads as it did.
 
 Sections: paths; rows for the evaluators (a toy network); parity goldens;
-compare.py's details lines and run folders; the evaluator pages' run-folder
-fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
+compare.py's details lines and run folders; hostile text (markup, bidi,
+formulas, wide tokens) and run folders full of it; the evaluator pages'
+run-folder fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
 table; the route-eval service (its network, its cases, ServerTestCase);
 generate.py's stand-in and hostile chat servers.
 """
@@ -35,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -424,6 +426,68 @@ def write_run(folder, records, benchmark="single_route", protocol="reference", m
     return folder
 
 
+# ---------------------------------------------------------------------------
+# Hostile text (issue 30): what a model's answer, a feed, a folder name or a
+# recorded model name may hold.  Markup that would run script if escaping
+# failed sets data-pwned on <body> (a test reads it back from the DOM).
+# ---------------------------------------------------------------------------
+
+def pwn(tag):
+    return "document.body.setAttribute('data-pwned','%s')" % tag
+
+
+HOSTILE_MARKUP = (
+    "<script>%s</script>" % pwn("script"),
+    "<img src=x onerror=\"%s\">" % pwn("img"),
+    "\"><svg onload=\"%s\">" % pwn("svg"),
+    "'><iframe srcdoc=\"<script>parent.%s</script>\"></iframe>" % pwn("iframe"),
+    "</title></textarea></style><script>%s</script>" % pwn("close"),
+    "<a href=\"javascript:%s\">click</a>" % pwn("href"),
+    "<svg><a href=\"javascript:%s\"><text>x</text></a></svg>" % pwn("svg-href"),
+    "[x](javascript:alert(1)) ![y](javascript:alert(2)) <javascript:alert(3)>",
+    "&lt;script&gt;%s&lt;/script&gt; &#x3C;img src=x onerror=1&#x3E;" % pwn("entity"),
+    "<style>body{display:none}</style><meta http-equiv=\"refresh\" content=\"0;url=x\">",
+    "<form action=\"http://evil.example\"><input name=q></form>"
+    "<base href=\"http://evil.example/\">",
+)
+# Bidirectional text: overrides and isolates that would mirror the page's own
+# words, and right-to-left letters beside numbers and brackets.
+HOSTILE_BIDI = ("\u202e(prediction)\u202c", "\u2067\u05e9\u05dc\u05d5\u05dd 12 (ab)",
+                "\u200f\u061c\u0645\u0631\u062d\u0628\u0627 3.5 km\u2069\u2066")
+# Cells a spreadsheet would evaluate (OWASP's CSV injection), folder-safe.
+HOSTILE_FORMULAS = ("=HYPERLINK(\"evil\",\"x\")", "+cmd|' /C calc'!A0", "-2+3+cmd|x",
+                    "@SUM(1+1)*cmd|x", "\t=1+1", "\r=1+1", "  =1+1", "\uff1d1+1")
+WIDE_TOKEN = "W" * 3000                 # one 3,000-character token
+LONG_FOLDER = "a-folder-name-" + "y" * 126          # 140 characters
+
+
+def hostile_text(index):
+    """A hostile text of each class, by turns."""
+    texts = HOSTILE_MARKUP + HOSTILE_BIDI + HOSTILE_FORMULAS + (WIDE_TOKEN,)
+    return texts[index % len(texts)]
+
+
+def hostile_runs(folder):
+    """Run folders of two benchmarks whose folder names, recorded model names,
+    cities and failure codes are hostile, in a 140-character folder -> paths."""
+    runs = []
+    parent = os.path.join(folder, LONG_FOLDER)
+    models = (HOSTILE_MARKUP[1], HOSTILE_FORMULAS[0], None)     # None: named by its folder
+    folders = ("<img src=x onerror=\"%s\">" % pwn("folder"), HOSTILE_FORMULAS[3],
+               HOSTILE_BIDI[1] + LONG_FOLDER[:100])
+    for benchmark in ("single_route", "personalized"):
+        for index, (model, name) in enumerate(zip(models, folders)):
+            records = benchmark_records(benchmark, 30, 0.4 + 0.2 * index, seed=index,
+                                        cities=(HOSTILE_MARKUP[0], HOSTILE_BIDI[2],
+                                                HOSTILE_FORMULAS[1], WIDE_TOKEN))
+            for number, record in enumerate(records):
+                if record["failure_codes"]:
+                    record["failure_codes"].append("overlap." + hostile_text(number))
+            runs.append(write_run(os.path.join(parent, name + "-" + benchmark), records,
+                                  benchmark, model=model and model + " " + HOSTILE_BIDI[0]))
+    return runs
+
+
 def run_compare_process(argv, timeout=60, cwd=None):
     """compare.py in a fresh process -> (exit status, stdout bytes, stderr bytes)."""
     done = subprocess.run([sys.executable, COMPARE] + list(argv), stdout=subprocess.PIPE,
@@ -662,9 +726,79 @@ def in_ci():
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def require_installed(program, checks, package):
+    """From a test class's setUpClass: skip it where ``program`` (a path or
+    None) is not installed -- on a developer's machine -- but fail under CI,
+    so that a broken install is noticed."""
+    if program:
+        return
+    if in_ci():
+        raise AssertionError("%s are not possible here and CI is set: they must run (.ci/run "
+                             "installs Debian's %s)" % (checks, package))
+    raise unittest.SkipTest("%s skipped: not installed (Debian: apt-get install %s)"
+                            % (checks, package))
+
+
 def chromium_command(url, user_dir, *flags):
     return ([CHROMIUM] + list(CHROMIUM_FLAGS) + ["--user-data-dir=" + user_dir]
             + list(flags) + [url])
+
+
+def with_script(page, script):
+    """A page's HTML with ``script`` run after the page's own: added at the
+    end of its body and allowed, by its SHA-256, in the page's
+    Content-Security-Policy (which allows no other inline script)."""
+    import base64
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    if "script-src " not in page:
+        raise AssertionError("the page has no script-src in a Content-Security-Policy")
+    page = page.replace("script-src ", "script-src 'sha256-%s' " % digest, 1)
+    return page.replace("</body>", "<script>%s</script></body>" % script, 1)
+
+
+# A page of frames: once everything has loaded it copies the attributes of
+# each framed page's <body> (where a checking script left its findings) into
+# its own <body>, which --dump-dom prints.  Frames of file:// pages can be
+# read with --allow-file-access-from-files.
+_FRAMES_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>%s<script>
+window.addEventListener('load',function(){var out={};
+[].forEach.call(document.querySelectorAll('iframe'),function(f){var found={};
+ try{[].forEach.call(f.contentDocument.body.attributes,function(a){found[a.name]=a.value;});}
+ catch(e){found=null;}
+ out[f.id]=found;});
+document.body.setAttribute('data-frames',JSON.stringify(out));});
+</script></body></html>"""
+
+
+def frames_command(folder, frames, height=700):
+    """One headless Chromium run that opens pages of ``folder`` side by side,
+    each in a frame of its own width: frames = [(id, file name, width)] ->
+    the command (run it, then read its output with frames_found)."""
+    path = os.path.join(folder, "frames.html")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(_FRAMES_PAGE % "".join(
+            '<iframe id="%s" src="%s" width="%d" height="%d"></iframe>'
+            % (ident, name, width, height) for ident, name, width in frames))
+    profile = tempfile.mkdtemp(dir=folder)
+    return chromium_command("file://" + path, profile, "--dump-dom",
+                            "--allow-file-access-from-files", "--hide-scrollbars")
+
+
+def frames_found(dom, log=""):
+    """{frame id: {attribute of its page's <body>: value}} from the DOM that
+    frames_command's run printed (None for a frame that could not be read)."""
+    found = re.search(r'data-frames="([^"]*)"', dom)
+    if not found:
+        raise AssertionError("no findings from Chromium: %s" % log[-800:])
+    return json.loads(html.unescape(found.group(1)))
+
+
+def run_frames(folder, frames, height=700):
+    """frames_command run -> frames_found."""
+    done = subprocess.run(frames_command(folder, frames, height), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=BROWSER_TIMEOUT_S)
+    return frames_found(done.stdout.decode("utf-8", "replace"),
+                        done.stderr.decode("utf-8", "replace"))
 
 
 def run_chromium(url, user_dir, *flags):

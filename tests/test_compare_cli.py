@@ -281,6 +281,50 @@ class CompareCommandTest(TempDirTest):
         with open(path, encoding="utf-8") as handle:
             self.assertEqual(handle.read(), transitlm.compare.page.comparison_page(result))
 
+    def test_dash_writes_json_or_html_to_stdout(self):
+        status, _, err = run_compare([self.a, self.b, "--json", self.path("c.json"),
+                                      "--html", self.path("c.html")])
+        self.assertEqual(status, 0, err)
+        for flag, name in (("--json", "c.json"), ("--html", "c.html")):
+            status, out, err = run_compare([self.a, self.b, flag, "-"])
+            self.assertEqual(status, 0, err)
+            with open(self.path(name), encoding="utf-8") as handle:
+                self.assertEqual(out, handle.read())              # the file's text
+        self.assertFalse(os.path.exists("-"))
+        status, out, err = run_compare([self.a, "--json", "-", "--html", self.path("x.html")])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["runs"][0]["name"], "model_a")
+        self.assertTrue(os.path.exists(self.path("x.html")))
+        for argv, words in (([self.a, "--json", "-", "--html", "-"], "only one output"),
+                            ([self.a, "--json", "-", "--format", "csv"], "--format csv")):
+            status, out, err = run_compare(argv)
+            self.assertEqual((status, out), (2, ""))
+            self.assertIn(words, err)
+            self.assertEqual(err.count("\n"), 1)
+
+    def test_a_file_of_a_run_folder_stands_for_the_folder(self):
+        folder, _ = self.compare_json([self.a, self.b])
+        for name in ("report.json", "details.jsonl", "report.txt"):
+            if name == "report.txt":
+                open(os.path.join(self.a, name), "w").close()
+            result, _ = self.compare_json([os.path.join(self.a, name), self.b])
+            self.assertEqual(result["runs"], folder["runs"], name)
+        # a report JSON alone, or beside its details: refused, saying what to give
+        lonely = self.path("lonely")
+        os.makedirs(lonely)
+        shutil.copy(os.path.join(self.a, "report.json"), os.path.join(lonely, "report.json"))
+        shutil.copy(os.path.join(self.a, "report.json"), os.path.join(lonely, "b1.json"))
+        shutil.copy(os.path.join(self.a, "details.jsonl"), os.path.join(lonely, "b1.jsonl"))
+        for path, words in ((os.path.join(lonely, "report.json"), "has no details.jsonl"),
+                            (os.path.join(lonely, "b1.json"),
+                             "give the details file %s" % os.path.join(lonely, "b1.jsonl"))):
+            status, out, err = run_compare([path])
+            self.assertEqual((status, out), (2, ""), err)
+            self.assertIn(words, err)
+            self.assertNotIn("looked for report.json, report.json", err)
+        result, _ = self.compare_json([os.path.join(lonely, "b1.jsonl")])
+        self.assertEqual(result["runs"][0]["name"], "b1")
+
     def test_html_without_its_module_is_a_usage_error(self):
         with mock.patch.dict(sys.modules, {"transitlm.pages": None, "transitlm.compare.page": None}):
             status, out, err = run_compare([self.a, "--html", self.path("c.html")])

@@ -1,8 +1,9 @@
 """compare.py on runs of several benchmarks (issue 24): grouping by benchmark
 and protocol, how runs are named and matched across benchmarks, the main
 table in every format (best value, significance against the baseline, empty
-cells), every breakdown as a table in every format, LaTeX that compiles, and
-the comparison page."""
+cells), every breakdown as a table in every format, LaTeX that compiles (the
+main table on a landscape A4 page, no box too wide), and the comparison
+page."""
 
 import csv
 import io
@@ -14,7 +15,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import benchmark_records, in_ci, run_compare, write_run
+from tests.support import benchmark_records, require_installed, run_compare, write_run
 from transitlm.compare import main_table
 from transitlm.compare import metric_terms
 from transitlm.compare.page import comparison_page
@@ -229,7 +230,8 @@ class BreakdownTablesTest(Models):
         page = comparison_page(result)
         for heading in ("By city", "By req_type", "By failure stage", "By failure code"):
             section = page.split("<h4>%s</h4>" % heading)[1]
-            self.assertTrue(re.match(r"(<p[^>]*>[^<]*</p>)?<table", section), heading)
+            self.assertTrue(re.match(r'(<p[^>]*>[^<]*</p>)?<div class="tbox"><table', section),
+                            heading)
         self.assertIn('class="share', page)             # bars in the failure tables
 
 
@@ -237,12 +239,27 @@ class LatexCompileTest(Models):
     @classmethod
     def setUpClass(cls):
         # Skipped on a developer's machine without LaTeX; failed in CI.
-        if not LATEX:
-            if in_ci():
-                raise AssertionError("no LaTeX engine installed and CI is set: the LaTeX "
-                                     "check must run (.ci/run installs texlive-latex-base)")
-            raise unittest.SkipTest("no LaTeX engine installed (Debian: texlive-latex-base)")
+        require_installed(LATEX, "the LaTeX checks", "texlive-latex-base")
         super().setUpClass()
+
+    def compile(self, latex, paper):
+        """``latex`` set in an article on ``paper`` (geometry's options) -> the log."""
+        folder = tempfile.mkdtemp(prefix="compare_latex_")
+        self.addCleanup(shutil.rmtree, folder, True)
+        with open(os.path.join(folder, "table.tex"), "w", encoding="utf-8") as handle:
+            handle.write(latex)
+        with open(os.path.join(folder, "doc.tex"), "w", encoding="utf-8") as handle:
+            handle.write("\\documentclass{article}\n\\usepackage[%s]{geometry}\n"
+                         "\\usepackage{booktabs}\n\\begin{document}\n\\input{table.tex}\n"
+                         "\\end{document}\n" % paper)
+        done = subprocess.run([LATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                              cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=120)
+        log = done.stdout.decode("utf-8", "replace")
+        self.assertEqual(done.returncode, 0, log[-2000:])
+        self.assertTrue(os.path.getsize(os.path.join(folder, "doc.pdf")) > 1000)
+        with open(os.path.join(folder, "doc.log"), encoding="utf-8", errors="replace") as handle:
+            return handle.read()
 
     def test_main_table_and_breakdowns_compile(self):
         status, latex, err = run_compare(self.all + ["--format", "latex", "--bootstrap", "50",
@@ -250,20 +267,19 @@ class LatexCompileTest(Models):
                                                      "--by", "req_type"])
         self.assertEqual(status, 0, err)
         self.assertIn(r"\cmidrule(lr){2-9}", latex)
-        folder = tempfile.mkdtemp(prefix="compare_latex_")
-        self.addCleanup(shutil.rmtree, folder, True)
-        with open(os.path.join(folder, "table.tex"), "w", encoding="utf-8") as handle:
-            handle.write(latex)
-        with open(os.path.join(folder, "doc.tex"), "w", encoding="utf-8") as handle:
-            handle.write("\\documentclass{article}\n\\usepackage[a3paper,landscape,margin=1cm]"
-                         "{geometry}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                         "\\input{table.tex}\n\\end{document}\n")
-        done = subprocess.run([LATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-                              cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=120)
-        log = done.stdout.decode("utf-8", "replace")
-        self.assertEqual(done.returncode, 0, log[-2000:])
-        self.assertTrue(os.path.getsize(os.path.join(folder, "doc.pdf")) > 1000)
+        self.compile(latex, "a3paper,landscape,margin=1cm")
+
+    def test_main_table_fits_a_landscape_a4_page(self):
+        # Four benchmark groups with intervals and significance marks: the
+        # main table alone on landscape A4 with geometry's default margins
+        # (a text width of 591 pt), no box too wide or too high.
+        status, latex, err = run_compare(self.all + ["--format", "latex", "--bootstrap", "50"])
+        self.assertEqual(status, 0, err)
+        main = latex[:latex.index("% TransitLM comparison:")]
+        self.assertEqual(main.count(r"\begin{tabular}{"), 1)                    # one tabular
+        self.assertEqual(main.count(r"\multicolumn{10}{l}{\textbf{"), 4)    # a block each
+        log = self.compile(main, "a4paper,landscape")
+        self.assertEqual([line for line in log.splitlines() if "Overfull" in line], [])
 
 
 class ComparisonPageTest(Models):

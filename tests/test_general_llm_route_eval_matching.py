@@ -1,7 +1,9 @@
 """general_llm/route_eval.py, matching names (protocol.md section 11): a
 predicted line to the table's lines, a station name to a stop of a line, the
-line table read from line_info.csv, the shape of a prediction's JSON, and the
-transfer markers of a station list normalised.  Hand-computed small cases."""
+line table read from line_info.csv, the shape of a prediction's JSON, the
+transfer markers of a station list normalised, and every predicted name
+found on the predicted lines (names_on_lines, for the page's map).
+Hand-computed small cases."""
 
 import csv
 import json
@@ -17,7 +19,8 @@ if REPO not in sys.path:
 
 from common import InputError, strip_line_suffix  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
-    LineTable, json_shape_problem, match_station, normalise_transfer_names)
+    MAX_MAP_NAME_CHARS, MAX_MAP_NAMES, LineTable, json_shape_problem, match_station,
+    names_on_lines, normalise_transfer_names)
 from tests.support import line_table as table  # noqa: E402
 
 T = "【换乘】"
@@ -341,6 +344,43 @@ class NormaliseTransferNamesTest(unittest.TestCase):
         names = ["A", "", T, "B"]
         normalise_transfer_names(names, 2)
         self.assertEqual(names, ["A", "", T, "B"])
+
+
+# ---------------------------------------------------------------------------
+# Every predicted name found on the predicted lines (the page's map of a
+# route the check stopped on)
+# ---------------------------------------------------------------------------
+
+class NamesOnLinesTest(unittest.TestCase):
+    LINES = (("0755", "1号线(甲--丁)", [("甲站", "s1"), ("乙站", "s2"), ("丙站", "s3")]),
+             ("0755", "2号线(丙--戊)", [("丙站", "s3"), ("丁站", "s4"), ("戊站", "s5")]))
+
+    def case(self, lines, names, city="深圳"):
+        return {"city": city, "start": [114.0, 22.5], "end": [114.1, 22.6],
+                "pred": {"line_sequence": lines, "station_name": names}}
+
+    def test_each_name_on_the_first_predicted_line_that_holds_it(self):
+        lines = table(*self.LINES)
+        # a count mismatch the check stops on: every name is still placed
+        found = names_on_lines(self.case(["2号线", "1号线"], ["甲站", "丙站", "戊站", "无名"]),
+                               lines)
+        self.assertEqual([(item["query"], item["line_name"], item["stop_id"])
+                          for item in found],
+                         [("甲站", "1号线(甲--丁)", "s1"), ("丙站", "2号线(丙--戊)", "s3"),
+                          ("戊站", "2号线(丙--戊)", "s5")])
+        self.assertEqual(found[0]["name"], "甲站")
+
+    def test_nothing_to_place(self):
+        lines = table(*self.LINES)
+        self.assertEqual(names_on_lines(self.case([], ["甲站"]), lines), [])
+        self.assertEqual(names_on_lines(self.case(["9号线"], ["甲站"]), lines), [])
+        self.assertEqual(names_on_lines({"pred": "bad"}, lines), [])       # never raises
+
+    def test_bounded(self):
+        lines = table(*self.LINES)
+        names = ["甲站"] * (MAX_MAP_NAMES + 50) + ["x" * (MAX_MAP_NAME_CHARS + 1)]
+        found = names_on_lines(self.case(["1号线"], names), lines)
+        self.assertEqual(len(found), MAX_MAP_NAMES)
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ class JoinProblems(unittest.TestCase):
         self.assertEqual(join["unknown_id_examples"], ["ghost", "ghost2"])
         self.assertEqual(join["duplicate_id_examples"], ["id1"])
         self.assertEqual(report["counts"], {"samples": 4, "evaluated": 2, "errors": 0,
-                                            "no_response": 2})
+                                            "no_response": 2, "failed": 2})
         # the first id1 prediction (an exact copy) is the one used
         self.assertTrue(rows[1]["exact_match"])
         self.assertEqual([r["status"] for r in rows],

@@ -1,8 +1,10 @@
-"""The HTML report in a real browser: headless Chromium renders the page of each
-benchmark to a PNG that is not blank, the page's script runs without a
-JavaScript error, and a checking script measures the laid-out page: verdict
-cells apart, map labels not overlapping, Chinese text drawn with real glyphs
-(not boxes), the benchmark-3 route switch showing one route alone.
+"""The HTML report in a real browser: headless Chromium renders the page of
+benchmark 1 to a PNG that is not blank and, in one more run, every page of
+the four benchmarks (each in a frame): the page's script runs without a
+JavaScript error, and a checking script measures the page laid out in a
+900-pixel window: no wider than the window, verdict cells apart, map labels
+not overlapping, Chinese text drawn with real glyphs (not boxes), the
+benchmark-3 route switch showing one route alone.
 
 Skips where Chromium is not installed (Debian: apt-get install chromium),
 except under CI (CI=true): there a missing browser fails, so a broken
@@ -10,54 +12,25 @@ install in .ci/run is noticed."""
 
 import json
 import os
-import re
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 import zlib
 
 from tests.support import (
-    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, REPO, chromium_command, in_ci, page_record,
-    page_report, page_route, write_details)
+    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, chromium_command, in_ci, page_record,
+    page_report, page_route, require_installed, run_evaluator, run_frames, with_script,
+    write_details)
 
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
+FRAME_WIDTH = 900           # the narrow window every page must fit
 
 
-def require_chromium(test):
-    """Skip a test without Chromium on a developer's machine; fail it in CI."""
-    if CHROMIUM:
-        return
-    if in_ci():
-        test.fail("Chromium is not installed and CI is set: the browser checks must run "
-                  "(.ci/run installs Debian's chromium package)")
-    test.skipTest("Chromium is not installed (Debian: apt-get install chromium)")
-
-
-def run_chromium_all(jobs):
-    """Chromium runs side by side: jobs = [(url, user_dir, flags)] ->
-    [(stdout, stderr)] in order."""
-    procs = []
-    out = []
-    try:
-        for url, user_dir, flags in jobs:
-            procs.append(subprocess.Popen(chromium_command(url, user_dir, *flags),
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=BROWSER_TIMEOUT_S)
-            out.append((stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return out
-
-
-# Runs in the page after the page's own script and leaves its findings as
-# JSON in the body's data-check attribute, which --dump-dom prints.
+# Runs in the page after the page's own script (allowed by hash) and leaves
+# its findings as JSON in the body's data-check attribute, which the page of
+# frames reads (support.run_frames).
 CHECK_SCRIPT = r"""
 (function(){
 var out={minGap:null,close:[],labels:0,overlaps:[],cjk:null,switchRows:0,switchLeaks:0};
@@ -99,6 +72,8 @@ out.cjk={distinct:bei!==jing,notBox:bei!==none&&jing!==none};
  [].forEach.call(svg.querySelectorAll('.rk'),function(g){
   var shown=getComputedStyle(g).display!=='none';
   if(shown!==g.classList.contains('rk-second'))out.switchLeaks++;});});
+out.scrollWidth=document.documentElement.scrollWidth;
+out.width=document.documentElement.clientWidth;
 document.body.setAttribute('data-check',JSON.stringify(out));
 })();
 """.replace("MIN_GAP", str(MIN_CELL_GAP_PX))
@@ -110,18 +85,8 @@ def with_check_script(path, folder, name):
         text = handle.read()
     copy = os.path.join(folder, name + "_checked.html")
     with open(copy, "w", encoding="utf-8") as handle:
-        handle.write(text.replace("</body>", "<script>%s</script></body>" % CHECK_SCRIPT, 1))
+        handle.write(with_script(text, CHECK_SCRIPT))
     return copy
-
-
-def body_attributes(dom):
-    """The attributes of the dumped DOM's <body> tag (unescaped)."""
-    body = re.search(r"<body([^>]*)>", dom)
-    if not body:
-        return None
-    import html
-    return {name: html.unescape(value)
-            for name, value in re.findall(r'([\w-]+)="([^"]*)"', body.group(1))}
 
 
 def png_top_pixels(path, max_rows=400):
@@ -186,25 +151,16 @@ def unfilter(kind, line, previous, bpp):
 
 
 def pages_of(benchmarks, folder):
-    """{benchmark: report.html} of the evaluators run side by side (bundled examples)."""
-    procs = {}
-    try:
-        for benchmark in benchmarks:
-            procs[benchmark] = subprocess.Popen(
-                [sys.executable, os.path.join(REPO, benchmark, "evaluate.py"), "--quiet",
-                 "--out", os.path.join(folder, "run_" + benchmark)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for benchmark, proc in procs.items():
-            _, err = proc.communicate(timeout=BROWSER_TIMEOUT_S)
-            if proc.returncode:
-                raise AssertionError("%s/evaluate.py failed: %s" % (benchmark, err[-500:]))
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return {benchmark: os.path.join(folder, "run_" + benchmark, "report.html")
-            for benchmark in benchmarks}
+    """{benchmark: report.html} of the evaluators run in-process (bundled examples)."""
+    from transitlm.catalog import load_benchmark
+    pages = {}
+    for benchmark in benchmarks:
+        out = os.path.join(folder, "run_" + benchmark)
+        status, _, err = run_evaluator(load_benchmark(benchmark), ["--quiet", "--out", out])
+        if status:
+            raise AssertionError("%s/evaluate.py failed: %s" % (benchmark, err[-500:]))
+        pages[benchmark] = os.path.join(out, "report.html")
+    return pages
 
 
 def crowded_page(folder):
@@ -234,32 +190,41 @@ def crowded_page(folder):
 
 class BrowserTest(unittest.TestCase):
     def setUp(self):
-        require_chromium(self)
+        require_installed(CHROMIUM, "the browser checks", "chromium")
         self.folder = tempfile.mkdtemp(prefix="html_browser_")
         self.addCleanup(shutil.rmtree, self.folder, True)
 
     def test_pages_render_and_lay_out(self):
         pages = pages_of(EVALUATORS, self.folder)
-        # One screenshot (painting works; the page of benchmark 1) and the
-        # checking script on every page, the Chromium runs side by side.
+        # Two Chromium runs side by side: a screenshot (painting works; the
+        # page of benchmark 1), and every page with the checking script, each
+        # in a frame of one page.
         png = os.path.join(self.folder, "single_route.png")
-        jobs = [("file://" + pages["single_route"], tempfile.mkdtemp(dir=self.folder),
-                 ("--screenshot=" + png, "--window-size=1280,1400", "--enable-logging=stderr",
-                  "--v=0"))]
+        frames = []
         for benchmark in EVALUATORS:
             checked = with_check_script(pages[benchmark], self.folder, benchmark)
-            jobs.append(("file://" + checked, tempfile.mkdtemp(dir=self.folder),
-                         ("--dump-dom",)))
+            frames.append((benchmark, os.path.basename(checked), FRAME_WIDTH))
         crowded = with_check_script(crowded_page(self.folder), self.folder, "crowded")
-        jobs.append(("file://" + crowded, tempfile.mkdtemp(dir=self.folder), ("--dump-dom",)))
-        results = run_chromium_all(jobs)
+        frames.append(("crowded", os.path.basename(crowded), FRAME_WIDTH))
+        screenshot = subprocess.Popen(
+            chromium_command("file://" + pages["single_route"], tempfile.mkdtemp(dir=self.folder),
+                             "--screenshot=" + png, "--window-size=1280,1400",
+                             "--enable-logging=stderr", "--v=0"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            found = run_frames(self.folder, frames, height=1400)
+            _, log = screenshot.communicate(timeout=BROWSER_TIMEOUT_S)
+        finally:
+            if screenshot.poll() is None:
+                screenshot.kill()
+                screenshot.wait()
         with self.subTest(screenshot="single_route"):
-            self.check_screenshot(png, results[0][1])
-        for index, benchmark in enumerate(EVALUATORS, start=1):
+            self.check_screenshot(png, log.decode("utf-8", "replace"))
+        for benchmark in EVALUATORS:
             with self.subTest(benchmark=benchmark):
-                self.check_layout(benchmark, body_attributes(results[index][0]))
+                self.check_layout(benchmark, found.get(benchmark))
         with self.subTest(page="crowded maps"):
-            check = json.loads(body_attributes(results[-1][0])["data-check"])
+            check = json.loads(found["crowded"]["data-check"])
             self.assertEqual(check["labels"], 16)           # 4 maps x 4 labels
             self.assertEqual(check["overlaps"], [])
 
@@ -281,6 +246,8 @@ class BrowserTest(unittest.TestCase):
         # Verdicts: check, verdict and detail apart ("same45.5" was the bug).
         self.assertIsNotNone(check["minGap"])
         self.assertGreaterEqual(check["minGap"], MIN_CELL_GAP_PX, check["close"])
+        # No wider than a narrow window: wide tables scroll in their boxes.
+        self.assertLessEqual(check["scrollWidth"], check["width"], check)
         # Map labels as the browser lays them out, with the real fonts.
         self.assertGreater(check["labels"], 0)
         self.assertEqual(check["overlaps"], [])

@@ -2,8 +2,9 @@
 first, every code before any code's second row) and fetched; the page parses,
 makes no network reference, shows the figures of the JSON report and one map
 per listed row; hostile text is escaped; error rows draw their label route;
-the benchmark-3 route switch; on hand-made run folders and on real runs of
-the four evaluators (--out)."""
+the benchmark-3 route switch; verdicts of checks a row never reached read
+"not reached", the general LLM's unchecked plausibility "not checked"; on
+hand-made run folders and on real runs of the four evaluators (--out)."""
 
 import html
 import json
@@ -25,6 +26,11 @@ from tests.support import (  # the run-folder fixtures, under the names these te
     EVALUATORS, REPO, external_references, page_error_row as error_row,
     page_network as network, page_record as evaluated, page_records as fixture_records,
     page_report as fixture_report, page_route as route, parse_page, write_details)
+
+
+def plain(text):
+    """A page's text without the isolation of outside text (<bdi>, FSI/PDI)."""
+    return re.sub("</?bdi>|[\u2068\u2069]", "", text)
 
 
 class TempDir(unittest.TestCase):
@@ -153,6 +159,7 @@ class EvaluatorPageTest(TempDir):
 
     def test_broken_hop_dashed_red_and_missing_stations_listed(self):
         _, text = self.page_for("single_route")
+        text = plain(text)
         self.assertIn("bus-1 \u2192 bus-3 not connected", text)
         self.assertIn('stroke="%s"' % transitlm.pages.maps.BROKEN_RED, text)
         self.assertIn("Not in the station file: bus-404 (prediction)", text)
@@ -166,10 +173,11 @@ class EvaluatorPageTest(TempDir):
         self.assertEqual(len(radii), 2)
         self.assertAlmostEqual(radii[0] / radii[1],
                                common.TAXI_LIMIT_KM / common.WALK_LIMIT_KM, delta=0.05)
-        self.assertIn("access limit 10 km (打车)", text)
+        self.assertIn("access limit 10 km (打车)", plain(text))
 
     def test_general_llm_matched_stops_with_names(self):
         _, text = self.page_for("general_llm")
+        text = plain(text)
         self.assertIn("boarding: 甲站 (1), asked: 甲", text)
         self.assertIn("alighting: 乙站 (3), asked: 乙", text)
 
@@ -245,6 +253,42 @@ class EvaluatorPageTest(TempDir):
         self.assertRegex(css, r"table\.verdicts td[,{][^}]*padding:3px 10px 3px 0|"
                               r"table\.verdicts td\{[^}]*padding")
 
+    def verdicts(self, text, row):
+        table = re.search(r'<table class="verdicts">(.*?)</table>', self.row_html(text, row),
+                          re.S).group(1)
+        return {cells[0]: cells[1:] for cells in (
+            [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in
+             re.findall(r"<td[^>]*>(.*?)</td>", line, re.S)]
+            for line in re.findall(r"<tr>(.*?)</tr>", table, re.S)) if cells}
+
+    def test_checks_never_reached_read_not_reached(self):
+        # Unreachable, yet its other verdicts say yes (as the engine computes
+        # them): none of them may show "yes".
+        records = [evaluated(1, ["reachability.broken_hop"], reachable=False, exact=True),
+                   evaluated(2, ["overlap.station_mismatch"], exact=False)]
+        _, text = self.page_for("single_route", records)
+        unreachable = self.verdicts(text, 1)
+        self.assertEqual(unreachable["reachable"][0], "no")
+        for check in ("station grounding", "distance plausibility", "exact match",
+                      "expert score", "distance accurate", "access distances accurate"):
+            self.assertEqual(unreachable[check], ["not reached",
+                                                  "the route is not reachable (Round 1)"])
+        self.assertNotIn("yes", [verdict for verdict, _ in unreachable.values()])
+        inexact = self.verdicts(text, 2)
+        self.assertEqual(inexact["station grounding"][0], "yes")
+        self.assertEqual(inexact["fare accurate"], ["not reached",
+                                                   "not an exact match (Round 3)"])
+        self.assertIn('<td class="v-na">not reached</td>', self.row_html(text, 1))
+
+    def test_general_llm_plausibility_is_not_checked_under_the_published_rules(self):
+        records = fixture_records("general_llm")
+        report = fixture_report("general_llm", records)
+        for protocol, shown in (("reference", "not checked"), ("paper", "yes")):
+            report["protocol"] = protocol
+            path = write_details(self.folder, records)
+            text = transitlm.pages.evaluator.evaluator_page(report, path, network())
+            self.assertEqual(self.verdicts(text, 1)["distance plausibility"][0], shown)
+
     def test_an_error_is_shown_once(self):
         records = [error_row(1, "generator error: HTTP 500 from the model server"),
                    error_row(2, "prediction is not valid JSON"), evaluated(3, [])]
@@ -272,7 +316,7 @@ class EvaluatorPageTest(TempDir):
         for row in (1, 2):
             body = self.row_html(text, row)
             self.assertIn('stroke="%s"' % transitlm.pages.maps.LABEL_GREY, body)
-            self.assertIn("label route (grey, wide)", body)
+            self.assertIn("label route (grey, wide;", body)
             self.assertEqual(body.count("<circle cx"), 4)        # the label's stops
         # A label that did not parse (no label_routes): origin and destination only.
         _, text = self.page_for("single_route", [error_row(3)])
@@ -282,7 +326,7 @@ class EvaluatorPageTest(TempDir):
         records = fixture_records("general_llm")
         _, text = self.page_for("general_llm", records)
         self.assertIn("Label route (station names, not placed on the map): 1\u53f7\u7ebf; "
-                      "stations \u7532 \u2192 \u4e01", self.row_html(text, 1))
+                      "stations \u7532 \u2192 \u4e01", plain(self.row_html(text, 1)))
 
     def test_diversity_route_switch(self):
         _, text = self.page_for("diversity")

@@ -1,7 +1,9 @@
 """transitlm.pages.maps: the map geometry (scale bar, projection, legs, valid
 points), stops read through the network (malformed ones unknown, the
-general-LLM id fallback), and map labels placed without overlapping, on
-synthetic crowded maps and on a crowded row map."""
+general-LLM id fallback), map labels placed without overlapping, on
+synthetic crowded maps and on a crowded row map, the direction of each route
+(an arrow a hop: a reversed route looks different from its label), and the
+general-LLM map of a route the route-eval check stopped on."""
 
 import re
 import unittest
@@ -187,6 +189,84 @@ class LabelPlacementTest(unittest.TestCase):
         self.assertEqual(len(builder_boxes), 4)            # origin, destination, 2 access
         self.assertEqual(overlapping_pairs(builder_boxes), [])
         self.assertEqual(len(re.findall(r'<text class="(?:mk|acc)', svg)), 4)
+
+
+# ---------------------------------------------------------------------------
+# Direction, and what a general-LLM map draws
+# ---------------------------------------------------------------------------
+
+def arrows(svg, label):
+    """Unit directions of the arrowheads of a map (label's or prediction's):
+    from the middle of a head's base to its tip (path data: the tip, then
+    relative steps to the two corners of the base)."""
+    css = "dir lbl" if label else "dir"
+    out = []
+    for data in re.findall(r'<path class="%s" d="([^"]*)"' % css, svg):
+        for _, _, ax, ay, bx, by in re.findall(
+                r"M([-\d.]+) ([-\d.]+)l([-\d.]+) ([-\d.]+)l([-\d.]+) ([-\d.]+)z", data):
+            dx = -(float(ax) + float(bx) / 2)
+            dy = -(float(ay) + float(by) / 2)
+            size = (dx * dx + dy * dy) ** 0.5
+            out.append((round(dx / size, 1), round(dy / size, 1)))
+    return out
+
+
+def map_of(prediction, label, benchmark="single_route", **extra):
+    record = {"row": 1, "status": "evaluated", "origin": [116.299, 39.899],
+              "destination": [116.321, 39.912], "reachable": True,
+              "prediction_routes": {"first": route(prediction)},
+              "label_routes": {"first": route(label)}}
+    record.update(extra)
+    return transitlm.pages.maps.row_map(record, benchmark, transitlm.pages.maps.Stops(
+        network(), prefix_fallback=benchmark == "general_llm"))
+
+
+class DirectionTest(unittest.TestCase):
+    LABEL = ["bus-1", "bus-2", "bus-3", "bus-4"]
+
+    def test_a_reversed_route_looks_different_from_its_label(self):
+        svg, notes = map_of(list(reversed(self.LABEL)), self.LABEL)
+        label, prediction = arrows(svg, True), arrows(svg, False)
+        self.assertGreaterEqual(len(set(label)), 2)         # east, then north
+        self.assertEqual(set(prediction), {(-x, -y) for x, y in label})
+        self.assertFalse(set(prediction) & set(label))
+        self.assertIn("arrows: the direction of travel", notes)
+        # the same route as its label: the same directions
+        svg, _ = map_of(self.LABEL, self.LABEL)
+        self.assertEqual(set(arrows(svg, False)), set(arrows(svg, True)))
+
+    def test_arrows_sit_apart_where_routes_share_a_hop(self):
+        svg, _ = map_of(list(reversed(self.LABEL)), self.LABEL)
+        tips = re.findall(r"M([-\d.]+) ([-\d.]+)l", " ".join(
+            re.findall(r'<path class="dir[^"]*" d="([^"]*)"', svg)))
+        self.assertEqual(len(set(tips)), len(tips))
+
+    def test_arrows_along_a_route(self):
+        route_arrows = transitlm.pages.maps.route_arrows
+        spacing = transitlm.pages.maps.ARROW_SPACING_PX
+        long_hop = [("#000", (0.0, 0.0), (10 * spacing, 0.0))]
+        self.assertEqual(len(route_arrows(long_hop)), 10)      # one every spacing
+        # many short hops: arrows all the same, on the hops long enough
+        short = [("#000", (20.0 * i, 0.0), (20.0 * (i + 1), 0.0)) for i in range(10)]
+        self.assertGreaterEqual(len(route_arrows(short)), 3)
+        # a route too short for the spacing still shows its direction once
+        self.assertEqual(len(route_arrows([("#000", (0.0, 0.0), (20.0, 0.0))])), 1)
+        self.assertEqual(transitlm.pages.maps.arrow_head((0, 0), (10, 0)), "")
+
+    def test_general_llm_route_the_check_stopped_on_is_drawn(self):
+        found = [{"query": "甲", "line_name": "1号线", "name": "甲站", "stop_id": "1"},
+                 {"query": "乙", "line_name": "1号线", "name": "乙站", "stop_id": "2"},
+                 {"query": "丙", "line_name": "2号线", "name": "丙站", "stop_id": "9"}]
+        svg, notes = map_of(["甲", "乙", "丙", "丁"], ["甲", "丁"], "general_llm",
+                            reachable=False, match_details=[], names_on_lines=found)
+        self.assertEqual(svg.count('<circle class="stop"'), 3)   # each name found
+        self.assertEqual(len(arrows(svg, False)), 2)            # 甲 -> 乙 -> 丙, directed
+        self.assertIn("not connected", notes)                  # 2 -> 9 is no hop
+        self.assertIn("not found on them: <bdi>丁</bdi>", notes)
+        # without names_on_lines (a service run): the matched legs, as before
+        svg, _ = map_of(["甲", "乙"], ["甲", "丁"], "general_llm", reachable=False,
+                        match_details=[])
+        self.assertEqual(svg.count('<circle class="stop"'), 0)
 
 
 if __name__ == "__main__":

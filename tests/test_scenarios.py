@@ -117,7 +117,7 @@ class EndToEnd(CsvCase, unittest.TestCase):
                 self.row(9, "")]
         report, details, stdout = self.run_json(SingleRoute(), rows)
         self.assertEqual(report["counts"], {"samples": 9, "evaluated": 1, "errors": 8,
-                                            "no_response": 0})
+                                            "no_response": 0, "failed": 8})
         self.assertEqual(len(details), 9)
         self.assertEqual([d["row"] for d in details], list(range(1, 10)))
         self.assertEqual(report["rounds"]["reachability"], {"input": 9, "passed": 1})

@@ -41,6 +41,28 @@ def error_record(sample, message, in_funnel, status="error", code=None):
     return record
 
 
+def failure_codes(record):
+    """A details record's failure codes; derived coarsely for details lines
+    written before they had them (schema 1)."""
+    codes = record.get("failure_codes")
+    if isinstance(codes, list):
+        return [str(code) for code in codes]
+    status = record.get("status")
+    if status == "error":
+        return ["error"]
+    if status == NO_RESPONSE:
+        return [NO_RESPONSE]
+    failed = record.get("failed_round")
+    return [str(failed)] if failed else []
+
+
+def row_failed(record):
+    """Did the row fail: does it carry a failure code (a failed check, an
+    error, no response)?  The one rule behind the failed-row count of
+    report.json (``counts.failed``), the text report's list and the page."""
+    return bool(failure_codes(record))
+
+
 def failed_round(record):
     """The first funnel round the row did not pass, or None."""
     if record.get("status") != "evaluated" or not record.get("in_funnel"):
@@ -130,6 +152,7 @@ class FunnelTotals(object):
 
     def __init__(self):
         self.status = {"evaluated": 0, "error": 0, "no_response": 0}
+        self.failed = 0                 # rows with a failure code (row_failed)
         self.entered = 0
         self.reachable = 0
         self.grounded = 0
@@ -143,6 +166,7 @@ class FunnelTotals(object):
 
     def add(self, record):
         self.status[record["status"]] += 1
+        self.failed += row_failed(record)
         if not record.get("in_funnel"):
             return
         self.entered += 1
@@ -169,7 +193,8 @@ class FunnelTotals(object):
     def counts(self):
         status = self.status
         return {"samples": sum(status.values()), "evaluated": status["evaluated"],
-                "errors": status["error"], "no_response": status["no_response"]}
+                "errors": status["error"], "no_response": status["no_response"],
+                "failed": self.failed}
 
     def rounds(self):
         reached, exact = self.reachable, self.exact

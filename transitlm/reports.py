@@ -7,11 +7,12 @@ Standard library only; Python 3.8+.
 import json
 import math
 import os
+import re
 
-from common import VERSION
+from common import TRANSFER_DISTANCE_TOLERANCE_KM, VERSION
 from transitlm.catalog import METRICS
-from transitlm.records import NO_RESPONSE
-from transitlm.terminal import encodable, printable
+from transitlm.records import NO_RESPONSE, failure_codes, row_failed
+from transitlm.terminal import BIDI_CONTROLS, encodable, printable
 
 SCHEMA_VERSION = 3               # report.json / details.jsonl layout (README changelog)
 
@@ -42,6 +43,44 @@ _ROW_MARK = "\x00row-%s\x00" % os.urandom(16).hex()
 _ROW_MARK_BYTES = json.dumps(_ROW_MARK).encode()
 
 
+# Characters JSON may hold raw inside a string that a reader of lines or a
+# terminal would act on: DEL and the C1 controls (U+0085 is a line break to
+# Python's str.splitlines, U+009B starts a terminal escape sequence), the
+# bidirectional-text controls, and U+2028 / U+2029 (line and paragraph
+# separators).  json.dumps escapes C0 already; these are written as \uXXXX
+# too, so every line splitter sees one record per line and text is shown,
+# not obeyed.  Still the same JSON value.
+_JSON_UNSAFE_RE = re.compile("[\x7f-\x9f%s\u2028\u2029]" % BIDI_CONTROLS)
+
+
+def _json_escape(match):
+    return "\\u%04x" % ord(match.group())
+
+
+def line_safe_json(text):
+    """JSON text with the characters above escaped (\\u0085, \\u2028, ...);
+    the text itself when it holds none."""
+    if _JSON_UNSAFE_RE.search(text) is None:
+        return text
+    return _JSON_UNSAFE_RE.sub(_json_escape, text)
+
+
+# The UTF-8 lead bytes of every character _JSON_UNSAFE_RE matches (U+007F,
+# U+0080-U+00BF, U+0600-U+063F, U+2000-U+2FFF): a details line holding none
+# of them needs no escaping, which four byte scans tell (the hot path: a
+# fifth of the cost of the regex over the text).
+_UNSAFE_LEAD_BYTES = (b"\x7f", b"\xc2", b"\xd8", b"\xe2")
+
+
+def _line_safe_bytes(data):
+    for lead in _UNSAFE_LEAD_BYTES:
+        if lead in data:
+            text = data.decode("utf-8")
+            safe = line_safe_json(text)
+            return data if safe is text else safe.encode("utf-8")
+    return data
+
+
 def _details_text(record, ensure_ascii=False):
     try:
         return json.dumps(record, ensure_ascii=ensure_ascii, sort_keys=True, allow_nan=False)
@@ -49,19 +88,25 @@ def _details_text(record, ensure_ascii=False):
         return json.dumps(finite_or_none(record), ensure_ascii=ensure_ascii, sort_keys=True)
 
 
+def _details_data(record):
+    """A record as line-safe JSON in UTF-8 bytes: sorted keys, \\u escapes
+    where UTF-8 cannot go (a lone surrogate) and for the characters
+    line_safe_json escapes, non-finite figures as null."""
+    try:
+        data = _details_text(record).encode("utf-8")
+    except UnicodeEncodeError:
+        data = _details_text(record, ensure_ascii=True).encode()
+    return _line_safe_bytes(data)
+
+
 def details_parts(record):
     """A details line in two parts around the row number, as UTF-8 bytes.
 
     A worker process that reads its own rows numbers them from 1; the parent,
     which knows how many rows came before, writes ``head + N + tail``
-    (details_line): the same bytes as json.dumps of the whole record with
-    sorted keys, \\u escapes where UTF-8 cannot go, non-finite figures as null.
+    (details_line): the same bytes as _details_data of the whole record.
     """
-    marked = dict(record, row=_ROW_MARK)
-    try:
-        data = _details_text(marked).encode("utf-8")
-    except UnicodeEncodeError:
-        data = _details_text(marked, ensure_ascii=True).encode()
+    data = _details_data(dict(record, row=_ROW_MARK))
     if data.count(_ROW_MARK_BYTES) == 1:          # always, unless the nonce is guessed
         head, _, tail = data.partition(_ROW_MARK_BYTES)
         return head, tail + b"\n"
@@ -72,11 +117,7 @@ def _details_parts_by_keys(record):
     """details_parts without the mark: the keys before and after "row" rendered apart."""
     before = {key: value for key, value in record.items() if key < "row"}
     after = {key: value for key, value in record.items() if key > "row"}
-    texts = [_details_text(part) for part in (before, after)]
-    try:
-        head, tail = (text.encode("utf-8") for text in texts)
-    except UnicodeEncodeError:
-        head, tail = (_details_text(part, ensure_ascii=True).encode() for part in (before, after))
+    head, tail = _details_data(before), _details_data(after)
     # '{"a": 1}' and '{"z": 2}' -> '{"a": 1, "row": ' and ', "z": 2}\n'
     head = head[:-1] + (b", " if len(head) > 2 else b"") + b'"row": '
     tail = (b", " if len(tail) > 2 else b"") + tail[1:] + b"\n"
@@ -232,15 +273,27 @@ def accuracy_reason(record):
     for field in ("distance", "time", "fare"):
         if not record[field + "_accurate"]:
             parts.append("%s off by %.1f%%" % (field, record[field + "_mape_pct"]))
+    if not record.get("transfer_accurate", True):
+        parts.append("access distances off by more than %g km" % TRANSFER_DISTANCE_TOLERANCE_KM)
     return ", ".join(parts) or "accurate"
 
 
+# Benchmark 3's codes that no verdict's reason words (a route that is not
+# connected is worded by the scenario's other_failures).
+_DIVERSITY_WORDS = {"diversity.fewer_than_two_routes": "fewer than two routes, no diversity "
+                                                       "to measure",
+                    "diversity.identical_routes": "the routes are identical (RD 0)"}
+
+
 def row_failures(record):
-    """Every failed check of a row as "topic: reason" strings (text report)."""
+    """Every failure of a row as "topic: reason" strings (text report): one
+    or more for every row with a failure code (row_failed), none for a row
+    without."""
     if record["status"] == "error":
         return ["error: " + record["error"]]
     if record["status"] == NO_RESPONSE:
         return ["no response: " + record["error"]]
+    codes = failure_codes(record)
     out = []
     if record.get("in_funnel"):
         if not record.get("reachable"):
@@ -252,19 +305,25 @@ def row_failures(record):
                 out.append("plausibility: " + record["distance_plausibility_reason"])
             if not record["exact_match"]:
                 out.append("overlap: " + overlap_reason(record))
-            elif not record["overall_accurate"]:
+            elif not (record["overall_accurate"] and record.get("transfer_accurate", True)):
                 out.append("accuracy: " + accuracy_reason(record))
+    elif "diversity.no_first_route" in codes:
+        out.append("diversity: left out of Part A (%s)" % record.get("reachable_reason"))
     out.extend(record.get("other_failures", ()))
-    return out
+    out.extend("diversity: " + _DIVERSITY_WORDS[code] for code in codes
+               if code in _DIVERSITY_WORDS)
+    if codes and not out:               # a code no reason words: named as it is
+        out.append("failure codes: " + ", ".join(codes))
+    return out if codes else []
 
 
 def failure_text(record):
-    """The text report's line for a row with a failed check, without its row
-    number (failure_line_for adds it), or None."""
-    failures = row_failures(record)
-    if not failures:
+    """The text report's line for a row that failed (row_failed), without
+    its row number (failure_line_for adds it), or None."""
+    if not row_failed(record):
         return None
-    return printable("%s  %s" % (record["index_id"] or "(no id)", "; ".join(failures))) + "\n"
+    return printable("%s  %s" % (record["index_id"] or "(no id)",
+                                 "; ".join(row_failures(record)))) + "\n"
 
 
 def failure_line_for(row, text):

@@ -16,7 +16,7 @@ from transitlm.compare.formats import (FORMATS, format_csv, format_markdown, for
 from transitlm.compare.latex import format_latex
 from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from transitlm.compare.groups import compare
-from transitlm.compare.run_folders import CompareError, load_run, run_files
+from transitlm.compare.run_folders import CompareError, load_run, run_argument, run_files
 from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem
 from transitlm.terminal import CommandParser
 
@@ -48,10 +48,13 @@ def build_parser():
                         help="random seed (default %(default)s)")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                         help="interval confidence level (default %(default)s)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="stdout format (default %(default)s)")
-    parser.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
-    parser.add_argument("--html", metavar="PATH", help="write the comparison as an HTML page")
+    parser.add_argument("--format", choices=FORMATS,
+                        help="stdout format (default text)")
+    parser.add_argument("--json", metavar="PATH",
+                        help="write the comparison as JSON (- : to stdout, instead of --format)")
+    parser.add_argument("--html", metavar="PATH",
+                        help="write the comparison as an HTML page (- : to stdout, instead of "
+                             "--format)")
     parser.add_argument("--by", action="append", choices=BREAKDOWNS, default=[],
                         help="breakdown (repeatable)")
     parser.add_argument("--allow_different_inputs", "--allow-different-inputs", action="store_true",
@@ -99,6 +102,31 @@ def check_options(args):
         raise CompareError("--confidence must be between 0 and 1 (e.g. 0.95)")
 
 
+def stdout_output(args):
+    """The flag whose output goes to standard output instead of --format's
+    (``--json -`` or ``--html -``), or None; CompareError when two outputs
+    ask for it."""
+    wanted = [flag for flag, path in (("--json", args.json), ("--html", args.html))
+              if path == "-"]
+    if len(wanted) > 1:
+        raise CompareError("%s - both ask for standard output: only one output can go there"
+                           % " - and ".join(wanted))
+    if wanted and args.format is not None:
+        raise CompareError("%s - writes to standard output instead of --format %s: give one "
+                           "of them" % (wanted[0], args.format))
+    return wanted[0] if wanted else None
+
+
+def write_stdout_bytes(data):
+    """UTF-8 bytes to standard output: the same bytes as in a file."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:                   # a text stream (a test's StringIO)
+        sys.stdout.write(data.decode("utf-8"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -107,25 +135,28 @@ def main(argv=None):
     gc.disable()
     try:
         check_options(args)
+        to_stdout = stdout_output(args)
         by = list(dict.fromkeys(args.by))
+        paths = [run_argument(path) for path in args.runs]
         outputs = [(flag, path) for flag, path in (("--json", args.json), ("--html", args.html))
-                   if path]
-        check_outputs(outputs, args.runs)
+                   if path and path != "-"]
+        check_outputs(outputs, paths)
         needs = (("city",) if "city" in by else ()) + (
             ("failure_codes",) if "failure" in by else ())
-        runs = [load_run(path, needs) for path in args.runs]
+        runs = [load_run(path, needs) for path in paths]
         result = compare(runs, args.baseline, args.bootstrap, args.seed, args.confidence, by,
                          args.allow_different_inputs, args.names)
-        page = html_page(result) if args.html else None
-        stdout = FORMATTERS[args.format](result)
+        texts = {"--json": result_json(result) if args.json else None,
+                 "--html": html_page(result) if args.html else None}
         # backslashreplace: a lone surrogate (a folder name that is not UTF-8)
         # is written as its \\u escape, which is also what JSON calls it.
-        with Outputs() as outputs:
-            if args.json:
-                outputs.write(args.json, result_json(result), errors="backslashreplace")
-            if args.html:
-                outputs.write(args.html, page, errors="backslashreplace")
-        sys.stdout.write(stdout)
+        with Outputs() as files:
+            for flag, path in outputs:
+                files.write(path, texts[flag], errors="backslashreplace")
+        if to_stdout:
+            write_stdout_bytes(texts[to_stdout].encode("utf-8", "backslashreplace"))
+        else:
+            sys.stdout.write(FORMATTERS[args.format or "text"](result))
         sys.stdout.flush()
     except (CompareError, InputError) as exc:
         sys.stderr.write("error: %s\n" % one_line(str(exc)))

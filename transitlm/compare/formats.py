@@ -3,9 +3,13 @@ Markdown pipe tables and CSV rows (LaTeX: compare_latex), and the JSON text;
 the cell formats they share.
 
 Every text that comes from a file (run and model names, signatures, cities,
-failure codes, ids) is escaped for the terminal: control characters and lone
-surrogates as backslash escapes (transitlm.terminal.printable), newlines and
-tabs too.
+failure codes, ids) is escaped for the terminal and kept on one line
+(transitlm.terminal.one_line: control characters, bidirectional-text
+controls, lone surrogates, line breaks and tabs as backslash escapes), and
+for its medium: Markdown cells and notes show HTML and link syntax as text
+(``md_cell``), a CSV cell a spreadsheet would take for a formula gets a
+leading apostrophe (``csv_cell``), JSON holds no raw line separator
+(``transitlm.reports.line_safe_json``).
 
 Standard library only; Python 3.8+.
 """
@@ -13,6 +17,7 @@ Standard library only; Python 3.8+.
 import csv
 import io
 import json
+import re
 import unicodedata
 
 from transitlm.compare.group_figures import alpha_of
@@ -21,7 +26,8 @@ from transitlm.compare.main_table import short_title
 from transitlm.compare.metric_terms import decimals, scaled
 from transitlm.compare.groups import groups_of
 from transitlm.compare.comparability import comparable_signature
-from transitlm.terminal import printable
+from transitlm.reports import line_safe_json
+from transitlm.terminal import one_line, printable
 
 FORMATS = ("text", "markdown", "latex", "csv")
 
@@ -31,14 +37,6 @@ BEST_MARK_TEXT = "^"
 # ---------------------------------------------------------------------------
 # Cells
 # ---------------------------------------------------------------------------
-
-def one_line(text):
-    """Text from a file, safe for a terminal and for one table cell."""
-    text = printable(text if isinstance(text, str) else str(text))
-    if "\n" in text or "\t" in text:
-        text = text.replace("\n", "\\x0a").replace("\t", "\\x09")
-    return text
-
 
 def metric_header(key, delta=False):
     metric = METRIC[key]
@@ -325,12 +323,30 @@ def text_breakdowns(group, keys, names):
 # Markdown
 # ---------------------------------------------------------------------------
 
+# Markdown: the punctuation that starts emphasis, code, links, images and
+# table cells is backslash-escaped (an underscore only where it could start
+# or end emphasis: not between two letters or digits, as in model_a); <, >
+# and & become entities, so raw HTML (<img onerror=...>), autolinks
+# (<javascript:...>) and entities are text.
+_MD_ESCAPED_RE = re.compile(r"([\\`*\[\]|~]|_(?![^\W_])|(?<![^\W_])_)")
+_MD_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+
+
 def md_cell(text):
-    return one_line(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+    """Text from a file for a Markdown table cell or note: shown as written,
+    never markup."""
+    text = one_line(text)
+    for char, entity in _MD_ENTITIES:
+        text = text.replace(char, entity)
+    return _MD_ESCAPED_RE.sub(r"\\\1", text)
 
 
-def md_code(text):
-    return "`%s`" % one_line(text).replace("`", "'")
+def md_code(text, in_table=False):
+    """Text as a code span (no markup is read inside one); a backtick, which
+    would end it, becomes '; in a table a pipe is escaped (GitHub's tables
+    split cells before they read code spans)."""
+    text = one_line(text).replace("`", "'")
+    return "`%s`" % (text.replace("|", "\\|") if in_table else text)
 
 
 def md_table(rows, right_from=1):
@@ -453,7 +469,7 @@ def markdown_breakdowns(group, keys, names):
         table.append(["(no failure)"] + [fmt_share(failure["passed"][n], failure["rows"][n])
                                          for n in names])
         for entry in failure["codes"]:
-            table.append([md_code(entry["code"])]
+            table.append([md_code(entry["code"], in_table=True)]
                          + [fmt_share(entry["rows"][n], failure["rows"][n]) for n in names])
         lines += md_table(table)
     return lines
@@ -466,6 +482,26 @@ def markdown_breakdowns(group, keys, names):
 CSV_FIELDS = ("section", "benchmark", "protocol", "group", "run", "model", "metric", "value",
               "ci_low", "ci_high", "rows", "delta", "delta_ci_low", "delta_ci_high",
               "p_value", "significant", "best", "paired_rows", "missing_rows")
+
+
+# CSV injection (OWASP): a spreadsheet takes a cell beginning with one of
+# these for a formula (=HYPERLINK(...), +cmd|..., -2+3, @SUM(...)), also
+# after leading spaces, and in the full-width forms some spreadsheets read
+# as the same; tab and carriage return start a formula in some importers.
+FORMULA_STARTS = "=+-@\t\r\uff1d\uff0b\uff0d\uff20"
+# A plain decimal number is a value in every spreadsheet, not a formula.
+_CSV_NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+
+
+def csv_cell(text):
+    """Text for a CSV cell: on one line (one_line), and with a leading
+    apostrophe when a spreadsheet would evaluate it (OWASP's advice), unless
+    it is a plain number (-0.05 stays a number)."""
+    text = one_line(text)
+    stripped = text.lstrip()
+    if stripped[:1] and stripped[0] in FORMULA_STARTS and not _CSV_NUMBER_RE.match(text):
+        return "'" + text
+    return text
 
 
 def csv_number(value):
@@ -506,7 +542,7 @@ def csv_rows(result):
                                  "best": csv_number(figure["best"])})
         for note in result["notes"]:
             rows.append({"section": "note", "group": note})
-    return [{key: one_line(value) if isinstance(value, str) else value
+    return [{key: csv_cell(value) if isinstance(value, str) else value
              for key, value in row.items()} for row in rows]
 
 
@@ -577,4 +613,4 @@ def format_csv(result):
 
 
 def result_json(result):
-    return json.dumps(result, ensure_ascii=False, indent=1) + "\n"
+    return line_safe_json(json.dumps(result, ensure_ascii=False, indent=1)) + "\n"

@@ -51,16 +51,20 @@ def best_values(runs, keys):
     return best
 
 
-def latex_value(key, figure, best, significant):
-    """value (bold when best), dagger when significant, +- half the interval."""
+def latex_value(key, figure, best, significant, stacked=False):
+    """value (bold when best), dagger when significant, +- half the interval
+    after it, or under it (``stacked``: a cell as narrow as its value)."""
     text = fmt_number(key, figure["value"])
     if best:
         text = r"\textbf{%s}" % text
     if significant:
         text += r"$^\dagger$"
     if figure["ci"] is not None:
-        half = (figure["ci"][1] - figure["ci"][0]) / 2.0
-        text += r" {\scriptsize $\pm$%s}" % fmt_number(key, half)
+        half = r"{\scriptsize $\pm$%s}" % fmt_number(key,
+                                                  (figure["ci"][1] - figure["ci"][0]) / 2.0)
+        if stacked:
+            return r"\begin{tabular}[t]{@{}r@{}}%s\\%s\end{tabular}" % (text, half)
+        text += " " + half
     return text
 
 
@@ -87,40 +91,47 @@ def format_latex(result):
 
 
 def latex_main_table(result):
+    """The main table as one tabular of stacked blocks, one per benchmark
+    group (its title, its metric names, a row per model), so that it is as
+    wide as one group whatever the number of groups: it fits a landscape A4
+    page (the page's main table is laid out the same way)."""
     table = result["main_table"]
     columns = table["columns"]
-    width = 1 + sum(len(column["metrics"]) for column in columns)
-    spec = "l" + "".join("r" * len(column["metrics"]) for column in columns)
-    groups_row, rules, metrics_row, start = ["Model"], [], [""], 2
-    for column in columns:
-        count = len(column["metrics"])
-        title = latex_escape(column["title"])
-        groups_row.append(r"\multicolumn{%d}{c}{%s}" % (count, title) if count > 1 else title)
-        rules.append(r"\cmidrule(lr){%d-%d}" % (start, start + count - 1))
-        metrics_row += [latex_escape(metric_header(key)) for key in column["metrics"]]
-        start += count
-    header = [" & ".join(groups_row) + r" \\", " ".join(rules), " & ".join(metrics_row) + r" \\"]
+    width = 1 + max([len(column["metrics"]) for column in columns] + [1])
     body = []
-    for row in table["rows"]:
-        cells = [latex_escape(row["model"])]
-        for index, column in enumerate(columns):
+    for index, column in enumerate(columns):
+        if index:
+            body.append(r"\midrule")
+        body.append(r"\multicolumn{%d}{l}{\textbf{%s}} \\"
+                    % (width, latex_escape(column["title"])))
+        body.append(" & ".join(["Model"] + [latex_escape(metric_header(key))
+                                            for key in column["metrics"]]) + r" \\")
+        body.append(r"\cmidrule(lr){2-%d}" % (1 + len(column["metrics"])))
+        for row in table["rows"]:
             cell = row["cells"][index]
+            cells = [latex_escape(row["model"])]
             for key in column["metrics"]:
                 if cell is None:
                     cells.append("")
                 else:
                     figure = cell["metrics"][key]
-                    cells.append(latex_value(key, figure, figure["best"], figure["significant"]))
-        body.append(" & ".join(cells) + r" \\")
+                    cells.append(latex_value(key, figure, figure["best"], figure["significant"],
+                                             stacked=True))
+            body.append(" & ".join(cells) + r" \\")
     notes = legend_notes(result, table["baseline"], bool(table["rows"]))
     notes += [latex_escape(note) + "." for note in result["notes"]]
     after = [comment("signature (%s, protocol %s): %s"
                      % (column["title"], column["protocol"],
                         column["signature"] or "differs between the runs"))
              for column in columns]
-    return ([comment("TransitLM main table: %d benchmark groups; %s"
-                     % (len(columns), intervals_line(result)))]
-            + tabular(spec, header, body, notes, width, after))
+    # The notes follow as a paragraph, which wraps at the line width (a row
+    # of the table would widen it to the longest note).
+    lines = ([r"\begin{tabular}{%s}" % ("l" + "r" * (width - 1)), r"\toprule"] + body
+             + [r"\bottomrule", r"\end{tabular}"]
+             + ([r"\par\smallskip{\footnotesize %s\par}" % r" \\ ".join(notes)] if notes else [])
+             + after)
+    return [comment("TransitLM main table: %d benchmark groups, a block each; %s"
+                    % (len(columns), intervals_line(result)))] + lines
 
 
 def legend_notes(result, baseline, several):

@@ -5,25 +5,26 @@ baseline and every breakdown as a table.
 
 The page takes compare.py's --json result (a dict; a damaged or hand-made
 one is drawn as far as it goes, never as raw JSON).  Everything fits a
-1280-pixel window: long names, paths and signatures wrap.  Its own CSS is
-COMPARISON_CSS, added after the shared CSS of transitlm.pages.static.
+window of 900 pixels or more: long names, paths and signatures wrap, and a
+table wider than the window scrolls in its own box.  Text from the result
+(names, paths, notes, cities, codes) is isolated like the evaluator page's
+(transitlm.pages.layout.bdi).  Its own CSS is COMPARISON_CSS, added after
+the shared CSS of transitlm.pages.static.
 """
 
 import math
-import unicodedata
 
 from transitlm.compare.formats import fmt_p
 from transitlm.catalog import METRIC, METRIC_KEYS, benchmark_info
 from transitlm.compare.main_table import short_title
 from transitlm.pages.layout import (
-    esc, fmt_delta, fmt_metric, fmt_value, n, page)
+    bdi, cut_text, esc, fmt_delta, fmt_metric, fmt_value, isolated, n, page, table_box)
 
 # The comparison page's own CSS (kept apart from the evaluator page's, in static.py).
 COMPARISON_CSS = """
 /* comparison page */
-.cmp td,.cmp th{overflow-wrap:break-word}
 .cmp .name,.cmp td code{overflow-wrap:anywhere}
-.cmp table.data{max-width:100%}
+.cmp table.main td:first-child,.cmp table.data td:first-child{min-width:9em}
 .cmp table.data td.num,.cmp table.data th.num{text-align:right}
 .cmp table.data td small,.cmp table.main td small{display:block;color:#4b535c;font-size:11px;
  white-space:nowrap}
@@ -42,10 +43,9 @@ table.main td.empty{background:#fafafa}
 .mark{color:#a31515;font-weight:600}
 svg .whisker{fill:none;stroke:#1f2328;stroke-width:1.6}
 svg .whisker-end{fill:none;stroke:#1f2328;stroke-width:1.6}
-.share{display:inline-block;width:60px;height:8px;background:#eef1f4;margin-left:6px;
- vertical-align:middle;border-radius:2px;overflow:hidden}
-.share>span{display:block;height:100%;background:#2f6f9f}
-.share.stage-error>span{background:#8a3b3b}
+svg.share{width:60px;height:8px;margin-left:6px;vertical-align:middle}
+svg.share .track{fill:#eef1f4}svg.share .fill{fill:#2f6f9f}
+svg.share.stage-error .fill{fill:#8a3b3b}
 section.group{margin-top:26px;border-top:3px solid #d0d7de;padding-top:4px}
 .notes{background:#fff8e1;border:1px solid #c9a227;padding:6px 12px;margin:8px 0;
  border-radius:4px}.notes ul{margin:4px 0;padding-left:20px}
@@ -89,8 +89,8 @@ def _text(value, default="-"):
 
 
 def _name(value):
-    """A name from a file (run, model, city, code): may wrap anywhere."""
-    return '<span class="name">%s</span>' % esc(_text(value))
+    """A name from a file (run, model, city, code): isolated, may wrap anywhere."""
+    return '<bdi class="name">%s</bdi>' % esc(_text(value))
 
 
 def _metric_label(key):
@@ -118,17 +118,6 @@ def _value_ci(metric, item, small=True):
     return text
 
 
-def _cut(text, columns):
-    """Text cut to about `columns` columns (CJK characters count two)."""
-    out, used = [], 0
-    for ch in text:
-        used += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-        if used > columns - 1:
-            return "".join(out) + "\u2026"
-        out.append(ch)
-    return text
-
-
 def _p_text(value):
     p_value = _number(value)
     return fmt_p(p_value) if p_value is not None else "-"
@@ -143,8 +132,8 @@ def _table(headers, rows, css="data", numeric_from=1, text_columns=()):
     body = "".join("<tr>%s</tr>" % "".join(
         '<td class="num">%s</td>' % cell if index >= numeric_from and index not in text_columns
         else "<td>%s</td>" % cell for index, cell in enumerate(row)) for row in rows)
-    return '<table class="%s"><thead><tr>%s</tr></thead><tbody>%s</tbody></table>' % (
-        css, head, body)
+    return table_box('<table class="%s"><thead><tr>%s</tr></thead><tbody>%s</tbody></table>'
+                     % (css, head, body))
 
 
 def _notes(notes, css="notes"):
@@ -153,7 +142,7 @@ def _notes(notes, css="notes"):
         return ""
     bad = any(note.startswith("NOT COMPARABLE") for note in notes)
     return '<div class="%s%s"><b>Notes</b><ul>%s</ul></div>' % (
-        css, " bad" if bad else "", "".join("<li>%s</li>" % esc(note) for note in notes))
+        css, " bad" if bad else "", "".join("<li>%s</li>" % bdi(note) for note in notes))
 
 
 # ---------------------------------------------------------------------------
@@ -167,12 +156,13 @@ def _intervals_words(result):
     confidence = _number(result.get("confidence"))
     return ("%d paired bootstrap resamples (seed %s); %s percentile intervals; a difference "
             "is significant when p < %s (two-sided paired bootstrap)."
-            % (resamples, esc(_text(result.get("seed"))),
+            % (resamples, _text(result.get("seed")),
                "%g%%" % (100 * confidence) if confidence else "-",
                "%g" % round(1 - confidence, 12) if confidence else "-"))
 
 
 def _rows_words(group):
+    """The group's paired and missing rows in words, as HTML (ids isolated)."""
     rows = _dict(group.get("rows"))
     paired = _number(rows.get("paired"))
     missing = rows.get("missing")
@@ -185,7 +175,7 @@ def _rows_words(group):
         words.append("%d rows paired by index_id%s" % (
             paired, " (of %d)" % max(sizes) if sizes else ""))
     if count:
-        ids = [_text(i) for i in _list(_dict(missing).get("first_ids"))]
+        ids = [bdi(_text(i)) for i in _list(_dict(missing).get("first_ids"))]
         words.append("%d missing from some runs%s" % (
             count, " (first ids: %s)" % ", ".join(ids) if ids else ""))
     elif count == 0:
@@ -207,14 +197,14 @@ def _group_title(group):
 
 def _header(result, groups):
     out = ['<header><h1>TransitLM run comparison</h1>']
-    baseline = esc(_text(result.get("baseline")))
+    baseline = bdi(_text(result.get("baseline")))
     if len(groups) == 1:
         group = groups[0]
         runs = _dicts(group.get("runs"))
         rows = _rows_words(group)
         out.append('<p class="lead">%s: %d run%s compared with the baseline <b>%s</b>%s.</p>'
-                   % (esc(_group_title(group)), len(runs), "" if len(runs) == 1 else "s",
-                      baseline, "; " + esc(rows) if rows else ""))
+                   % (bdi(_group_title(group)), len(runs), "" if len(runs) == 1 else "s",
+                      baseline, "; " + rows if rows else ""))
     else:
         table = _dict(result.get("main_table"))
         models = len(_list(table.get("rows")))
@@ -222,7 +212,7 @@ def _header(result, groups):
                    'baseline model <b>%s</b>. The main table puts them side by side; each '
                    'group follows with its runs, differences and breakdowns.</p>'
                    % (len(groups), models, "" if models == 1 else "s", baseline))
-    out.append('<p class="lead">%s</p></header>' % esc(_intervals_words(result)))
+    out.append('<p class="lead">%s</p></header>' % bdi(_intervals_words(result)))
     return "".join(out)
 
 
@@ -245,7 +235,7 @@ def main_table_html(result):
     for index, column in enumerate(columns):
         metrics = [key for key in _list(column.get("metrics")) if isinstance(key, str)]
         band = ['<tr class="group"><th colspan="%d">%s</th></tr>'
-                % (width, esc(_text(column.get("title"), _group_title(column)))),
+                % (width, bdi(_text(column.get("title"), _group_title(column)))),
                 '<tr class="mnames"><th>model</th>%s%s</tr>'
                 % ("".join("<th>%s</th>" % esc(_metric_label(key)) for key in metrics),
                    "<th></th>" * (width - 1 - len(metrics)))]
@@ -276,17 +266,18 @@ def main_table_html(result):
     legend = ("Each cell: the value, its interval below. <b>Bold</b>: the best value of the "
               "column (lowest for MAPE). \u2020: differs from the baseline <b>%s</b> "
               "(p below the significance level). Empty: no run of the model."
-              % esc(_text(table.get("baseline"))))
+              % bdi(_text(table.get("baseline"))))
     signatures = "".join(
         '<p class="note">%s:</p><code class="sig">%s</code>'
-        % (esc(_text(column.get("title"), "group")), esc(column["signature"]))
+        % (bdi(_text(column.get("title"), "group")), bdi(column["signature"]))
         if isinstance(column.get("signature"), str) else
         '<p class="note">%s: the runs\' signatures differ (listed with the group below).</p>'
-        % esc(_text(column.get("title"), "group"))
+        % bdi(_text(column.get("title"), "group"))
         for column in columns)
     return ('<section id="main"><h2>Main table</h2><p class="note">%s</p>'
-            '<table class="main">%s</table><h3>Signatures</h3>%s</section>'
-            % (legend, "".join(bands), signatures))
+            '%s<h3>Signatures</h3>%s</section>'
+            % (legend, table_box('<table class="main">%s</table>' % "".join(bands)),
+               signatures))
 
 
 # ---------------------------------------------------------------------------
@@ -315,9 +306,9 @@ def metric_chart(metric, runs):
         if ci:
             text += " [%s, %s]" % (fmt_metric(metric, ci[0]), fmt_metric(metric, ci[1]))
         length = area * max(value, 0) / top if value is not None else 0
-        label = _cut(name, 24)
+        label = cut_text(name, 24)
         part = ('<text class="lbl" x="%d" y="%s">%s</text><rect class="bar" x="%d" y="%d" '
-                'width="%s" height="%d" />' % (label_w - 8, n(y + row_h * 0.7), esc(label),
+                'width="%s" height="%d" />' % (label_w - 8, n(y + row_h * 0.7), isolated(label),
                                                label_w, y, n(length), row_h))
         end = length
         if ci:
@@ -330,7 +321,7 @@ def metric_chart(metric, runs):
             end = max(end, hi - label_w)
         part += '<text class="val" x="%s" y="%s">%s</text>' % (n(label_w + end + 8),
                                                                n(y + row_h * 0.7), esc(text))
-        parts.append("<g><title>%s: %s</title>%s</g>" % (esc(name), esc(text), part))
+        parts.append("<g><title>%s: %s</title>%s</g>" % (isolated(name), esc(text), part))
     height = max(len(entries) * (row_h + gap), row_h)
     label = _metric_label(metric)
     return ('<figure class="mchart"><figcaption>%s</figcaption><svg class="chart" '
@@ -345,7 +336,7 @@ def _runs_table(runs):
         path = run.get("path")
         rows.append([_name(run.get("name")), _name(run.get("model")),
                      esc(_text(run.get("rows"))),
-                     "<code>%s</code>" % esc(path) if isinstance(path, str) else "-"])
+                     "<code>%s</code>" % bdi(path) if isinstance(path, str) else "-"])
     return _table(["run", "model", "rows", "path"], rows, numeric_from=2, text_columns=(3,))
 
 
@@ -354,7 +345,7 @@ def _signature_html(group, runs):
     if isinstance(signature, str):
         return ('<p class="note">Signature (what makes these figures comparable: version, '
                 'benchmark, protocol, field, rows and the input files\' hashes):</p>'
-                '<code class="sig">%s</code>' % esc(signature))
+                '<code class="sig">%s</code>' % bdi(signature))
     items = []
     for run in runs:
         text = run.get("signature")
@@ -362,8 +353,8 @@ def _signature_html(group, runs):
             text = "|".join(part for part in text.split("|")
                             if not part.startswith("predictions:"))
         items.append('<p class="note">%s:</p><code class="sig">%s</code>'
-                     % (esc(_text(run.get("name"))),
-                        esc(text) if isinstance(text, str) else "none recorded"))
+                     % (bdi(_text(run.get("name"))),
+                        bdi(text) if isinstance(text, str) else "none recorded"))
     return '<p class="note">The runs\' signatures differ:</p>' + "".join(items) if items else ""
 
 
@@ -374,9 +365,9 @@ def group_html(result, group, several, number=1):
     out = []
     if several:
         out.append('<section class="group cmp" id="group-%d"><h2>%s</h2><p class="lead">'
-                   'Baseline <b>%s</b>%s.</p>' % (number, esc(_group_title(group)),
-                                esc(_text(group.get("baseline"), "none")),
-                                "; " + esc(_rows_words(group)) if _rows_words(group) else ""))
+                   'Baseline <b>%s</b>%s.</p>' % (number, bdi(_group_title(group)),
+                                bdi(_text(group.get("baseline"), "none")),
+                                "; " + _rows_words(group) if _rows_words(group) else ""))
     else:
         out.append('<section class="group cmp" id="group-%d">' % number)
     out.append("<h3>Runs</h3>" + _runs_table(runs))
@@ -428,9 +419,11 @@ def _share_cell(count, whole, css=""):
     if not whole:
         return esc("%d" % count)
     share = 100.0 * count / whole
-    return ('%s<span class="share %s" title="%.1f%%"><span style="width:%.1f%%"></span>'
-            '</span>' % (esc("%d (%.1f%%)" % (count, share)), esc(css), share,
-                         max(0.0, min(share, 100.0))))
+    return ('%s<svg class="share %s" viewBox="0 0 100 8" preserveAspectRatio="none" '
+            'role="img" aria-label="%.1f%%"><rect class="track" width="100" height="8" />'
+            '<rect class="fill" width="%.1f" height="8" /></svg>'
+            % (esc("%d (%.1f%%)" % (count, share)), esc(css), share,
+               max(0.0, min(share, 100.0))))
 
 
 def breakdowns_html(breakdowns, names, metrics):
@@ -443,7 +436,7 @@ def breakdowns_html(breakdowns, names, metrics):
         elif key == "failure" and isinstance(value, dict) and "stages" in value:
             out.append(_failure_html(value, names))
         else:
-            out.append("<h4>By %s</h4>%s" % (esc(key), generic_html(value)))
+            out.append("<h4>By %s</h4>%s" % (bdi(key), generic_html(value)))
     return "".join(out)
 
 
@@ -465,7 +458,7 @@ def _city_html(entries, names, metrics):
 def _req_type_html(entries, names):
     rows = []
     for entry in entries:
-        cells = [esc(_text(entry.get("req_type"))), esc(_text(entry.get("name")))]
+        cells = [bdi(_text(entry.get("req_type"))), bdi(_text(entry.get("name")))]
         for name in names:
             run = _dict(_dict(entry.get("runs")).get(name))
             samples, compliant = _number(run.get("samples")), _number(run.get("compliant"))
@@ -482,13 +475,13 @@ def _failure_html(failure, names):
     rows = []
     for entry in _dicts(failure.get("stages")):
         stage = _text(entry.get("stage"))
-        rows.append(["<b>%s</b>" % esc(stage)]
+        rows.append(["<b>%s</b>" % bdi(stage)]
                     + [_share_cell(_dict(entry.get("rows")).get(n), totals.get(n),
                                    "stage-error" if stage == "error" else "") for n in names])
     rows.append(["(no failure)"] + [_share_cell(_dict(failure.get("passed")).get(n),
                                                 totals.get(n)) for n in names])
     stage_table = _table(["stage"] + [_name(n) for n in names], rows)
-    rows = [["<code>%s</code>" % esc(_text(entry.get("code")))]
+    rows = [["<code>%s</code>" % bdi(_text(entry.get("code")))]
             + [_share_cell(_dict(entry.get("rows")).get(n), totals.get(n)) for n in names]
             for entry in _dicts(failure.get("codes"))]
     code_table = _table(["code"] + [_name(n) for n in names], rows) if rows else \
@@ -508,8 +501,8 @@ def generic_html(value, depth=0):
             for key in item:
                 if key not in columns:
                     columns.append(key)
-        return _table([""] + [esc(c) for c in columns],
-                      [[esc(key)] + [_cell_html(item.get(c), depth) for c in columns]
+        return _table([""] + [bdi(c) for c in columns],
+                      [[bdi(key)] + [_cell_html(item.get(c), depth) for c in columns]
                        for key, item in value.items()])
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         columns = []
@@ -517,17 +510,17 @@ def generic_html(value, depth=0):
             for key in item:
                 if key not in columns:
                     columns.append(key)
-        return _table([esc(c) for c in columns],
+        return _table([bdi(c) for c in columns],
                       [[_cell_html(item.get(c), depth) for c in columns] for item in value],
                       numeric_from=len(columns))
     if isinstance(value, dict):
         level = min(4 + depth, 6)
-        return "".join("<h%d>%s</h%d>%s" % (level, esc(key), level, generic_html(item, depth + 1))
+        return "".join("<h%d>%s</h%d>%s" % (level, bdi(key), level, generic_html(item, depth + 1))
                        for key, item in value.items())
     if isinstance(value, list):
         return "<ul>%s</ul>" % "".join("<li>%s</li>" % _cell_html(item, depth)
                                        for item in value)
-    return "<p>%s</p>" % esc(_text(value))
+    return "<p>%s</p>" % bdi(_text(value))
 
 
 def _cell_html(value, depth):
@@ -535,7 +528,7 @@ def _cell_html(value, depth):
         if depth >= 4:
             return "\u2026"
         return generic_html(value, depth + 1)
-    return esc(_text(value))
+    return bdi(_text(value))
 
 
 # ---------------------------------------------------------------------------
@@ -554,5 +547,5 @@ def comparison_page(result):
         out.append(main_table_html(result))
     out.extend(group_html(result, group, several, number)
                for number, group in enumerate(groups, 1))
-    html = page("TransitLM run comparison", '<div class="cmp">%s</div>' % "".join(out))
-    return html.replace("</style>", COMPARISON_CSS + "</style>", 1)
+    return page("TransitLM run comparison", '<div class="cmp">%s</div>' % "".join(out),
+                COMPARISON_CSS)

@@ -17,6 +17,7 @@ import sys
 
 import common
 from transitlm.catalog import BENCHMARK_NAMES
+from transitlm.files import DETAILS_JSONL, REPORT_JSON, RUN_FOLDER_FILES
 
 STATUSES = ("evaluated", "error", "no_response")
 SCORE_BANDS = ("worse", "better", "same")
@@ -214,6 +215,53 @@ def report_beside(details_path):
             return path
     raise CompareError("%s: no report JSON beside it (looked for %s)"
                        % (details_path, ", ".join(candidates)))
+
+
+def run_argument(path):
+    """A RUN as given -> the path compare reads.  A file of a run folder
+    (report.json, details.jsonl, run.json, report.txt, report.html) stands
+    for its folder; a report JSON given without its run folder is refused
+    with a message saying what to give instead (CompareError)."""
+    if not os.path.isfile(path):
+        return path
+    folder, base = os.path.split(path)
+    folder = folder or os.curdir
+    if base in RUN_FOLDER_FILES:
+        missing = [name for name in (REPORT_JSON, DETAILS_JSONL)
+                   if not os.path.isfile(os.path.join(folder, name))]
+        if not missing:
+            return folder
+        if base != DETAILS_JSONL:
+            raise CompareError("%s is a file of a run folder, but its folder has no %s: give "
+                               "a run folder, or a details JSON Lines file with its report "
+                               "beside it" % (path, " and no ".join(missing)))
+    if _looks_like_a_report(path):
+        stem = os.path.splitext(base)[0]
+        beside = [name for name in (stem + ".jsonl", stem.replace("report", "details") + ".jsonl")
+                  if os.path.isfile(os.path.join(folder, name))]
+        raise CompareError("%s is a report JSON, not a details JSON Lines file: give %s "
+                           "(compare finds the report beside it)"
+                           % (path, "the details file " + os.path.join(folder, beside[0])
+                              if beside else "its run folder or its details file"))
+    return path
+
+
+def _looks_like_a_report(path):
+    """Is the file a report rather than details: an indented JSON document,
+    or a first line that is an object with metrics and no row (index_id)?
+    (Anything else is left to read_details, which says what is wrong.)"""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(MAX_LINE_CHARS + 1)
+    except OSError:
+        return False
+    if first.strip() == b"{":
+        return True
+    try:
+        value = decode_json(first.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "metrics" in value and "index_id" not in value
 
 
 def run_files(path):

@@ -15,9 +15,10 @@ import transitlm.reports
 from transitlm.catalog import METRICS, benchmark_info
 from transitlm.files import write_whole
 from transitlm.pages.layout import (
-    css_word, html_table, bar_chart, clean_text, esc, fmt_count_pct,
-    fmt_metric, fmt_value, page)
-from transitlm.pages.maps import Stops, row_map
+    bar_chart, bdi, clean_text, css_word, cut_text, esc, fmt_count_pct, fmt_metric,
+    fmt_value, html_table, page, table_box)
+from transitlm.pages.maps import Stops, bdi_join, row_map
+from transitlm.records import failure_codes, row_failed
 
 
 STAGES = transitlm.records.STAGES
@@ -57,20 +58,6 @@ def read_details(path):
         except OSError as exc:
             raise common.InputError("cannot read details file %s: %s"
                                     % (path, exc.strerror or exc))
-
-
-def failure_codes(record):
-    """The row's failure codes; derived coarsely for details without them (schema 1)."""
-    codes = record.get("failure_codes")
-    if isinstance(codes, list):
-        return [str(code) for code in codes]
-    status = record.get("status")
-    if status == "error":
-        return ["error"]
-    if status == "no_response":
-        return ["no_response"]
-    failed = record.get("failed_round")
-    return [str(failed)] if failed else []
 
 
 def code_stage(code):
@@ -147,7 +134,7 @@ class DetailsScan(object):
         if "req_type" in record:
             key = "(none)" if record["req_type"] is None else str(record["req_type"])
             breakdown_step(self.by_req_type.setdefault(key, {}), record)
-        if codes:
+        if row_failed(record):
             self.failing += 1
             # Round-robin over codes: a row's rank is how often its rarest code
             # was seen before, so every code gets rows in the list.
@@ -271,8 +258,9 @@ def funnel_section(report):
            '<p class="note">Bar length is proportional to the count. Station grounding and '
            'distance plausibility (lighter, indented) are checks on the reachable rows: they '
            'do not remove rows from the later rounds.</p>', chart,
-           '<table class="data" id="funnel-table"><thead><tr><th>step</th><th>rows</th>'
-           '<th>%</th><th>of</th></tr></thead><tbody>', rows, '</tbody></table>']
+           table_box('<table class="data" id="funnel-table"><thead><tr><th>step</th>'
+                     '<th>rows</th><th>%</th><th>of</th></tr></thead><tbody>' + rows
+                     + '</tbody></table>')]
     extra = diversity_bars(report)
     if extra:
         top = max([bar[1] for bar in extra] + [1])
@@ -318,13 +306,16 @@ def failures_section(scan):
     bars = [{"label": code, "count": count, "scale_max": top, "code": code,
              "text": "%d row%s \u00b7 %.1f%% of %d" % (count, "" if count == 1 else "s",
                                                        100.0 * count / scan.rows, scan.rows),
-             "css": "stage-" + css_word(code_stage(code)), "href": "#code=" + code}
+             "css": "stage-" + css_word(code_stage(code)), "href": "#code=" + code,
+             "outside": True}
             for code, count in codes]
     codes_table = html_table(["code", "stage", "rows"], [[code, code_stage(code), count]
-                                               for code, count in codes])
+                                                        for code, count in codes],
+                             outside=(0, 1))
     return ('<section id="failures"><h2>Failure reasons</h2><p class="note">Rows per failure '
             'code, in stage order (a row may carry several codes). Each bar is a link that '
-            'filters the row list below. %d of %d rows failed at least one check.</p>%s'
+            'filters the row list below. %d of %d rows failed: a failed check, an error or no '
+            'response (the text report counts and lists the same rows).</p>%s'
             '<details><summary>as a table</summary>%s</details></section>'
             % (scan.failing, scan.rows, bar_chart(bars, width=860, label_width=330,
                                                   value_width=200, aria="failure codes"),
@@ -407,15 +398,15 @@ def header_section(report, scan):
     counts = report.get("counts", {})
     title = page_title(report.get("benchmark"), "TransitLM %s"
                                  % report.get("benchmark"))
-    out = ['<header><h1>%s</h1>' % esc(title),
+    out = ['<header><h1>%s</h1>' % bdi(title),
            '<p class="sub">protocol <b>%s</b> \u00b7 field %s \u00b7 version %s</p>'
-           % (esc(report.get("protocol")), esc(inputs.get("input_field") or "-"),
-              esc(report.get("version") or "-"))]
+           % (bdi(report.get("protocol")), bdi(inputs.get("input_field") or "-"),
+              bdi(report.get("version") or "-"))]
     if report.get("signature"):
-        out.append('<p class="sig">signature <code>%s</code></p>' % esc(report["signature"]))
-    out.append(html_table(["role", "file", "sha256"], rows, "data inputs"))
+        out.append('<p class="sig">signature <code>%s</code></p>' % bdi(report["signature"]))
+    out.append(html_table(["role", "file", "sha256"], rows, "data inputs", outside=(1, 2)))
     if option_text:
-        out.append('<p class="opts">options: %s</p>' % esc(option_text))
+        out.append('<p class="opts">options: %s</p>' % bdi(option_text))
     out.append('<p class="counts">samples <b>%d</b> \u00b7 evaluated <b>%d</b> \u00b7 errors '
                '<b>%d</b> \u00b7 no response <b>%d</b> \u00b7 details lines <b>%d</b></p>'
                % (counts.get("samples", 0), counts.get("evaluated", 0),
@@ -426,14 +417,15 @@ def header_section(report, scan):
                         % (scan.rows, counts.get("samples", 0)))
     if warnings:
         out.append('<div class="warnings"><b>Warnings</b><ul>%s</ul></div>'
-                   % "".join("<li>%s</li>" % esc(w) for w in warnings))
+                   % "".join("<li>%s</li>" % bdi(w) for w in warnings))
     notes = report.get("input_notes") or {}
     reading = transitlm.reports.reading_notes(notes) if isinstance(notes, dict) else []
     if reading:
-        out.append('<p class="reading">%s</p>' % "<br>".join(esc(line) for line in reading))
+        out.append('<p class="reading">%s</p>' % "<br>".join(bdi(line) for line in reading))
     if notes:
         out.append('<details class="notes"><summary>input notes</summary>%s</details>'
-                   % html_table(["note", "value"], [[key, notes[key]] for key in sorted(notes)]))
+                   % html_table(["note", "value"], [[key, notes[key]] for key in sorted(notes)],
+                                outside=(0, 1)))
     out.append("</header>")
     return "".join(out)
 
@@ -442,30 +434,61 @@ def header_section(report, scan):
 # Row explorer
 # ---------------------------------------------------------------------------
 
-def verdict_rows(record, benchmark):
-    """(check, verdict, detail) lines of one row."""
+NOT_REACHED = "not reached"
+NOT_CHECKED = "not checked"
+
+
+def verdict_rows(record, benchmark, protocol=None):
+    """(check, verdict, detail) lines of one row.  A check the row never
+    reached (a later round of a route that is not reachable, accuracy of a
+    route that is not an exact match) reads "not reached"; a check the
+    protocol does not make (the general LLM's distance plausibility under
+    the published rules) reads "not checked" -- never "yes"."""
     if record.get("status") != "evaluated":
         # The error itself is in the row's reasons (error_text): shown once.
         return [("status", record.get("status"), "not evaluated: no check ran (the reason "
                  "is in the row's line above)")]
-    out = [("reachable", record.get("reachable"), record.get("reachable_reason")),
-           ("station grounding", record.get("station_grounding"),
-            record.get("station_grounding_reason")),
-           ("distance plausibility", record.get("distance_plausibility"),
-            record.get("distance_plausibility_reason")),
-           ("exact match", record.get("exact_match"),
-            "line IoU %s, station IoU %s, access modes %s"
-            % (fmt_value(record.get("line_iou")), fmt_value(record.get("station_iou")),
-               "match" if record.get("transfer_mode_match") else "differ")),
-           ("expert score", record.get("score_band"),
-            "%s vs label %s (%s%%)" % (fmt_value(record.get("score")),
-                                       fmt_value(record.get("label_score")),
-                                       fmt_value(record.get("score_deviation_pct"))))]
-    if record.get("exact_match"):
-        for key in ("distance", "time", "fare"):
-            out.append(("%s accurate" % key, record.get(key + "_accurate"),
-                        "MAPE %s%%" % fmt_value(record.get(key + "_mape_pct"))))
-        out.append(("access distances accurate", record.get("transfer_accurate"), ""))
+    in_funnel = bool(record.get("in_funnel"))
+    reached = in_funnel and bool(record.get("reachable"))        # Rounds 2 and 3
+    exact = reached and bool(record.get("exact_match"))          # Round 4
+    why_not = ("the route is not reachable (Round 1)" if in_funnel
+               else "the row is left out of the funnel")
+    if in_funnel:
+        out = [("reachable", record.get("reachable"), record.get("reachable_reason"))]
+    else:
+        out = [("reachable", NOT_REACHED, "left out of the funnel: %s"
+                % clean_text(record.get("reachable_reason") or "-"))]
+    if reached:
+        out.append(("station grounding", record.get("station_grounding"),
+                    record.get("station_grounding_reason")))
+        if benchmark == "general_llm" and not _general_dp_checked(protocol):
+            out.append(("distance plausibility", NOT_CHECKED,
+                        "the published route-eval service makes no such check (the row "
+                        "counts as plausible, as in the published figures)"))
+        else:
+            out.append(("distance plausibility", record.get("distance_plausibility"),
+                        record.get("distance_plausibility_reason")))
+        out.append(("exact match", record.get("exact_match"),
+                    "line IoU %s, station IoU %s, access modes %s"
+                    % (fmt_value(record.get("line_iou")), fmt_value(record.get("station_iou")),
+                       "match" if record.get("transfer_mode_match") else "differ")))
+        out.append(("expert score", record.get("score_band"),
+                    "%s vs label %s (%s%%)" % (fmt_value(record.get("score")),
+                                               fmt_value(record.get("label_score")),
+                                               fmt_value(record.get("score_deviation_pct")))))
+    else:
+        out += [(check, NOT_REACHED, why_not) for check in
+                ("station grounding", "distance plausibility", "exact match", "expert score")]
+    accuracy = [("%s accurate" % key, key + "_accurate", "MAPE %s%%"
+                 % fmt_value(record.get(key + "_mape_pct"))) for key in ("distance", "time",
+                                                                         "fare")]
+    accuracy.append(("access distances accurate", "transfer_accurate", ""))
+    for check, key, detail in accuracy:
+        if exact:
+            out.append((check, record.get(key), detail))
+        else:
+            out.append((check, NOT_REACHED, why_not if not reached else
+                        "not an exact match (Round 3)"))
     if "compliant" in record:
         out.append(("preference compliant (req_type %s)" % fmt_value(record.get("req_type")),
                     record.get("compliant"), record.get("compliant_reason")))
@@ -475,7 +498,7 @@ def verdict_rows(record, benchmark):
             item = routes.get(key) if isinstance(routes, dict) else None
             if isinstance(item, dict):
                 out.append(("%s route reachable" % key, item.get("reachable"),
-                            "%s; score %s" % (item.get("reachable_reason") or "",
+                            "%s; score %s" % (clean_text(item.get("reachable_reason") or ""),
                                               fmt_value(item.get("score")))))
         out.append(("best match", record.get("best_match") or "-",
                     "RD %s (label %s), %s route(s)" % (fmt_value(record.get("rd")),
@@ -484,14 +507,25 @@ def verdict_rows(record, benchmark):
     return out
 
 
-def verdicts_table(record, benchmark):
-    """A row's verdicts, one line each: check, verdict and detail in three cells."""
-    return ('<table class="verdicts"><thead><tr><th>check</th><th>verdict</th><th>detail</th>'
-            '</tr></thead><tbody>%s</tbody></table>' % "".join(
-                '<tr><td>%s</td><td class="v-%s">%s</td><td>%s</td></tr>'
-                % (esc(check), "ok" if verdict is True else "bad" if verdict is False else "na",
-                   esc(fmt_value(verdict)), esc(detail or ""))
-                for check, verdict, detail in verdict_rows(record, benchmark)))
+def _general_dp_checked(protocol):
+    """Does the protocol check a general-LLM row's distance plausibility?"""
+    rules = common.PROTOCOLS.get(protocol) if isinstance(protocol, str) else None
+    return bool(rules and rules.general_dp_checked)
+
+
+def verdicts_table(record, benchmark, protocol=None):
+    """A row's verdicts, one line each: check, verdict and detail in three
+    cells; a passed check green, a failed one red, one not reached or not
+    checked grey."""
+    return (
+        '<table class="verdicts"><thead><tr><th>check</th><th>verdict</th><th>detail</th>'
+        '</tr></thead><tbody>%s</tbody></table>' % "".join(
+            '<tr><td>%s</td><td class="v-%s">%s</td><td>%s</td></tr>'
+            % (esc(check), "ok" if verdict is True else "bad" if verdict is False else "na",
+               esc(fmt_value(verdict)) if verdict in (True, False, None, NOT_REACHED,
+                                                      NOT_CHECKED) else bdi(fmt_value(verdict)),
+               bdi(detail) if detail else "")
+            for check, verdict, detail in verdict_rows(record, benchmark, protocol)))
 
 
 def error_text(record):
@@ -507,14 +541,13 @@ def error_text(record):
     return message
 
 
-def explorer_row(record, benchmark, stops, open_map, index=0):
+def explorer_row(record, benchmark, stops, open_map, index=0, protocol=None):
     codes = failure_codes(record)
     stage = first_stage(codes)
     status = str(record.get("status"))
     city = city_of(record)
-    reasons = _reasons_text(record, codes)
     svg, notes = row_map(record, benchmark, stops, "rs%d" % index)
-    verdicts = verdicts_table(record, benchmark)
+    verdicts = verdicts_table(record, benchmark, protocol)
     return ('<tbody class="r" data-status="%s" data-stage="%s" data-codes="%s" data-city="%s">'
             '<tr class="head"><td class="num">%s</td><td class="id">%s</td><td>%s</td>'
             '<td>%s</td><td>%s</td><td>%s</td></tr>'
@@ -522,30 +555,40 @@ def explorer_row(record, benchmark, stops, open_map, index=0):
             '<div class="rowbody"><div class="mapbox">%s%s</div>%s</div></details></td></tr>'
             '</tbody>'
             % (esc(status), esc(stage), esc(" ".join(codes)), esc(city),
-               esc(record.get("row")), esc(record.get("index_id") or "(no id)"), esc(city),
-               esc(status), esc(stage), esc(reasons), " open" if open_map else "", svg, notes,
-               verdicts))
+               esc(record.get("row")), bdi(record.get("index_id") or "(no id)"), bdi(city),
+               _word(status), _word(stage), _reasons_html(record, codes),
+               " open" if open_map else "", svg, notes, verdicts))
 
 
-def _reasons_text(record, codes):
-    """The row's codes and the reasons of its failed verdicts (read from the record)."""
+def _word(value):
+    """A word of the details' vocabulary (a status, a stage): isolated, but
+    never broken inside (a long one widens its table, which scrolls)."""
+    return '<bdi class="word">%s</bdi>' % esc(value)
+
+
+def _reasons_html(record, codes):
+    """The row's codes and the reasons of its failed verdicts (read from the
+    record), each isolated (bdi)."""
     if not codes:
         return "passed every check"
     texts = []
     error = error_text(record)
     if error:
         texts.append(error)
+    reached = record.get("in_funnel") and record.get("reachable")
     for verdict, reason in (("reachable", "reachable_reason"),
                             ("station_grounding", "station_grounding_reason"),
                             ("distance_plausibility", "distance_plausibility_reason"),
                             ("compliant", "compliant_reason")):
+        if verdict in ("station_grounding", "distance_plausibility") and not reached:
+            continue                    # a check the row never reached
         if record.get(verdict) is False and record.get(reason) \
                 and record.get("status") == "evaluated":
             texts.append(clean_text(record[reason]))
-    return "; ".join(codes) + (" \u2014 " + "; ".join(texts) if texts else "")
+    return bdi_join(codes, "; ") + (" \u2014 " + bdi_join(texts, "; ") if texts else "")
 
 
-def explorer_section(scan, rows, benchmark, stops):
+def explorer_section(scan, rows, benchmark, stops, protocol=None):
     options = {"status": sorted(scan.statuses),
                "stage": sorted({code_stage(code) for code in scan.code_counts},
                                key=_stage_rank) + ["passed"],
@@ -553,13 +596,13 @@ def explorer_section(scan, rows, benchmark, stops):
                "city": sorted(scan.by_city)}
     selects = "".join(
         '<label>%s <select id="f-%s"><option value="">all</option>%s</select></label>'
-        % (name, name, "".join('<option value="%s">%s</option>' % (esc(v), esc(v))
+        % (name, name, "".join('<option value="%s">%s</option>' % (esc(v), esc(cut_text(v, 60)))
                                for v in values))
         for name, values in (("status", options["status"]), ("stage", options["stage"]),
                              ("code", options["code"]), ("city", options["city"])))
     left_out = scan.rows - len(rows)
-    listed_failing = sum(1 for record in rows if failure_codes(record))
-    body = "".join(explorer_row(record, benchmark, stops, index == 0, index)
+    listed_failing = sum(1 for record in rows if row_failed(record))
+    body = "".join(explorer_row(record, benchmark, stops, index == 0, index, protocol)
                    for index, record in enumerate(rows))
     return ('<section id="rows"><h2>Rows</h2><p class="note">%d of %d rows listed (%d with a '
             'failure, %d passed); <b>%d rows left out</b> of this page (limit --html_rows %d: '
@@ -568,10 +611,12 @@ def explorer_section(scan, rows, benchmark, stops):
             '<div class="filters">%s<label>search <input id="f-text" type="search" '
             'placeholder="id, reason, city"></label><button id="f-reset" type="button">reset'
             '</button></div><p id="shown" class="note" aria-live="polite"></p>'
-            '<table class="rows"><thead><tr><th>row</th><th>id</th><th>city</th><th>status</th>'
-            '<th>first failed stage</th><th>reasons</th></tr></thead>%s</table></section>'
+            '%s</section>'
             % (len(rows), scan.rows, listed_failing, len(rows) - listed_failing, left_out,
-               scan.limit, selects, body))
+               scan.limit, selects, table_box(
+                   '<table class="rows"><thead><tr><th>row</th><th>id</th><th>city</th>'
+                   '<th>status</th><th>first failed stage</th><th>reasons</th></tr></thead>%s'
+                   '</table>' % body)))
 
 
 # ---------------------------------------------------------------------------
@@ -592,7 +637,7 @@ def evaluator_page(report, details_path, network, html_rows=500):
     body = "".join((header_section(report, scan), nav, funnel_section(report),
                     metrics_section(report), failures_section(scan),
                     breakdowns_section(report, scan),
-                    explorer_section(scan, rows, benchmark, stops)))
+                    explorer_section(scan, rows, benchmark, stops, report.get("protocol"))))
     title = "%s (%s)" % (page_title(benchmark, str(benchmark)),
                          report.get("protocol"))
     return page(title, body)
