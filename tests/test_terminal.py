@@ -99,6 +99,11 @@ class StreamsTest(unittest.TestCase):
         self.assertEqual(status, 0, stderr)
         self.assert_clean(stdout, stderr)
         self.assertIn("\\u202e", stdout)                  # the ids and paths, escaped
+        status, stdout, stderr = self.run_script(
+            os.path.join("single_route", "evaluate.py"), "--details", "-", "--input",
+            self.input, "--station_info", self.stations)
+        self.assertEqual(status, 0, stderr)
+        self.assert_clean(stdout, stderr)
         status, stdout, stderr = run_evaluator(benchmark, [
             "--input", os.path.join(self.folder, "missing.csv"), "--station_info", self.stations])
         self.assertEqual(status, 2)
