@@ -1,49 +1,52 @@
-"""generate.py's pure helpers, by hand: transitlm.generate.chat (backoff,
-Retry-After, status classes, server messages, redaction, the request body,
-the URL, reading an answer, token counts, transport failures) and
-transitlm.generate.runner (durations, the progress line, the run folder's
-name, the rate limiter, the summary)."""
+"""generate.py's pure helpers, by hand: transitlm.generate.chat (server
+messages, redaction, the request body, thinking off, the URL, reading an
+answer and its reasoning, token counts, transport failures),
+transitlm.generate.waits (backoff, Retry-After and the rate-limit headers,
+the shared limiter), transitlm.generate.failures (status classes, context
+overflows, the first answers held) and transitlm.generate.runner
+(durations, the progress line, the run folder's name, the summary)."""
 
 import io
 import json
 import socket
 import unittest
 
-from transitlm.generate import chat
-from transitlm.generate import runner
+from transitlm.generate import chat, failures, runner, waits
 
 
 class Helpers(unittest.TestCase):
     def test_backoff_full_jitter_capped(self):
-        self.assertEqual(chat.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
-        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
-        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
-        self.assertEqual(chat.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(chat.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(chat.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
+        self.assertEqual(waits.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
+        self.assertEqual(waits.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
+        self.assertEqual(waits.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
+        self.assertEqual(waits.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(waits.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(waits.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
 
     def test_retry_after_seconds_and_dates(self):
-        self.assertEqual(chat.parse_retry_after("2"), 2.0)
-        self.assertEqual(chat.parse_retry_after(" 0.5 "), 0.5)
-        self.assertEqual(chat.parse_retry_after("-3"), 0.0)
-        self.assertEqual(chat.parse_retry_after("99999"), chat.RETRY_AFTER_CAP_S)
-        self.assertIsNone(chat.parse_retry_after(None))
-        self.assertIsNone(chat.parse_retry_after(""))
-        self.assertIsNone(chat.parse_retry_after("soon"))
-        self.assertIsNone(chat.parse_retry_after("nan"))
+        self.assertEqual(waits.parse_retry_after("2"), 2.0)
+        self.assertEqual(waits.parse_retry_after(" 0.5 "), 0.5)
+        self.assertEqual(waits.parse_retry_after("-3"), 0.0)
+        self.assertEqual(waits.parse_retry_after("99999"), waits.MAX_SERVER_WAIT_S)
+        self.assertIsNone(waits.parse_retry_after(None))
+        self.assertIsNone(waits.parse_retry_after(""))
+        self.assertIsNone(waits.parse_retry_after("soon"))
+        self.assertIsNone(waits.parse_retry_after("nan"))
         # Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
         date = "Wed, 21 Oct 2015 07:28:00 GMT"
-        self.assertEqual(chat.parse_retry_after(date, now=1445412480 - 30), 30.0)
-        self.assertEqual(chat.parse_retry_after(date, now=1445412480 + 30), 0.0)
+        self.assertEqual(waits.parse_retry_after(date, now=1445412480 - 30), 30.0)
+        self.assertEqual(waits.parse_retry_after(date, now=1445412480 + 30), 0.0)
 
     def test_classify_status(self):
-        self.assertEqual(chat.classify_status(200), "ok")
-        for code in (429, 408, 500, 502, 503, 504, 599):
-            self.assertEqual(chat.classify_status(code), "retry", code)
+        self.assertEqual(failures.classify_status(200), "ok")
+        for code in (429, 408, 409, 500, 502, 503, 504, 599):
+            self.assertEqual(failures.classify_status(code), "retry", code)
         for code in (401, 403, 404):
-            self.assertEqual(chat.classify_status(code), "fatal", code)
-        for code in (400, 413, 422, 409):
-            self.assertEqual(chat.classify_status(code), "row_error", code)
+            self.assertEqual(failures.classify_status(code), "fatal", code)
+        for code in (400, 413, 422):
+            self.assertEqual(failures.classify_status(code), "row_error", code)
+        for code in (301, 307):
+            self.assertEqual(failures.classify_status(code), "redirect", code)
 
     def test_server_message(self):
         self.assertEqual(chat.server_message(b'{"error": {"message": "too  long\\n x"}}'),
@@ -83,13 +86,14 @@ class Helpers(unittest.TestCase):
     def test_parse_completion(self):
         answer = {"model": "q", "usage": {"total_tokens": 3},
                   "choices": [{"finish_reason": "length", "message": {"content": "hi"}}]}
-        self.assertEqual(chat.parse_completion(json.dumps(answer).encode()),
-                         ("hi", "length", {"total_tokens": 3}, "q"))
+        found = chat.parse_completion(json.dumps(answer).encode())
+        self.assertEqual((found.text, found.reasoning, found.finish_reason, found.usage,
+                          found.model), ("hi", None, "length", {"total_tokens": 3}, "q"))
         answer["choices"][0]["message"]["content"] = None
-        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "")
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).text, "")
         answer["choices"][0]["message"]["content"] = [{"type": "text", "text": "a"},
                                                       {"type": "text", "text": "b"}]
-        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "ab")
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).text, "ab")
         for bad in (b"not json", b"[]", b"{}", b'{"choices": []}', b'{"choices": [1]}',
                     b'{"choices": [{"message": 3}]}',
                     b'{"choices": [{"message": {"content": 5}}]}', b"\xff"):
@@ -135,25 +139,28 @@ class Helpers(unittest.TestCase):
         self.assertEqual(runner.run_dir_for("p.txt"), "p.txt.run")
 
     def test_transport_failures(self):
-        transport = chat.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
+        transport = chat.ChatTransport(timeout=2.5, clock=lambda: 10.0)
         with self.assertRaises(chat.FatalAnswer):
             transport._failure(socket.gaierror(-2, "Name or service not known"), 10.0)
         self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0).failure,
                          "no answer within 2.5 s")
-        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0)
-        self.assertEqual((answer.status, answer.failure, answer.latency),
-                         (None, "[Errno 111] Connection refused", 1.0))
+        self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0, True).failure,
+                         "cannot connect within 2.5 s")
+        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0,
+                                    connecting=True)
+        self.assertEqual((answer.status, answer.failure, answer.latency, answer.no_connection),
+                         (None, "cannot connect: [Errno 111] Connection refused", 1.0, True))
 
     def test_rate_limiter(self):
         now = [100.0]
-        limiter = runner.RateLimiter(2.0, clock=lambda: now[0])
+        limiter = waits.RateLimiter(2.0, clock=lambda: now[0])
         self.assertEqual([limiter.reserve() for _ in range(3)], [0.0, 0.5, 1.0])
         now[0] = 105.0
         self.assertEqual(limiter.reserve(), 0.0)
         limiter.pause(3.0)
         self.assertEqual(limiter.reserve(), 3.0)
         self.assertEqual(limiter.reserve(), 3.5)
-        unlimited = runner.RateLimiter(None, clock=lambda: now[0])
+        unlimited = waits.RateLimiter(None, clock=lambda: now[0])
         self.assertEqual([unlimited.reserve() for _ in range(3)], [0.0, 0.0, 0.0])
         unlimited.pause(2.0)
         self.assertEqual(unlimited.reserve(), 2.0)

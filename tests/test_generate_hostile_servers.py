@@ -78,10 +78,11 @@ class HostileServers(unittest.TestCase):
                 "model": "m-" + KEY, "choices": [{"finish_reason": {KEY: KEY}, "message": {
                     "content": "your key is %s, really %s" % (KEY, KEY)}}],
                 "usage": {"note": [KEY]}}).encode())
-        elif case == "echo_error":
-            padding = "x" * (282 - len("bad key "))    # the key straddles the cut of a message
+        elif case == "echo_error":             # a refusal of its own for each row
+            prefix = "bad key %d " % nth
+            padding = "x" * (282 - len(prefix))   # the key straddles the cut of a message
             raw_answer(handler, "HTTP/1.1 400 Bad %s" % KEY, [],
-                       json.dumps({"error": {"message": "bad key " + padding + KEY}}).encode())
+                       json.dumps({"error": {"message": prefix + padding + KEY}}).encode())
         elif case == "echo_status":
             handler.wfile.write(("HTTP/1.1 2x0 %s\r\n\r\n" % KEY).encode())
         elif case == "echo_fatal":
@@ -221,14 +222,14 @@ class HostileServers(unittest.TestCase):
         status, _, stderr = self.generate("echo_error")
         self.assertEqual(status, 0, stderr)
         errors = [line["error"] for line in read_lines(self.out)]
-        self.assertTrue(all(error.startswith("HTTP 400: bad key x") for error in errors), errors)
+        self.assertTrue(all(error.startswith("HTTP 400: bad key ") for error in errors), errors)
         shutil.rmtree(os.path.join(self.dir, "new"))
         status, _, stderr = self.generate("echo_status")   # a malformed status line
         self.assertEqual(status, 2, stderr)                  # nothing ever answered in HTTP
         self.assertIn("BadStatusLine: HTTP/1.1 2x0 <redacted>", stderr)
         status, _, stderr = self.generate("echo_fatal")
         self.assertEqual(status, 2)
-        self.assertIn("stopped: HTTP 401: key \\x1b[31m<redacted>\\x1b[0m refused", stderr)
+        self.assertIn("answered HTTP 401: key \\x1b[31m<redacted>\\x1b[0m refused", stderr)
         self.assert_nothing_left()
 
     def test_retry_after_in_any_form_is_retried(self):

@@ -157,7 +157,8 @@ class ServerRuns(unittest.TestCase):
                                               environ={"OPENAI_API_KEY": wrong})
         self.assertEqual(status, 2)
         self.assertEqual(stderr.count("\n"), 2, stderr)     # the system_prompt note + the stop
-        self.assertIn("stopped: HTTP 401: Incorrect API key provided: <redacted>", stderr)
+        self.assertIn("stopped: %s/chat/completions answered HTTP 401: Incorrect API key "
+                      "provided: <redacted> (check the key" % server.url, stderr)
         self.assertNotIn(wrong, stderr + stdout)
         self.assertLessEqual(len(server.requests), 2)
         self.assertEqual(os.listdir(self.dir), [])        # no empty output, no settings file
@@ -168,12 +169,13 @@ class ServerRuns(unittest.TestCase):
         argv[argv.index("stand-in-model")] = "no-such-model"
         status, _, stderr = run_generate(argv)
         self.assertEqual(status, 2)
-        self.assertIn("HTTP 404: The model `no-such-model` does not exist", stderr)
+        self.assertIn("%s/chat/completions answered HTTP 404: The model `no-such-model` does "
+                      "not exist (is --api_url right" % server.url, stderr)
         argv = self.argv(server)
         argv[argv.index(server.url)] = server.url[:-3] + "/v2"
         status, _, stderr = run_generate(argv)
         self.assertEqual(status, 2)
-        self.assertIn("HTTP 404: no such path", stderr)
+        self.assertIn("/v2/chat/completions answered HTTP 404: no such path", stderr)
 
     def test_resume_asks_only_for_missing_and_failed_rows(self):
         refused = self.prompt(3)
@@ -275,8 +277,9 @@ class ServerRuns(unittest.TestCase):
             ["--input", B1, "--api_url", "http://127.0.0.1:%d/v1" % port, "--model", "m",
              "--out", self.out, "--retries", "2", "--concurrency", "2"], sleep=lambda s: None)
         self.assertEqual(status, 2)
-        self.assertIn("cannot reach http://127.0.0.1:%d/v1/chat/completions:" % port, stderr)
-        self.assertIn("(3 attempts, no answer yet in this run)", stderr)
+        self.assertIn("stopped: cannot connect to http://127.0.0.1:%d/v1/chat/completions: "
+                      "[Errno 111] Connection refused (3 attempts, no request of this run "
+                      "answered)" % port, stderr)
         self.assertEqual(os.listdir(self.dir), [])        # no empty output, no settings file
 
     def test_dropped_connections_after_answers_are_row_errors(self):

@@ -145,7 +145,9 @@ class SettingsAndRestart(unittest.TestCase):
             "model": "m", "api_url": "http://127.0.0.1:%d/ok/v1" % self.server.port,
             "system_prompt_sha256": None, "temperature": 0.5, "top_p": None,
             "max_tokens": None, "extra_body": {"top_k": 3},
-            "input_sha256": common.file_sha256(self.input)})
+            "input_sha256": common.file_sha256(self.input),
+            "output": {"ids": 3, "answered": 3, "failed": 0, "empty_answers": 0,
+                       "cut_by_token_limit": 0, "models": {"hostile-model": 3}}})
         from transitlm.generate.settings import base_url
         self.assertEqual(base_url("http://user:%s@127.0.0.1:8000/v1/?api-key=%s#f" % (KEY, KEY)),
                          "http://127.0.0.1:8000/v1")
