@@ -32,15 +32,26 @@ The machinery is in ``transitlm/generate/``: ``cli`` (this command line),
 --out), on ``transitlm.http_client`` (requests bounded by a deadline).
 """
 
-import os
-import sys
+if __name__ == "__main__":
+    # Ctrl-C while the modules load: no traceback.  SIGINT and SIGTERM wait
+    # (held; _signal is built into the interpreter, nothing loads before it)
+    # until quiet_start handles them, which then ends a run stopped so early.
+    import _signal
+    _HOLD = getattr(_signal, "pthread_sigmask", None)
+    if _HOLD is not None:
+        _HOLD(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM))
+
+import os  # noqa: E402
+import sys  # noqa: E402
 
 REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 if REPO_DIR not in sys.path:
     sys.path.insert(0, REPO_DIR)
-if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
+if __name__ == "__main__":
     from transitlm.exit_status import quiet_start
     quiet_start()
+    if _HOLD is not None:
+        _HOLD(_signal.SIG_UNBLOCK, (_signal.SIGINT, _signal.SIGTERM))
 
 from transitlm.exit_status import run_command  # noqa: E402
 from transitlm.generate.cli import main  # noqa: E402

@@ -914,7 +914,10 @@ class StandIn(object):
 
     def handle(self, handler):
         length = int(handler.headers.get("Content-Length", 0))
-        body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        try:
+            body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        except ValueError:
+            return              # a client stopped while it sent its request
         user = body["messages"][-1]["content"]
         auth = handler.headers.get("Authorization")
         with self.lock:
@@ -996,13 +999,14 @@ def answers_from(path, fence_every=2):
     return by_prompt
 
 
-def run_generate(argv, environ=None, sleep=None):
-    """runner_cli.run in-process -> (status, stdout, stderr)."""
+def run_generate(argv, environ=None, sleep=None, clock=None):
+    """runner_cli.run in-process -> (status, stdout, stderr); ``sleep`` and
+    ``clock`` stand in for the waits (see VirtualTime)."""
     from transitlm.generate import runner
     from transitlm.generate import cli as runner_cli
     out, err = io.StringIO(), io.StringIO()
     try:
-        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep)
+        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep, clock=clock)
     except runner.UsageError as exc:
         err.write("generate.py: %s\n" % exc)
         status = 2

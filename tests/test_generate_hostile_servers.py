@@ -78,6 +78,11 @@ class HostileServers(unittest.TestCase):
                 "model": "m-" + KEY, "choices": [{"finish_reason": {KEY: KEY}, "message": {
                     "content": "your key is %s, really %s" % (KEY, KEY)}}],
                 "usage": {"note": [KEY]}}).encode())
+        elif case == "nan":                     # not JSON, as Python's json writes it
+            raw_answer(handler, "HTTP/1.1 200 OK", [], (
+                b'{"model": "m", "choices": [{"finish_reason": "stop", "message": {"content": '
+                b'"the route"}, "logprobs": {"content": [{"logprob": -Infinity}]}}], '
+                b'"usage": {"prompt_tokens": NaN, "completion_tokens": 1e999}}'))
         elif case == "echo_error":             # a refusal of its own for each row
             prefix = "bad key %d " % nth
             padding = "x" * (282 - len(prefix))   # the key straddles the cut of a message
@@ -231,6 +236,18 @@ class HostileServers(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("answered HTTP 401: key \\x1b[31m<redacted>\\x1b[0m refused", stderr)
         self.assert_nothing_left()
+
+    def test_what_is_written_is_strict_json(self):
+        status, _, stderr = self.generate("nan")
+        self.assertEqual(status, 0, stderr)
+        for path in (self.out, self.out + ".settings.json"):
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            for line in ([text] if path.endswith(".json") else text.splitlines()):
+                json.loads(line, parse_constant=lambda name: self.fail("%s in %s" % (name, path)))
+        line = read_lines(self.out)[0]
+        self.assertEqual((line["generate_results"], line["usage"]),
+                         ("the route", {"prompt_tokens": None, "completion_tokens": None}))
 
     def test_retry_after_in_any_form_is_retried(self):
         expected = {"overflow": None, "year": None, "huge": 600.0, "negative": 0.0,

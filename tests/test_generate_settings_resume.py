@@ -1,8 +1,8 @@
 """generate.py's settings and resuming (issue 22): the settings sidecar
 recorded beside the output and compared on resume, --restart, --adopt, what a
-failed or interrupted run leaves, no output over an input, --version; and
-runs killed mid-way (SIGTERM, SIGINT, SIGKILL) then resumed, asking only for
-the rows not answered yet."""
+failed or interrupted run leaves, no output over an input, --version; and a
+run killed mid-way (SIGKILL) then resumed, asking only for the rows not
+answered yet (SIGINT and SIGTERM: tests/test_generate_interrupts.py)."""
 
 import json
 import os
@@ -75,18 +75,6 @@ class KilledRuns(unittest.TestCase):
         for text in (stdout, stderr, out2, err2):
             self.assertNotIn(SECRET.encode(), text)
         return process.returncode, stderr.decode()
-
-    def test_sigterm_then_resume(self):
-        status, stderr = self.kill_and_resume(signal.SIGTERM)
-        self.assertEqual(status, 143)
-        self.assertIn("stopped by SIGTERM after", stderr)
-        self.assertIn("run the same command again to continue", stderr)
-        self.assertNotIn("Traceback", stderr)
-
-    def test_sigint_then_resume(self):
-        status, stderr = self.kill_and_resume(signal.SIGINT)
-        self.assertEqual(status, 130)
-        self.assertIn("stopped by SIGINT", stderr)
 
     def test_sigkill_then_resume(self):
         status, _ = self.kill_and_resume(signal.SIGKILL)
@@ -184,6 +172,37 @@ class SettingsAndRestart(unittest.TestCase):
         self.assertEqual(len(read_lines(self.out)), 4)
         with open(self.sidecar, encoding="utf-8") as handle:
             self.assertEqual(json.load(handle)["temperature"], 0.7)
+
+    def test_thinking_off_is_a_setting(self):
+        status, _, stderr = self.generate("--no_thinking", "--sample_count", "1",
+                                          "--extra_body", '{"top_k": 1}')
+        self.assertEqual(status, 0, stderr)
+        request = json.loads(self.server.seen("ok")[-1][3].decode("utf-8"))
+        self.assertEqual((request["chat_template_kwargs"], request["top_k"]),
+                         ({"enable_thinking": False}, 1))
+        with open(self.sidecar, encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["extra_body"], {
+                "top_k": 1, "chat_template_kwargs": {"enable_thinking": False}})
+        status, _, stderr = self.generate("--extra_body", '{"top_k": 1}')
+        self.assertEqual(status, 2)
+        self.assertIn("extra_body {\"chat_template_kwargs\": {\"enable_thinking\": false}, "
+                      "\"top... (now {\"top_k\": 1})", stderr)
+        status, _, stderr = self.generate("--extra_body", '{"top_k": 1, "chat_template_kwargs":'
+                                          ' {"enable_thinking": false}}')
+        self.assertEqual(status, 0, stderr)      # the same request, spelled out: resumes
+
+    def test_a_settings_file_holding_nan_is_refused(self):
+        status, _, stderr = self.generate("--sample_count", "1")
+        self.assertEqual(status, 0, stderr)
+        with open(self.sidecar, encoding="utf-8") as handle:
+            text = handle.read()
+        with open(self.sidecar, "w", encoding="utf-8") as handle:
+            handle.write(text.replace('"temperature": 0.0', '"temperature": NaN'))
+        status, _, stderr = self.generate()
+        self.assertEqual(status, 2)
+        self.assertEqual(stderr.count("\n"), 1, stderr)
+        self.assertIn("is not a settings file of generate.py (not JSON (NaN is not a JSON "
+                      "value)); run with --restart", stderr)
 
     def test_an_output_without_settings_is_refused_unless_adopted(self):
         os.makedirs(os.path.dirname(self.out))

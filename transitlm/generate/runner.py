@@ -670,9 +670,12 @@ def unreachable_message(answer, attempts, settings):
 def refusal_message(stopped, settings):
     """Why a run stops when its first rows were all refused alike."""
     status, message, rows = stopped
-    return ("%s refused the first %s alike, HTTP %d: %s; nothing was written: check "
+    repeated = (" (each asked %d times, the same answer each time)" % SAME_ANSWER_REPEATS
+                if status >= 500 else "")
+    return ("%s refused the first %s alike%s, HTTP %d: %s; nothing was written: check "
             "--model, --api_url, the API key and --extra_body"
-            % (settings.shown_url, "row" if rows == 1 else "%d rows" % rows, status, message))
+            % (settings.shown_url, "row" if rows == 1 else "%d rows" % rows, repeated, status,
+               message))
 
 
 def answer_line(index_id, settings, completion, answer, attempts):

@@ -1,0 +1,112 @@
+"""generate.py stopped by Ctrl-C or SIGTERM at many instants, from its first
+milliseconds (modules loading, the input read, the settings file written,
+the first requests) to its end (issue 29, point 5): never a traceback, exit
+130 for SIGINT and 143 for SIGTERM (or the run completed first, exit 0), and
+the output either absent with nothing left behind or holding whole lines and
+its settings file, and then resumed to one line per row."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from tests.support import B1, REPO, StandIn, answers_from, read_csv, read_lines, run_generate
+
+SCRIPT = os.path.join(REPO, "generate.py")
+# Seconds after the process starts; the first tenth of a second is start-up
+# (more so with twenty of them starting together on two cores).
+INSTANTS = (0.004, 0.006, 0.008, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.025, 0.03, 0.04,
+            0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def project_traceback(stderr):
+    """A traceback through a line of the project's code.  A signal that comes
+    before the first line of generate.py is the interpreter's: it starts
+    (a traceback without the project's files), or raises it as the script's
+    code begins (``generate.py", line 0``)."""
+    return re.search(r'File "[^"]*(generate\.py|transitlm/[^"]*)", line [1-9]', stderr)
+
+
+class Interrupts(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.answers = answers_from(B1)
+        self.delay = [0.04]
+        self.server = StandIn(lambda user, nth: ("slow", self.delay[0], self.answers[user]))
+
+    def tearDown(self):
+        self.server.close()
+        self.tmp.cleanup()
+
+    @staticmethod
+    def stop(process, signum):
+        if process.poll() is None:
+            process.send_signal(signum)
+
+    def test_stopped_at_any_instant(self):
+        runs = []
+        for number, instant in enumerate(INSTANTS):
+            folder = os.path.join(self.tmp.name, str(number))
+            os.mkdir(folder)
+            out = os.path.join(folder, "new", "preds.jsonl")
+            # -S: the interpreter without site-packages' start-up code, which is
+            # not generate.py's (it needs nothing but the standard library).
+            process = subprocess.Popen(
+                [sys.executable, "-S", SCRIPT, "--input", B1, "--api_url", self.server.url,
+                 "--model", "stand-in-model", "--out", out, "--concurrency", "2"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            signum = (signal.SIGINT, signal.SIGTERM)[number % 2]
+            timer = threading.Timer(instant, self.stop, (process, signum))
+            timer.start()
+            runs.append((timer, process, signum, instant, folder, out))
+            time.sleep(0.02)                 # not all starting on the same instant
+        resumable = []
+        for timer, process, signum, instant, folder, out in runs:
+            timer.join()
+            stdout, stderr = process.communicate(timeout=30)
+            stderr = stderr.decode("utf-8", "replace")
+            with self.subTest(instant=instant, signal=signum.name):
+                self.assertFalse(project_traceback(stderr), stderr)
+                status = process.returncode
+                if status not in (0, STATUS[signum]):
+                    # stopped before the first line of generate.py: the interpreter
+                    # killed by the signal before it handles signals, or stopped by
+                    # it as it starts (exit 1 or the signal's death); nothing begun
+                    self.assertIn(status, (-signum, 1), stderr)
+                    self.assertLess(instant, 0.05, stderr)
+                    self.assertNotIn("generate.py:", stderr)
+                elif status:
+                    last = (stderr.strip().splitlines() or [""])[-1]
+                    if "after" in last:                # stopped while asking
+                        self.assertRegex(last, "^generate.py: stopped by %s after [0-9]+ of "
+                                         "[0-9]+ rows of this run; run the same command "
+                                         "again to continue$" % signum.name)
+                    elif last:                         # before the run, or at its end
+                        self.assertIn(last, ("generate.py: stopped by %s" % signum.name,
+                                             "interrupted", "terminated (SIGTERM)"))
+                if os.path.exists(out):
+                    lines = read_lines(out)         # whole lines only
+                    self.assertTrue(lines)
+                    self.assertTrue(os.path.exists(out + ".settings.json"))
+                    resumable.append(out)
+                else:
+                    self.assertEqual(os.listdir(folder), [])    # nothing left behind
+        self.assertTrue(resumable)
+        self.assertLess(len(resumable), len(runs))
+        self.delay[0] = 0.0
+        ids = sorted(row["index_id"] for row in read_csv(B1))
+        for out in resumable:
+            status, _, stderr = run_generate(["--input", B1, "--api_url", self.server.url,
+                                              "--model", "stand-in-model", "--out", out])
+            self.assertEqual(status, 0, stderr)
+            self.assertEqual(sorted(line["indexid"] for line in read_lines(out)), ids)
+
+
+if __name__ == "__main__":
+    unittest.main()
