@@ -80,6 +80,7 @@ class Helpers(unittest.TestCase):
                      b'available context size (2048 tokens)","type":"exceed_context_size_error"}}',
                      b'{"error":{"message":"litellm.ContextWindowExceededError: x","code":"400"}}',
                      b'{"error":{"message":"filtered","code":"content_filter"}}',
+                     b'{"error":{"message":"too long","code":"string_above_max_length"}}',
                      b"The input (5000 tokens) is longer than the model's context length"):
             self.assertTrue(row(body), body)
         for body in (b'{"error":{"message":"No connected db.","code":"400"}}', b"", b"\xff"):

@@ -286,7 +286,8 @@ class HostileServers(unittest.TestCase):
         os.makedirs(os.path.dirname(self.out))
         for data in (b'{"indexid": "r1", "generate_results": ' + DEEP + b"}\n",
                      b'{"indexid": "r1", "usage": ' + b"[0," * 1100000 + b"0]}\n",
-                     b"\xff\xfe\n", b"{" * 100000 + b"\n"):
+                     b"\xff\xfe\n", b"{" * 100000 + b"\n",
+                     b'{"indexid": "r1", "generate_results": "x", "usage": NaN}\n'):
             with self.subTest(data[:30]):
                 with open(self.out, "wb") as handle:
                     handle.write(data)

@@ -11,6 +11,7 @@ them, and the model name the server reports is recorded."""
 
 import json
 import os
+import socket
 import socketserver
 import tempfile
 import threading
@@ -553,6 +554,19 @@ class RealServerRuns(unittest.TestCase):
         self.assertLessEqual(server.connections, 2 + 1 + 2)
         self.assertTrue(all(line["model"] == GGUF for line in read_lines(self.out)
                             if "generate_results" in line))
+
+    def test_a_closed_idle_connection_is_seen_before_it_is_used(self):
+        from transitlm.http_client import _closed_by_server
+
+        class Held(object):
+            def __init__(self, sock):
+                self.sock = sock
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            self.assertFalse(_closed_by_server(Held(ours)))       # open, idle
+            theirs.close()
+            self.assertTrue(_closed_by_server(Held(ours)))        # the server closed it
+        self.assertTrue(_closed_by_server(Held(None)))
 
     def test_a_connection_the_server_dropped_while_idle_is_opened_again(self):
         """uvicorn closes an idle connection after 5 s: the next request on it
