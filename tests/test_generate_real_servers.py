@@ -401,6 +401,17 @@ class RealServerRuns(unittest.TestCase):
                                                       "the available context size"))
         self.assertEqual(errors[0]["attempts"], 1)
 
+    def test_llama_server_loading_its_model_is_waited_for(self):
+        """503 "Loading model", the same each time: retried, never taken as a
+        server's fixed answer."""
+        llama = LlamaServer(alias="smollm2")
+        server = self.serve(lambda request: llama.loading(request) if request.nth <= 8
+                            else llama.ok(request, '{"route": 1}'))
+        status, _, stderr = self.generate(server, "--concurrency", "2", model="x")
+        self.assertEqual(status, 0, stderr)
+        self.assertEqual([line["generate_results"] for line in read_lines(self.out)],
+                         ['{"route": 1}'] * 6)
+
     def test_evaluate_refuses_an_output_without_any_answer(self):
         def answer(request):
             return llama_cpp_python("HTTP/1.1 400 Bad Request", LLAMA_CPP_PYTHON_CONTEXT,
