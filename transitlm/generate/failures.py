@@ -30,17 +30,16 @@ Standard library only; Python 3.8+.
 import re
 import threading
 
-from transitlm.bounded_json import loads_bounded
-
 FATAL_STATUSES = frozenset((401, 403, 404))     # bad key, no access, unknown model/path
 RETRY_STATUSES = frozenset((408, 409, 429))     # plus every 5xx
 PASSING_5XX = frozenset((502, 503, 504))        # a gateway, overload, loading: never "fixed"
 SAME_ANSWER_REPEATS = 3
 FIRST_ANSWERS = 3
-_ROW_CODES = ("context_length_exceeded", "exceed_context_size_error",
-              "string_above_max_length", "content_filter", "content_policy_violation")
+# Read in the error answer's text, its codes and types with it
+# (context_length_exceeded, exceed_context_size_error, content_filter...).
 _ROW_RE = re.compile(r"context[ _-]?(length|window|size)|maximum context|too many tokens|"
-                     r"prompt is too long|reduce the length|max_new_tokens|content[ _-]?filter|"
+                     r"prompt is too long|reduce the length|max_new_tokens|"
+                     r"string_above_max_length|content[ _-]?(filter|policy)|"
                      r"content management policy", re.IGNORECASE)
 
 
@@ -64,15 +63,6 @@ def refuses_the_row(body):
     context length, a content filter)?"""
     if isinstance(body, (bytes, bytearray)):
         body = bytes(body).decode("utf-8", "replace")
-    try:
-        obj = loads_bounded(body)
-    except ValueError:
-        obj = None
-    error = obj.get("error") if isinstance(obj, dict) else None
-    if isinstance(error, dict):
-        for key in ("code", "type"):
-            if str(error.get(key)) in _ROW_CODES:
-                return True
     return bool(_ROW_RE.search(body[:4096]))
 
 
