@@ -18,10 +18,12 @@ import unittest
 from tests.support import B1, REPO, StandIn, answers_from, read_csv, read_lines, run_generate
 
 SCRIPT = os.path.join(REPO, "generate.py")
-# Seconds after the process starts; the first tenth of a second is start-up
-# (more so with twenty of them starting together on two cores).
-INSTANTS = (0.004, 0.006, 0.008, 0.01, 0.012, 0.014, 0.016, 0.018, 0.02, 0.025, 0.03, 0.04,
-            0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+# Seconds after the process starts.  Alone, generate.py starts in about a tenth
+# of a second; with these 24 starting within a quarter of a second on two
+# cores, the first half second is start-up, the rest the run (38 rows, 4 at a
+# time, 0.05 s each) and its end.
+INSTANTS = (0.004, 0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2,
+            0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
@@ -37,7 +39,7 @@ class Interrupts(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.answers = answers_from(B1)
-        self.delay = [0.04]
+        self.delay = [0.05]
         self.server = StandIn(lambda user, nth: ("slow", self.delay[0], self.answers[user]))
 
     def tearDown(self):
@@ -59,13 +61,13 @@ class Interrupts(unittest.TestCase):
             # not generate.py's (it needs nothing but the standard library).
             process = subprocess.Popen(
                 [sys.executable, "-S", SCRIPT, "--input", B1, "--api_url", self.server.url,
-                 "--model", "stand-in-model", "--out", out, "--concurrency", "2"],
+                 "--model", "stand-in-model", "--out", out, "--concurrency", "4"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             signum = (signal.SIGINT, signal.SIGTERM)[number % 2]
             timer = threading.Timer(instant, self.stop, (process, signum))
             timer.start()
             runs.append((timer, process, signum, instant, folder, out))
-            time.sleep(0.02)                 # not all starting on the same instant
+            time.sleep(0.01)                 # not all starting on the same instant
         resumable = []
         for timer, process, signum, instant, folder, out in runs:
             timer.join()
