@@ -393,6 +393,7 @@ class KeepAliveClient(object):
             url = target
 
     def close(self):
+        """Close every connection (once no thread sends over them any more)."""
         with self._lock:
             connections, self._open = list(self._open), set()
         for connection in connections:
@@ -454,7 +455,8 @@ class KeepAliveClient(object):
 
     def _discard(self, connection):
         connection.close()
-        if getattr(self._local, "held", (None, None))[1] is connection:
+        held = getattr(self._local, "held", None)
+        if held is not None and held[1] is connection:
             self._local.held = None
         with self._lock:
             self._open.discard(connection)

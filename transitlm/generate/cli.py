@@ -364,8 +364,8 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
             guard.record_output(output_summary(args.out))
     finally:
         close = getattr(transport, "close", None)
-        if close is not None:
-            close()
+        if close is not None and not any(thread.is_alive() for thread in run_.threads):
+            close()              # (a worker still asking after a stop keeps its connection)
         if not complete:
             if writer is not None:
                 writer.close()
