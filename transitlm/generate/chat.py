@@ -286,22 +286,22 @@ class ChatTransport(object):
         except AnswerTooLarge as exc:
             return Answer(failure=str(exc), latency=self.clock() - start)
         except CannotConnect as exc:
-            return self._failure(exc.reason, start, connecting=True)
+            return self._failure(exc.reason, start, connecting=True, url=url)
         except Exception as exc:  # noqa: BLE001 -- whatever a server does is this row's failure
             # OSError, http.client.HTTPException (a status line, header or chunk
             # that is not HTTP), ValueError (http.client on a garbled chunk size)
-            return self._failure(exc, start)
+            return self._failure(exc, start, url=url)
         return Answer(reply.status, reply.headers, reply.body, latency=self.clock() - start)
 
     def close(self):
         self.client.close()
 
-    def _failure(self, reason, start, connecting=False):
+    def _failure(self, reason, start, connecting=False, url="the API"):
         # DNS failures, certificate errors and unsupported URLs do not heal by
         # retrying: they stop the run like a 404 would.
         if isinstance(reason, (socket.gaierror, ssl.SSLCertVerificationError)):
-            raise FatalAnswer("cannot reach the API: %s"
-                              % one_line(self.redactor.text(str(reason))))
+            raise FatalAnswer("cannot reach %s: %s"
+                              % (url, one_line(self.redactor.text(str(reason)))))
         if isinstance(reason, (socket.timeout, TimeoutError)):
             text = "no answer within %g s" % self.timeout
             if connecting:

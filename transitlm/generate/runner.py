@@ -661,9 +661,9 @@ def unreachable_message(answer, attempts, settings):
     """Why a run stops when no request had any answer."""
     tries = "%d attempt%s, no request of this run answered" % (attempts,
                                                                 "" if attempts == 1 else "s")
-    if answer.no_connection:
-        return "cannot connect to %s: %s (%s)" % (
-            settings.shown_url, answer.failure.replace("cannot connect: ", ""), tries)
+    if answer.no_connection:         # "cannot connect: REASON", "cannot connect within N s"
+        reason = answer.failure[len("cannot connect"):]
+        return "cannot connect to %s%s (%s)" % (settings.shown_url, reason, tries)
     return "%s: %s (%s)" % (settings.shown_url, answer.failure, tries)
 
 
