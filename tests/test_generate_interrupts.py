@@ -3,7 +3,9 @@ milliseconds (modules loading, the input read, the settings file written,
 the first requests) to its end (issue 29, point 5): never a traceback, exit
 130 for SIGINT and 143 for SIGTERM (or the run completed first, exit 0), and
 the output either absent with nothing left behind or holding whole lines and
-its settings file, and then resumed to one line per row."""
+its settings file; SIGKILL at a few instants of the run leaves whole lines
+and the settings file.  Every output left is resumed to one line per row,
+asking only for the rows without an answer, and the key is never printed."""
 
 import os
 import re
@@ -15,7 +17,8 @@ import threading
 import time
 import unittest
 
-from tests.support import B1, REPO, StandIn, answers_from, read_csv, read_lines, run_generate
+from tests.support import (B1, REPO, SECRET, StandIn, answers_from, read_csv, read_lines,
+                           run_generate)
 
 SCRIPT = os.path.join(REPO, "generate.py")
 # Seconds after the process starts.  Alone, generate.py starts in about a tenth
@@ -24,7 +27,11 @@ SCRIPT = os.path.join(REPO, "generate.py")
 # time, 0.05 s each) and its end.
 INSTANTS = (0.004, 0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2,
             0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)
-STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+# ... and the signal sent at each: SIGINT and SIGTERM in turn, SIGKILL at four.
+SIGNALS = [(signal.SIGINT, signal.SIGTERM)[number % 2] for number in range(len(INSTANTS))]
+for _number in (13, 17, 20, 23):
+    SIGNALS[_number] = signal.SIGKILL
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
 
 
 def project_traceback(stderr):
@@ -62,8 +69,9 @@ class Interrupts(unittest.TestCase):
             process = subprocess.Popen(
                 [sys.executable, "-S", SCRIPT, "--input", B1, "--api_url", self.server.url,
                  "--model", "stand-in-model", "--out", out, "--concurrency", "4"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            signum = (signal.SIGINT, signal.SIGTERM)[number % 2]
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=dict(os.environ, OPENAI_API_KEY=SECRET))
+            signum = SIGNALS[number]
             timer = threading.Timer(instant, self.stop, (process, signum))
             timer.start()
             runs.append((timer, process, signum, instant, folder, out))
@@ -72,10 +80,17 @@ class Interrupts(unittest.TestCase):
         for timer, process, signum, instant, folder, out in runs:
             timer.join()
             stdout, stderr = process.communicate(timeout=30)
+            self.assertNotIn(SECRET.encode(), stdout + stderr)
             stderr = stderr.decode("utf-8", "replace")
             with self.subTest(instant=instant, signal=signum.name):
                 self.assertFalse(project_traceback(stderr), stderr)
                 status = process.returncode
+                if signum == signal.SIGKILL:
+                    self.assertIn(status, (0, -signal.SIGKILL))
+                    if os.path.exists(out):        # whole lines (and a settings file)
+                        read_lines(out)
+                        resumable.append(out)
+                    continue
                 if status not in (0, STATUS[signum]):
                     # stopped before the first line of generate.py: the interpreter
                     # killed by the signal before it handles signals, or stopped by
@@ -102,12 +117,19 @@ class Interrupts(unittest.TestCase):
         self.assertTrue(resumable)
         self.assertLess(len(resumable), len(runs))
         self.delay[0] = 0.0
-        ids = sorted(row["index_id"] for row in read_csv(B1))
+        prompts = dict((row["index_id"], row["sft_prompt"]) for row in read_csv(B1))
         for out in resumable:
-            status, _, stderr = run_generate(["--input", B1, "--api_url", self.server.url,
-                                              "--model", "stand-in-model", "--out", out])
+            answered = set(prompts[line["indexid"]] for line in read_lines(out)
+                           if "generate_results" in line)
+            before = len(self.server.requests)
+            status, stdout, stderr = run_generate(
+                ["--input", B1, "--api_url", self.server.url, "--model", "stand-in-model",
+                 "--out", out], environ={"OPENAI_API_KEY": SECRET})
             self.assertEqual(status, 0, stderr)
-            self.assertEqual(sorted(line["indexid"] for line in read_lines(out)), ids)
+            self.assertFalse(answered & set(self.server.users()[before:]))  # not asked again
+            self.assertEqual(sorted(line["indexid"] for line in read_lines(out)),
+                             sorted(prompts))
+            self.assertNotIn(SECRET, stdout + stderr)
 
 
 if __name__ == "__main__":
