@@ -8,9 +8,11 @@ Each row becomes one non-streaming ``POST {api_url}/chat/completions`` with the
 row's ``system_prompt`` (or ``--system_prompt_file``) and ``sft_prompt`` as the
 messages.  ``--out`` gets one JSON line per row as answers arrive:
 
-    {"indexid", "generate_results": TEXT, "model", "finish_reason", "usage",
-     "latency_s", "attempts"}
+    {"indexid", "generate_results": TEXT, ["reasoning",] "model", "finish_reason",
+     "usage", "latency_s", "attempts"}
     {"indexid", "error": MESSAGE, "model", "http_status", "attempts", "latency_s"}
+
+(an empty answer is an error line too, with its finish_reason).
 
 Running the same command again skips rows that already have a result and asks
 again for rows that failed (``--no_retry_errors`` keeps them), so a stopped run
@@ -22,25 +24,38 @@ Standard library only.  The API key comes from the environment
 
 Exit status: 0 when the run completes (rows that failed for good are listed as
 ``error`` lines and in the summary), 2 for a usage or input-file problem or a
-fatal answer (401, 403, 404, an unknown host, a server that never answered),
-130/143 when stopped by SIGINT/SIGTERM, or the evaluator's status when
-``--evaluate`` fails.
+fatal answer (401, 403, 404, an unknown host, a server that never answered,
+the first rows all refused alike), 130/143 when stopped by SIGINT/SIGTERM at
+any instant, or the evaluator's status when ``--evaluate`` fails.
 
 The machinery is in ``transitlm/generate/``: ``cli`` (this command line),
 ``runner`` (rows, output file, the run), ``chat`` (requests and answers),
+``failures`` and ``waits`` (what a failed answer means, how long to wait),
 ``settings`` (the settings sidecar) and ``resume`` (what may be done with
---out), on ``transitlm.http_client`` (requests bounded by a deadline).
+--out), on ``transitlm.http_client`` (requests bounded by a deadline, over
+connections kept open).
 """
 
-import os
-import sys
+if __name__ == "__main__":
+    # Ctrl-C while the modules load: no traceback.  SIGINT and SIGTERM wait
+    # (held; _signal is built into the interpreter, nothing loads before it)
+    # until quiet_start handles them, which then ends a run stopped so early.
+    import _signal
+    _HOLD = getattr(_signal, "pthread_sigmask", None)
+    if _HOLD is not None:
+        _HOLD(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM))
+
+import os  # noqa: E402
+import sys  # noqa: E402
 
 REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 if REPO_DIR not in sys.path:
     sys.path.insert(0, REPO_DIR)
-if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
+if __name__ == "__main__":
     from transitlm.exit_status import quiet_start
     quiet_start()
+    if _HOLD is not None:
+        _HOLD(_signal.SIG_UNBLOCK, (_signal.SIGINT, _signal.SIGTERM))
 
 from transitlm.exit_status import run_command  # noqa: E402
 from transitlm.generate.cli import main  # noqa: E402

@@ -2,18 +2,26 @@
 """Speed of generate.py itself: rows/s against a stand-in server that answers at once.
 
     python3 bench/bench_generate.py [--rows 3000] [--concurrency 16] [--repeat 3]
+    python3 bench/bench_generate.py --compare /tmp/old/generate.py --repeat 6
 
 The stand-in (this script with --serve, in its own process so it does not
 share generate.py's interpreter) answers every chat completion immediately
-with a fixed route.  Each repeat runs generate.py in a fresh process on a new
-output file and checks that it holds one line per row.  The target: the runner
-is never the bottleneck, at least 200 rows/s at --concurrency 16.
+with a fixed route, over HTTP/1.1 connections it keeps open as long as the
+client does (as uvicorn, vLLM's server, and llama-server do).  Each repeat
+runs generate.py in a fresh process on a new output file and checks that it
+holds one line per row; the median of the repeats is reported.  With
+``--compare``, another generate.py (an older checkout's, say
+``git worktree add /tmp/old REV``) runs in turn with this one, in
+alternating order, so that a machine shared with other work slows both
+alike.  The target: the runner is never the bottleneck, at least 200 rows/s
+at --concurrency 16.
 """
 
 import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +47,10 @@ ANSWER = json.dumps({
 
 class InstantHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Like uvicorn (asyncio) and other servers: no Nagle delay on the body
+    # that follows the head (else a client's delayed ACK holds each answer
+    # of a kept connection up to 40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -77,17 +89,38 @@ def count_lines(path):
         return handle.read().count(b"\n")
 
 
+def run_once(script, url, source, out, rows, concurrency):
+    """One run of ``script`` -> rows per second, or None when it failed."""
+    start = time.perf_counter()
+    status = subprocess.call(
+        [sys.executable, script, "--input", source, "--api_url", url, "--model", "bench-model",
+         "--out", out, "--concurrency", str(concurrency)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    if status != 0 or count_lines(out) != rows:
+        sys.stderr.write("bench_generate: %s failed (exit %d, %d lines)\n"
+                         % (script, status, count_lines(out) if os.path.exists(out) else 0))
+        return None
+    return rows / wall
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--compare", metavar="GENERATE_PY",
+                        help="another generate.py to time in turn with this one")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve()
         return 0
 
+    scripts = [("this checkout", os.path.join(REPO, "generate.py"))]
+    if args.compare:
+        scripts.append(("--compare", os.path.abspath(args.compare)))
+    rates = dict((name, []) for name, _ in scripts)
     server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
                               stdout=subprocess.PIPE)
     try:
@@ -96,28 +129,24 @@ def main():
         with tempfile.TemporaryDirectory() as folder:
             source = os.path.join(folder, "input.csv")
             write_input(source, args.rows)
-            best = None
             for repeat in range(args.repeat):
-                out = os.path.join(folder, "preds%d.jsonl" % repeat)
-                start = time.perf_counter()
-                status = subprocess.call(
-                    [sys.executable, os.path.join(REPO, "generate.py"), "--input", source,
-                     "--api_url", url, "--model", "bench-model", "--out", out,
-                     "--concurrency", str(args.concurrency)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                wall = time.perf_counter() - start
-                if status != 0 or count_lines(out) != args.rows:
-                    sys.stderr.write("bench_generate: run %d failed (exit %d, %d lines)\n"
-                                     % (repeat + 1, status, count_lines(out)))
-                    return 1
-                best = wall if best is None else min(best, wall)
+                order = scripts if repeat % 2 == 0 else scripts[::-1]
+                for number, (name, script) in enumerate(order):
+                    out = os.path.join(folder, "preds%d-%d.jsonl" % (repeat, number))
+                    rate = run_once(script, url, source, out, args.rows, args.concurrency)
+                    if rate is None:
+                        return 1
+                    rates[name].append(rate)
     finally:
         server.terminate()
         server.wait()
-    rate = args.rows / best
-    print("generate.py  rows %d  concurrency %d  best of %d: %.2f s  %.0f rows/s  (target %d)"
-          % (args.rows, args.concurrency, args.repeat, best, rate, TARGET_ROWS_PER_S))
-    return 0 if rate >= TARGET_ROWS_PER_S else 1
+    for name, _ in scripts:
+        print("generate.py (%s)  rows %d  concurrency %d  median of %d: %.0f rows/s  "
+              "(runs: %s; target %d)"
+              % (name, args.rows, args.concurrency, args.repeat,
+                 statistics.median(rates[name]), ", ".join("%.0f" % r for r in rates[name]),
+                 TARGET_ROWS_PER_S))
+    return 0 if statistics.median(rates[scripts[0][0]]) >= TARGET_ROWS_PER_S else 1
 
 
 if __name__ == "__main__":

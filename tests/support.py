@@ -1031,6 +1031,15 @@ def fenced(text):
 # The stand-in server
 # ---------------------------------------------------------------------------
 
+def serve_in_background(server):
+    """Serve ``server`` (a socketserver) from a daemon thread -> the thread; a
+    short poll interval keeps its shutdown() quick (the default is 0.5 s)."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    return thread
+
+
 class _QueueingServer(ThreadingHTTPServer):
     # The default listen backlog (5) drops the SYNs of a client connecting
     # with more threads at once, which then wait a second to retry.
@@ -1065,10 +1074,7 @@ class StandIn(object):
         self.server = _QueueingServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
-        # A short poll interval keeps shutdown() in close() quick (default 0.5 s).
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     def close(self):
         self.server.shutdown()
@@ -1080,7 +1086,10 @@ class StandIn(object):
 
     def handle(self, handler):
         length = int(handler.headers.get("Content-Length", 0))
-        body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        try:
+            body = json.loads(handler.rfile.read(length).decode("utf-8"))
+        except ValueError:
+            return              # a client stopped while it sent its request
         user = body["messages"][-1]["content"]
         auth = handler.headers.get("Authorization")
         with self.lock:
@@ -1162,13 +1171,14 @@ def answers_from(path, fence_every=2):
     return by_prompt
 
 
-def run_generate(argv, environ=None, sleep=None):
-    """runner_cli.run in-process -> (status, stdout, stderr)."""
+def run_generate(argv, environ=None, sleep=None, clock=None):
+    """runner_cli.run in-process -> (status, stdout, stderr); ``sleep`` and
+    ``clock`` stand in for the waits (see VirtualTime)."""
     from transitlm.generate import runner
     from transitlm.generate import cli as runner_cli
     out, err = io.StringIO(), io.StringIO()
     try:
-        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep)
+        status = runner_cli.run(argv, environ or {}, out, err, sleep=sleep, clock=clock)
     except runner.UsageError as exc:
         err.write("generate.py: %s\n" % exc)
         status = 2
@@ -1222,9 +1232,7 @@ class HostileServer(object):
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.base = "http://127.0.0.1:%d" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     def url(self, case):
         return "%s/%s/v1" % (self.base, case)

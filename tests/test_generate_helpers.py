@@ -1,49 +1,140 @@
-"""generate.py's pure helpers, by hand: transitlm.generate.chat (backoff,
-Retry-After, status classes, server messages, redaction, the request body,
-the URL, reading an answer, token counts, transport failures) and
-transitlm.generate.runner (durations, the progress line, the run folder's
-name, the rate limiter, the summary)."""
+"""generate.py's pure helpers, by hand: transitlm.generate.chat (server
+messages, redaction, the request body, thinking off, the URL, reading an
+answer and its reasoning, token counts, transport failures),
+transitlm.generate.waits (backoff, Retry-After and the rate-limit headers,
+the shared limiter), transitlm.generate.failures (status classes, context
+overflows, the first answers held) and transitlm.generate.runner
+(durations, the progress line, the run folder's name, the summary)."""
 
 import io
 import json
 import socket
 import unittest
 
-from transitlm.generate import chat
-from transitlm.generate import runner
+from transitlm.generate import chat, failures, runner, waits
 
 
 class Helpers(unittest.TestCase):
     def test_backoff_full_jitter_capped(self):
-        self.assertEqual(chat.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
-        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
-        self.assertEqual(chat.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
-        self.assertEqual(chat.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(chat.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
-        self.assertEqual(chat.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
+        self.assertEqual(waits.backoff_delay(0, base=1.0, cap=60, rng=lambda: 1.0), 1.0)
+        self.assertEqual(waits.backoff_delay(3, base=1.0, cap=60, rng=lambda: 1.0), 8.0)
+        self.assertEqual(waits.backoff_delay(3, base=1.0, cap=60, rng=lambda: 0.5), 4.0)
+        self.assertEqual(waits.backoff_delay(10, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(waits.backoff_delay(5000, base=1.0, cap=60, rng=lambda: 1.0), 60)
+        self.assertEqual(waits.backoff_delay(2, base=0.5, cap=60, rng=lambda: 0.0), 0.0)
 
     def test_retry_after_seconds_and_dates(self):
-        self.assertEqual(chat.parse_retry_after("2"), 2.0)
-        self.assertEqual(chat.parse_retry_after(" 0.5 "), 0.5)
-        self.assertEqual(chat.parse_retry_after("-3"), 0.0)
-        self.assertEqual(chat.parse_retry_after("99999"), chat.RETRY_AFTER_CAP_S)
-        self.assertIsNone(chat.parse_retry_after(None))
-        self.assertIsNone(chat.parse_retry_after(""))
-        self.assertIsNone(chat.parse_retry_after("soon"))
-        self.assertIsNone(chat.parse_retry_after("nan"))
+        self.assertEqual(waits.parse_retry_after("2"), 2.0)
+        self.assertEqual(waits.parse_retry_after(" 0.5 "), 0.5)
+        self.assertEqual(waits.parse_retry_after("-3"), 0.0)
+        self.assertEqual(waits.parse_retry_after("99999"), waits.MAX_SERVER_WAIT_S)
+        self.assertIsNone(waits.parse_retry_after(None))
+        self.assertIsNone(waits.parse_retry_after(""))
+        self.assertIsNone(waits.parse_retry_after("soon"))
+        self.assertIsNone(waits.parse_retry_after("nan"))
         # Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
         date = "Wed, 21 Oct 2015 07:28:00 GMT"
-        self.assertEqual(chat.parse_retry_after(date, now=1445412480 - 30), 30.0)
-        self.assertEqual(chat.parse_retry_after(date, now=1445412480 + 30), 0.0)
+        self.assertEqual(waits.parse_retry_after(date, now=1445412480 - 30), 30.0)
+        self.assertEqual(waits.parse_retry_after(date, now=1445412480 + 30), 0.0)
+
+    def test_server_wait_reads_every_header_that_says_when(self):
+        wait = waits.server_wait
+        self.assertEqual(wait({"llm_provider-retry-after": "60"}), 60.0)       # LiteLLM rpm
+        self.assertEqual(wait({"retry-after": "60", "rate_limit_type": "requests",
+                               "reset_at": "2026-11-26 08:02:46 UTC"}), 60.0)
+        self.assertEqual(wait({"llm_provider-retry-after": "7",
+                               "llm_provider-retry-after-ms": "7000"}), 7.0)
+        self.assertEqual(wait({"Retry-After-Ms": "250", "Retry-After": "9"}), 0.25)
+        self.assertEqual(wait({"x-ratelimit-reset-requests": "1m30.5s",
+                               "x-ratelimit-reset-tokens": "20ms"}), 90.5)
+        self.assertEqual(wait({"llm_provider-x-ratelimit-reset-requests": "7s"}), 7.0)
+        self.assertEqual(wait({"X-RateLimit-Reset": "1445412510"}, now=1445412480), 30.0)
+        self.assertEqual(wait({"x-ratelimit-reset": "2h"}), waits.MAX_SERVER_WAIT_S)
+        self.assertEqual(wait({"Retry-After": "soon", "x-ratelimit-reset-requests": "3s"}),
+                         3.0)
+        for headers in ({}, {"x-ratelimit-reset-requests": "7 s"},
+                        {"x-ratelimit-reset-tokens": "1m1x"}, {"retry-after-ms": "Wed"},
+                        {"x-ratelimit-limit-requests": "5"}):
+            self.assertIsNone(wait(headers), headers)
+
+    def test_a_429_pauses_every_thread(self):
+        now, draws = [100.0], iter([0.0, 1.0, 0.0])
+        limiter = waits.RateLimiter(None, clock=lambda: now[0], base=1.0, cap=60.0,
+                                    rng=lambda: next(draws))
+        self.assertEqual(limiter.throttled(60.0), 60.0)
+        self.assertEqual(limiter.reserve(), 60.0)           # any thread's next start
+        self.assertEqual(limiter.throttled(None), 60.0)      # already pausing: not doubled
+        now[0] += 60.0
+        self.assertEqual(limiter.throttled(None), 0.5)      # half the backoff at least
+        now[0] += 1.0
+        self.assertEqual(limiter.throttled(None), 2.0)      # doubled: 2 x 1.0
+        limiter.answered()
+        now[0] += 5.0
+        self.assertEqual(limiter.throttled(None), 0.5)      # an answer came: afresh
+
+    def test_failures_row_refusals_and_first_answers(self):
+        row = failures.refuses_the_row
+        for body in (b'{"error":{"message":"This model\'s maximum context length is 2048 '
+                     b'tokens.","code":"context_length_exceeded"}}',
+                     b'{"error":{"code":400,"message":"request (3031 tokens) exceeds the '
+                     b'available context size (2048 tokens)","type":"exceed_context_size_error"}}',
+                     b'{"error":{"message":"litellm.ContextWindowExceededError: x","code":"400"}}',
+                     b'{"error":{"message":"filtered","code":"content_filter"}}',
+                     b'{"error":{"message":"too long","code":"string_above_max_length"}}',
+                     b"The input (5000 tokens) is longer than the model's context length"):
+            self.assertTrue(row(body), body)
+        for body in (b'{"error":{"message":"No connected db.","code":"400"}}', b"", b"\xff"):
+            self.assertFalse(row(body), body)
+        self.assertTrue(failures.fixed_answer(500))
+        self.assertFalse(failures.fixed_answer(503))
+        gate = failures.FirstAnswers(10)
+        self.assertEqual(gate.offer("a", (400, "x")), [])
+        self.assertEqual(gate.offer("b", (400, "x")), [])
+        self.assertEqual(gate.offer("c", (400, "x")), [])
+        self.assertEqual(gate.stopped, (400, "x", 3))
+        self.assertEqual(gate.offer("d", None), [])           # stopped: nothing more
+        gate = failures.FirstAnswers(10)
+        self.assertEqual(gate.offer("a", (400, "x")), [])
+        self.assertEqual(gate.offer("b", (400, "y")), ["a", "b"])   # not alike: let through
+        self.assertEqual(gate.offer("c", (400, "y")), ["c"])
+        gate = failures.FirstAnswers(1)
+        self.assertEqual(gate.offer("a", (422, "x")), [])
+        self.assertEqual(gate.stopped, (422, "x", 1))
+        self.assertEqual(failures.FirstAnswers(0).offer("a", (400, "x")), ["a"])
+
+    def test_thinking_off_merges_into_extra_body(self):
+        self.assertEqual(chat.thinking_off({}), chat.THINKING_OFF)
+        extra = {"top_k": 1, "chat_template_kwargs": {"add_generation_prompt": True}}
+        self.assertEqual(chat.thinking_off(extra), {"top_k": 1, "chat_template_kwargs": {
+            "add_generation_prompt": True, "enable_thinking": False}})
+        self.assertEqual(extra["chat_template_kwargs"], {"add_generation_prompt": True})
+        for bad in ({"chat_template_kwargs": {"enable_thinking": True}},
+                    {"chat_template_kwargs": "x"}):
+            with self.assertRaises(ValueError):
+                chat.thinking_off(bad)
+
+    def test_strict_json(self):
+        from transitlm import bounded_json
+        for text in ('{"x": NaN}', "[Infinity]", "[-Infinity]", "[1e999]",
+                     "[%s]" % ("9" * 5000)):
+            with self.assertRaises(ValueError, msg=text):
+                bounded_json.loads_bounded(text, strict=True)
+            bounded_json.loads_bounded(text)                 # read leniently otherwise
+        self.assertEqual(bounded_json.finite({"a": [float("nan"), 1.5, float("-inf")]}),
+                         {"a": [None, 1.5, None]})
+        value = {"a": [1.0, "x"]}
+        self.assertIs(bounded_json.finite(value), value)
 
     def test_classify_status(self):
-        self.assertEqual(chat.classify_status(200), "ok")
-        for code in (429, 408, 500, 502, 503, 504, 599):
-            self.assertEqual(chat.classify_status(code), "retry", code)
+        self.assertEqual(failures.classify_status(200), "ok")
+        for code in (429, 408, 409, 500, 502, 503, 504, 599):
+            self.assertEqual(failures.classify_status(code), "retry", code)
         for code in (401, 403, 404):
-            self.assertEqual(chat.classify_status(code), "fatal", code)
-        for code in (400, 413, 422, 409):
-            self.assertEqual(chat.classify_status(code), "row_error", code)
+            self.assertEqual(failures.classify_status(code), "fatal", code)
+        for code in (400, 413, 422):
+            self.assertEqual(failures.classify_status(code), "row_error", code)
+        for code in (301, 307):
+            self.assertEqual(failures.classify_status(code), "redirect", code)
 
     def test_server_message(self):
         self.assertEqual(chat.server_message(b'{"error": {"message": "too  long\\n x"}}'),
@@ -83,13 +174,21 @@ class Helpers(unittest.TestCase):
     def test_parse_completion(self):
         answer = {"model": "q", "usage": {"total_tokens": 3},
                   "choices": [{"finish_reason": "length", "message": {"content": "hi"}}]}
-        self.assertEqual(chat.parse_completion(json.dumps(answer).encode()),
-                         ("hi", "length", {"total_tokens": 3}, "q"))
+        found = chat.parse_completion(json.dumps(answer).encode())
+        self.assertEqual((found.text, found.reasoning, found.finish_reason, found.usage,
+                          found.model), ("hi", None, "length", {"total_tokens": 3}, "q"))
         answer["choices"][0]["message"]["content"] = None
-        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "")
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).text, "")
         answer["choices"][0]["message"]["content"] = [{"type": "text", "text": "a"},
                                                       {"type": "text", "text": "b"}]
-        self.assertEqual(chat.parse_completion(json.dumps(answer))[0], "ab")
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).text, "ab")
+        message = answer["choices"][0]["message"]
+        message.update(content="x", reasoning_content="", reasoning="thought")
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).reasoning, "thought")
+        message["reasoning_content"] = "first"
+        self.assertEqual(chat.parse_completion(json.dumps(answer)).reasoning, "first")
+        message.update(reasoning_content=None, reasoning={"summary": "not text"})
+        self.assertIsNone(chat.parse_completion(json.dumps(answer)).reasoning)
         for bad in (b"not json", b"[]", b"{}", b'{"choices": []}', b'{"choices": [1]}',
                     b'{"choices": [{"message": 3}]}',
                     b'{"choices": [{"message": {"content": 5}}]}', b"\xff"):
@@ -135,25 +234,28 @@ class Helpers(unittest.TestCase):
         self.assertEqual(runner.run_dir_for("p.txt"), "p.txt.run")
 
     def test_transport_failures(self):
-        transport = chat.UrllibTransport(timeout=2.5, clock=lambda: 10.0)
+        transport = chat.ChatTransport(timeout=2.5, clock=lambda: 10.0)
         with self.assertRaises(chat.FatalAnswer):
             transport._failure(socket.gaierror(-2, "Name or service not known"), 10.0)
         self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0).failure,
                          "no answer within 2.5 s")
-        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0)
-        self.assertEqual((answer.status, answer.failure, answer.latency),
-                         (None, "[Errno 111] Connection refused", 1.0))
+        self.assertEqual(transport._failure(socket.timeout("timed out"), 9.0, True).failure,
+                         "cannot connect within 2.5 s")
+        answer = transport._failure(ConnectionRefusedError(111, "Connection refused"), 9.0,
+                                    connecting=True)
+        self.assertEqual((answer.status, answer.failure, answer.latency, answer.no_connection),
+                         (None, "cannot connect: [Errno 111] Connection refused", 1.0, True))
 
     def test_rate_limiter(self):
         now = [100.0]
-        limiter = runner.RateLimiter(2.0, clock=lambda: now[0])
+        limiter = waits.RateLimiter(2.0, clock=lambda: now[0])
         self.assertEqual([limiter.reserve() for _ in range(3)], [0.0, 0.5, 1.0])
         now[0] = 105.0
         self.assertEqual(limiter.reserve(), 0.0)
         limiter.pause(3.0)
         self.assertEqual(limiter.reserve(), 3.0)
         self.assertEqual(limiter.reserve(), 3.5)
-        unlimited = runner.RateLimiter(None, clock=lambda: now[0])
+        unlimited = waits.RateLimiter(None, clock=lambda: now[0])
         self.assertEqual([unlimited.reserve() for _ in range(3)], [0.0, 0.0, 0.0])
         unlimited.pause(2.0)
         self.assertEqual(unlimited.reserve(), 2.0)

@@ -78,10 +78,16 @@ class HostileServers(unittest.TestCase):
                 "model": "m-" + KEY, "choices": [{"finish_reason": {KEY: KEY}, "message": {
                     "content": "your key is %s, really %s" % (KEY, KEY)}}],
                 "usage": {"note": [KEY]}}).encode())
-        elif case == "echo_error":
-            padding = "x" * (282 - len("bad key "))    # the key straddles the cut of a message
+        elif case == "nan":                     # not JSON, as Python's json writes it
+            raw_answer(handler, "HTTP/1.1 200 OK", [], (
+                b'{"model": "m", "choices": [{"finish_reason": "stop", "message": {"content": '
+                b'"the route"}, "logprobs": {"content": [{"logprob": -Infinity}]}}], '
+                b'"usage": {"prompt_tokens": NaN, "completion_tokens": 1e999}}'))
+        elif case == "echo_error":             # a refusal of its own for each row
+            prefix = "bad key %d " % nth
+            padding = "x" * (282 - len(prefix))   # the key straddles the cut of a message
             raw_answer(handler, "HTTP/1.1 400 Bad %s" % KEY, [],
-                       json.dumps({"error": {"message": "bad key " + padding + KEY}}).encode())
+                       json.dumps({"error": {"message": prefix + padding + KEY}}).encode())
         elif case == "echo_status":
             handler.wfile.write(("HTTP/1.1 2x0 %s\r\n\r\n" % KEY).encode())
         elif case == "echo_fatal":
@@ -221,15 +227,27 @@ class HostileServers(unittest.TestCase):
         status, _, stderr = self.generate("echo_error")
         self.assertEqual(status, 0, stderr)
         errors = [line["error"] for line in read_lines(self.out)]
-        self.assertTrue(all(error.startswith("HTTP 400: bad key x") for error in errors), errors)
+        self.assertTrue(all(error.startswith("HTTP 400: bad key ") for error in errors), errors)
         shutil.rmtree(os.path.join(self.dir, "new"))
         status, _, stderr = self.generate("echo_status")   # a malformed status line
         self.assertEqual(status, 2, stderr)                  # nothing ever answered in HTTP
         self.assertIn("BadStatusLine: HTTP/1.1 2x0 <redacted>", stderr)
         status, _, stderr = self.generate("echo_fatal")
         self.assertEqual(status, 2)
-        self.assertIn("stopped: HTTP 401: key \\x1b[31m<redacted>\\x1b[0m refused", stderr)
+        self.assertIn("answered HTTP 401: key \\x1b[31m<redacted>\\x1b[0m refused", stderr)
         self.assert_nothing_left()
+
+    def test_what_is_written_is_strict_json(self):
+        status, _, stderr = self.generate("nan")
+        self.assertEqual(status, 0, stderr)
+        for path in (self.out, self.out + ".settings.json"):
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            for line in ([text] if path.endswith(".json") else text.splitlines()):
+                json.loads(line, parse_constant=lambda name: self.fail("%s in %s" % (name, path)))
+        line = read_lines(self.out)[0]
+        self.assertEqual((line["generate_results"], line["usage"]),
+                         ("the route", {"prompt_tokens": None, "completion_tokens": None}))
 
     def test_retry_after_in_any_form_is_retried(self):
         expected = {"overflow": None, "year": None, "huge": 600.0, "negative": 0.0,
@@ -268,7 +286,8 @@ class HostileServers(unittest.TestCase):
         os.makedirs(os.path.dirname(self.out))
         for data in (b'{"indexid": "r1", "generate_results": ' + DEEP + b"}\n",
                      b'{"indexid": "r1", "usage": ' + b"[0," * 1100000 + b"0]}\n",
-                     b"\xff\xfe\n", b"{" * 100000 + b"\n"):
+                     b"\xff\xfe\n", b"{" * 100000 + b"\n",
+                     b'{"indexid": "r1", "generate_results": "x", "usage": NaN}\n'):
             with self.subTest(data[:30]):
                 with open(self.out, "wb") as handle:
                     handle.write(data)

@@ -157,7 +157,8 @@ class ServerRuns(unittest.TestCase):
                                               environ={"OPENAI_API_KEY": wrong})
         self.assertEqual(status, 2)
         self.assertEqual(stderr.count("\n"), 1, stderr)     # the stop (the input has its system_prompt)
-        self.assertIn("stopped: HTTP 401: Incorrect API key provided: <redacted>", stderr)
+        self.assertIn("stopped: %s/chat/completions answered HTTP 401: Incorrect API key "
+                      "provided: <redacted> (check the key" % server.url, stderr)
         self.assertNotIn(wrong, stderr + stdout)
         self.assertLessEqual(len(server.requests), 2)
         self.assertEqual(os.listdir(self.dir), [])        # no empty output, no settings file
@@ -168,12 +169,13 @@ class ServerRuns(unittest.TestCase):
         argv[argv.index("stand-in-model")] = "no-such-model"
         status, _, stderr = run_generate(argv)
         self.assertEqual(status, 2)
-        self.assertIn("HTTP 404: The model `no-such-model` does not exist", stderr)
+        self.assertIn("%s/chat/completions answered HTTP 404: The model `no-such-model` does "
+                      "not exist (is --api_url right" % server.url, stderr)
         argv = self.argv(server)
         argv[argv.index(server.url)] = server.url[:-3] + "/v2"
         status, _, stderr = run_generate(argv)
         self.assertEqual(status, 2)
-        self.assertIn("HTTP 404: no such path", stderr)
+        self.assertIn("/v2/chat/completions answered HTTP 404: no such path", stderr)
 
     def test_resume_asks_only_for_missing_and_failed_rows(self):
         refused = self.prompt(3)
@@ -275,8 +277,9 @@ class ServerRuns(unittest.TestCase):
             ["--input", B1, "--api_url", "http://127.0.0.1:%d/v1" % port, "--model", "m",
              "--out", self.out, "--retries", "2", "--concurrency", "2"], sleep=lambda s: None)
         self.assertEqual(status, 2)
-        self.assertIn("cannot reach http://127.0.0.1:%d/v1/chat/completions:" % port, stderr)
-        self.assertIn("(3 attempts, no answer yet in this run)", stderr)
+        self.assertIn("stopped: cannot connect to http://127.0.0.1:%d/v1/chat/completions: "
+                      "[Errno 111] Connection refused (3 attempts, no request of this run "
+                      "answered)" % port, stderr)
         self.assertEqual(os.listdir(self.dir), [])        # no empty output, no settings file
 
     def test_dropped_connections_after_answers_are_row_errors(self):
@@ -307,12 +310,18 @@ class ServerRuns(unittest.TestCase):
 
     def test_usage_problems_exit_2_with_one_line(self):
         server = self.serve(lambda user, nth: ("ok", ""))
+        not_json = self.argv(server, "--extra_body", '{"x": NaN}')
+        thinking = self.argv(server, "--no_thinking", "--extra_body",
+                             '{"chat_template_kwargs": {"enable_thinking": true}}')
+        empty_key = self.argv(server, "--api_key_env", "EMPTY_KEY")
         cases = [
             ["--input", B1, "--api_url", server.url, "--model", "m"],          # no --out
             self.argv(server, "--extra_body", "{bad"),
             self.argv(server, "--extra_body", "[1]"),
             self.argv(server, "--extra_body", "[" * 100000),
             self.argv(server, "--extra_body", '{"stream": true}'),
+            not_json, thinking, empty_key,
+            self.argv(server, "--extra_body", '{"x": [1e999]}'),         # not a float
             self.argv(server, "--concurrency", "0"),
             self.argv(server, "--api_key_env", "NOT_SET_ANYWHERE"),
             self.argv(server, "--system_prompt_file", os.path.join(self.dir, "absent")),
@@ -324,11 +333,21 @@ class ServerRuns(unittest.TestCase):
              os.path.join(B1, "p.jsonl")],                         # under a file
         ]
         for argv in cases:
-            status, stdout, stderr = run_generate(argv)
+            status, stdout, stderr = run_generate(argv, environ={"EMPTY_KEY": ""})
             self.assertEqual(status, 2, argv)
             self.assertEqual(stderr.count("\n"), 1, (argv, stderr))
             self.assertTrue(stderr.startswith("generate.py: "), stderr)
         self.assertEqual(server.requests, [])
+        for argv, words in ((empty_key, "--api_key_env EMPTY_KEY: that environment variable is "
+                                        "empty"),
+                            (not_json, "--extra_body is not JSON (NaN is not a JSON value)"),
+                            (thinking, "--extra_body asks for enable_thinking true and "
+                                       "--no_thinking for false")):
+            self.assertIn(words, run_generate(argv, environ={"EMPTY_KEY": ""})[2])
+        status, stdout, stderr = run_generate(self.argv(server, "--dry_run"),
+                                              environ={"OPENAI_API_KEY": " "})
+        self.assertIn("(no Authorization header: $OPENAI_API_KEY is empty)", stdout)
+        self.assertIn("note: $OPENAI_API_KEY is set but empty", stderr)
 
     @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full (a full disk)")
     def test_write_failure_stops_the_run(self):

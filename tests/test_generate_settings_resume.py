@@ -1,8 +1,7 @@
 """generate.py's settings and resuming (issue 22): the settings sidecar
 recorded beside the output and compared on resume, --restart, --adopt, what a
-failed or interrupted run leaves, no output over an input, --version; and
-runs killed mid-way (SIGTERM, SIGINT, SIGKILL) then resumed, asking only for
-the rows not answered yet."""
+failed or interrupted run leaves, no output over an input, --version.  Runs
+killed at many instants, then resumed: tests/test_generate_interrupts.py."""
 
 import json
 import os
@@ -14,83 +13,10 @@ import time
 import unittest
 
 from tests.support import (  # the hostile server, under the names these tests use
-    B1, HOSTILE_KEY as KEY, REPO, SECRET, HostileServer as Hostile, StandIn, answers_from,
-    common, completion, raw_answer, read_csv, read_lines, run_generate, write_input)
+    HOSTILE_KEY as KEY, REPO, HostileServer as Hostile, common, completion, raw_answer,
+    read_lines, run_generate, write_input)
 
 SCRIPT = os.path.join(REPO, "generate.py")
-
-
-class KilledRuns(unittest.TestCase):
-    """generate.py in a subprocess, killed mid-run, then resumed."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.out = os.path.join(self.tmp.name, "preds.jsonl")
-        self.answers = answers_from(B1)
-        self.delay = [0.15]
-        self.server = StandIn(lambda user, nth: ("slow", self.delay[0], self.answers[user]))
-
-    def tearDown(self):
-        self.server.close()
-        self.tmp.cleanup()
-
-    def start(self):
-        env = dict(os.environ, OPENAI_API_KEY=SECRET)
-        return subprocess.Popen(
-            [sys.executable, SCRIPT, "--input", B1, "--api_url", self.server.url, "--model",
-             "stand-in-model", "--out", self.out, "--concurrency", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-
-    def wait_for_lines(self, count):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if os.path.exists(self.out):
-                with open(self.out, "rb") as handle:
-                    if handle.read().count(b"\n") >= count:
-                        return
-            time.sleep(0.02)
-        self.fail("no progress")
-
-    def kill_and_resume(self, signum):
-        process = self.start()
-        self.wait_for_lines(5)
-        process.send_signal(signum)
-        stdout, stderr = process.communicate(timeout=30)
-        finished = set(line["indexid"] for line in read_lines(self.out)
-                       if "generate_results" in line)
-        self.assertGreaterEqual(len(finished), 5)
-        self.assertLess(len(finished), 38)
-        prompts = dict((row["index_id"], row["sft_prompt"]) for row in read_csv(B1))
-
-        self.delay[0] = 0.0
-        before = len(self.server.requests)
-        resumed = self.start()
-        out2, err2 = resumed.communicate(timeout=60)
-        self.assertEqual(resumed.returncode, 0, err2)
-        asked_again = set(self.server.users()[before:])
-        self.assertFalse(asked_again & set(prompts[i] for i in finished))
-        lines = read_lines(self.out)
-        self.assertEqual(sorted(line["indexid"] for line in lines), sorted(prompts))
-        self.assertTrue(all("generate_results" in line for line in lines))
-        for text in (stdout, stderr, out2, err2):
-            self.assertNotIn(SECRET.encode(), text)
-        return process.returncode, stderr.decode()
-
-    def test_sigterm_then_resume(self):
-        status, stderr = self.kill_and_resume(signal.SIGTERM)
-        self.assertEqual(status, 143)
-        self.assertIn("stopped by SIGTERM after", stderr)
-        self.assertIn("run the same command again to continue", stderr)
-        self.assertNotIn("Traceback", stderr)
-
-    def test_sigint_then_resume(self):
-        status, stderr = self.kill_and_resume(signal.SIGINT)
-        self.assertEqual(status, 130)
-        self.assertIn("stopped by SIGINT", stderr)
-
-    def test_sigkill_then_resume(self):
-        status, _ = self.kill_and_resume(signal.SIGKILL)
-        self.assertEqual(status, -signal.SIGKILL)
 
 
 class SettingsAndRestart(unittest.TestCase):
@@ -145,7 +71,9 @@ class SettingsAndRestart(unittest.TestCase):
             "model": "m", "api_url": "http://127.0.0.1:%d/ok/v1" % self.server.port,
             "system_prompt_sha256": None, "temperature": 0.5, "top_p": None,
             "max_tokens": None, "extra_body": {"top_k": 3},
-            "input_sha256": common.file_sha256(self.input)})
+            "input_sha256": common.file_sha256(self.input),
+            "output": {"ids": 3, "answered": 3, "failed": 0, "empty_answers": 0,
+                       "cut_by_token_limit": 0, "models": {"hostile-model": 3}}})
         from transitlm.generate.settings import base_url
         self.assertEqual(base_url("http://user:%s@127.0.0.1:8000/v1/?api-key=%s#f" % (KEY, KEY)),
                          "http://127.0.0.1:8000/v1")
@@ -182,6 +110,37 @@ class SettingsAndRestart(unittest.TestCase):
         self.assertEqual(len(read_lines(self.out)), 4)
         with open(self.sidecar, encoding="utf-8") as handle:
             self.assertEqual(json.load(handle)["temperature"], 0.7)
+
+    def test_thinking_off_is_a_setting(self):
+        status, _, stderr = self.generate("--no_thinking", "--sample_count", "1",
+                                          "--extra_body", '{"top_k": 1}')
+        self.assertEqual(status, 0, stderr)
+        request = json.loads(self.server.seen("ok")[-1][3].decode("utf-8"))
+        self.assertEqual((request["chat_template_kwargs"], request["top_k"]),
+                         ({"enable_thinking": False}, 1))
+        with open(self.sidecar, encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["extra_body"], {
+                "top_k": 1, "chat_template_kwargs": {"enable_thinking": False}})
+        status, _, stderr = self.generate("--extra_body", '{"top_k": 1}')
+        self.assertEqual(status, 2)
+        self.assertIn("extra_body {\"chat_template_kwargs\": {\"enable_thinking\": false}, "
+                      "\"top... (now {\"top_k\": 1})", stderr)
+        status, _, stderr = self.generate("--extra_body", '{"top_k": 1, "chat_template_kwargs":'
+                                          ' {"enable_thinking": false}}')
+        self.assertEqual(status, 0, stderr)      # the same request, spelled out: resumes
+
+    def test_a_settings_file_holding_nan_is_refused(self):
+        status, _, stderr = self.generate("--sample_count", "1")
+        self.assertEqual(status, 0, stderr)
+        with open(self.sidecar, encoding="utf-8") as handle:
+            text = handle.read()
+        with open(self.sidecar, "w", encoding="utf-8") as handle:
+            handle.write(text.replace('"temperature": 0.0', '"temperature": NaN'))
+        status, _, stderr = self.generate()
+        self.assertEqual(status, 2)
+        self.assertEqual(stderr.count("\n"), 1, stderr)
+        self.assertIn("is not a settings file of generate.py (not JSON (NaN is not a JSON "
+                      "value)); run with --restart", stderr)
 
     def test_an_output_without_settings_is_refused_unless_adopted(self):
         os.makedirs(os.path.dirname(self.out))

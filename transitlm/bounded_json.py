@@ -8,6 +8,12 @@ time that grows with its square.  ``loads_bounded`` refuses the first two
 before decoding and reads a number longer than 4,000 digits as a float
 (infinite): every problem is a ValueError with an English reason.
 
+JSON has no NaN or Infinity, though ``json`` reads and writes them.
+``loads_bounded(..., strict=True)`` refuses ``NaN``, ``Infinity``,
+``-Infinity`` and numbers too large for a float (``1e999``), so what is read
+can be written back as JSON; ``finite`` turns such values of an object read
+leniently into ``null`` before it is written.
+
 Standard library only; Python 3.8+.
 """
 
@@ -26,11 +32,6 @@ def _parse_int(digits):
     return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
 
 
-def _not_json(name):
-    # json.loads takes NaN, Infinity and -Infinity; JSON has no such values.
-    raise ValueError("%s is not a JSON value" % name)
-
-
 def value_count_over(text, limit):
     """Do the commas, ``[`` and ``{`` of ``text`` outside its strings (about
     one per value) number more than ``limit``?  Answered by three counts when
@@ -41,11 +42,46 @@ def value_count_over(text, limit):
     return bare.count(",") + bare.count("[") + bare.count("{") > limit
 
 
-def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
+def _no_constant(name):
+    raise ValueError("%s is not a JSON value" % name)
+
+
+def _finite_float(text):
+    value = float(text)
+    if value in (_INF, -_INF):
+        raise ValueError("the number %s is too large" % (text if len(text) <= 20
+                                                         else text[:20] + "..."))
+    return value
+
+
+def _finite_int(digits):
+    if len(digits) > MAX_INT_DIGITS:
+        raise ValueError("a number of more than %d digits" % MAX_INT_DIGITS)
+    return int(digits)
+
+
+_INF = float("inf")
+
+
+def finite(value):
+    """A JSON value with every NaN or infinite float replaced by None (the
+    same object where there is none)."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, dict):
+        items = {key: finite(item) for key, item in value.items()}
+        return value if all(items[key] is value[key] for key in value) else items
+    if isinstance(value, list):
+        items = [finite(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value)) else items
+    return value
+
+
+def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES, strict=False):
     """json.loads of ``text`` (str or bytes, UTF-8), or ValueError with a reason
-    when it is not UTF-8, not strict JSON (NaN and Infinity are refused),
-    nested more than ``max_depth`` levels or holding more than about
-    ``max_values`` values."""
+    when it is not UTF-8, not JSON, nested more than ``max_depth`` levels or
+    holding more than about ``max_values`` values; with ``strict``, also when
+    it holds NaN, Infinity or a number too large for a float."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
@@ -55,8 +91,10 @@ def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES):
         raise ValueError("JSON nested more than %d levels deep" % max_depth)
     if value_count_over(text, max_values):
         raise ValueError("JSON holding more than %d values" % max_values)
+    options = ({"parse_constant": _no_constant, "parse_float": _finite_float,
+                "parse_int": _finite_int} if strict else {"parse_int": _parse_int})
     try:
-        return json.loads(text, parse_int=_parse_int, parse_constant=_not_json)
+        return json.loads(text, **options)
     except RecursionError:          # not expected after the depth check; never a crash
         raise ValueError("JSON nested too deep to decode")
     except ValueError as exc:

@@ -14,10 +14,25 @@ deadline.  Both HTTP clients of the project use it: the route-eval client
 
 A passed deadline raises ``socket.timeout``.
 
-Redirects (``SameOriginRedirects``): a 307 or 308 answer pointing to the
-same origin (scheme, host and port) as the request is followed, with the same
-method, body and headers, under the same deadline, at most
-``MAX_REDIRECTS`` times.  Every other redirect is not followed: 301, 302 and
+Connections that stay open (``KeepAliveClient``, used by generate.py): HTTP/1.1
+requests over one persistent connection per thread and origin, reused while
+the server keeps it open (it answers without ``Connection: close``) and
+opened again when the server has closed it, with the same deadline, redirect
+rule and bounds as urllib's path.  A request through a proxy from the
+environment (``http_proxy``, ``https_proxy``, ``no_proxy``, as urllib reads
+them) goes through urllib on a connection of its own.
+
+    client = KeepAliveClient()
+    reply = client.request("POST", url, body, headers, deadline, max_bytes, max_error_bytes)
+    reply.status, reply.headers, reply.body
+
+A connection that cannot be made raises ``CannotConnect`` (its ``reason`` the
+error), a passed deadline ``socket.timeout``.
+
+Redirects (``SameOriginRedirects``, ``KeepAliveClient``): a 307 or 308 answer
+pointing to the same origin (scheme, host and port) as the request is
+followed, with the same method, body and headers, under the same deadline, at
+most ``MAX_REDIRECTS`` times.  Every other redirect is not followed: 301, 302 and
 303 (following them would turn the POST into a GET without its body) and
 any redirect to another origin (the request's headers, an API key among
 them, go to the origin the caller chose and nowhere else).  Such an answer
@@ -35,8 +50,11 @@ Standard library only; Python 3.8+.
 import functools
 import http.client
 import io
+import select
 import socket
+import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -122,6 +140,17 @@ def redirect_target(request_url, headers):
     return urllib.parse.urljoin(request_url, location.strip())
 
 
+def followed_redirect(status, request_url, headers, followed):
+    """The URL a redirect answer is followed to (a 307/308 to the request's
+    own origin, when fewer than MAX_REDIRECTS were ``followed`` before it), or
+    None: the answer is not followed."""
+    target = redirect_target(request_url, headers)
+    if (status not in (307, 308) or target is None or followed >= MAX_REDIRECTS
+            or origin(target) is None or origin(target) != origin(request_url)):
+        return None
+    return target
+
+
 def redirect_problem(status, request_url, headers):
     """One line on a 3xx answer that was not followed (the caller's error message).
 
@@ -157,11 +186,11 @@ class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     The redirect's own body is never read: the connection is closed."""
 
     def http_error_302(self, req, fp, code, msg, headers):
-        target = redirect_target(req.full_url, headers)
-        count = getattr(req, "redirects", 0) + 1
-        if (code not in (307, 308) or target is None or count > MAX_REDIRECTS
-                or origin(target) is None or origin(target) != origin(req.full_url)):
+        count = getattr(req, "redirects", 0)
+        target = followed_redirect(code, req.full_url, headers, count)
+        if target is None:
             return None
+        count += 1
         new = urllib.request.Request(target, data=req.data,
                                      headers=dict(req.header_items()),
                                      origin_req_host=req.origin_req_host,
@@ -237,7 +266,17 @@ def _time_left(deadline, timeout):
     return left if not isinstance(timeout, (int, float)) else min(left, timeout)
 
 
-class _DeadlineHTTPConnection(http.client.HTTPConnection):
+class _Deadlines(object):
+    """What the deadline connections share: a new deadline for each request
+    sent over a connection that stays open."""
+
+    def set_deadline(self, deadline):
+        self._deadline = deadline
+        if isinstance(self.sock, _DeadlineSocket):
+            self.sock._deadline = deadline
+
+
+class _DeadlineHTTPConnection(_Deadlines, http.client.HTTPConnection):
     def __init__(self, *args, **kwargs):
         self._deadline = kwargs.pop("deadline", None)
         http.client.HTTPConnection.__init__(self, *args, **kwargs)
@@ -257,8 +296,10 @@ class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
 
 DEADLINE_HANDLERS = [_DeadlineHTTPHandler]
 
+_CONNECTIONS = {"http": _DeadlineHTTPConnection}
+
 if hasattr(http.client, "HTTPSConnection"):         # Python built with ssl
-    class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+    class _DeadlineHTTPSConnection(_Deadlines, http.client.HTTPSConnection):
         def __init__(self, *args, **kwargs):
             self._deadline = kwargs.pop("deadline", None)
             http.client.HTTPSConnection.__init__(self, *args, **kwargs)
@@ -276,3 +317,175 @@ if hasattr(http.client, "HTTPSConnection"):         # Python built with ssl
                 req, context=self._context)
 
     DEADLINE_HANDLERS.append(_DeadlineHTTPSHandler)
+    _CONNECTIONS["https"] = _DeadlineHTTPSConnection
+
+
+class CannotConnect(OSError):
+    """No connection could be made to the server (``reason``: the error:
+    refused, unreachable, a name that does not resolve, a certificate that
+    does not verify, the deadline)."""
+
+    def __init__(self, reason):
+        OSError.__init__(self, str(reason))
+        self.reason = reason
+
+
+class Reply(object):
+    """An answer: its status, headers (a dict, names as the server wrote them)
+    and body (an error answer's first bytes; none for a redirect)."""
+
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+# Errors of a request sent over a connection the server had already closed
+# (its idle timeout): the request is sent again once, on a new connection.
+_STALE_CONNECTION = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
+                     http.client.RemoteDisconnected)
+
+
+def _closed_by_server(connection):
+    """Has the server closed (or written to) an idle connection?"""
+    sock = connection.sock
+    raw = getattr(sock, "_sock", sock)
+    if raw is None:
+        return True
+    try:
+        return bool(select.select([raw], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class KeepAliveClient(object):
+    """HTTP/1.1 requests over persistent connections: one per thread, kept
+    while requests go to the same origin and the server keeps it open.  The
+    deadline, redirect and size rules are those of the module's docstring;
+    ``close()`` closes every connection."""
+
+    def __init__(self, ssl_context=None, proxies=None):
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open = set()
+        self._ssl_context = ssl_context
+        self._proxies = urllib.request.getproxies() if proxies is None else proxies
+        self._opener = None
+
+    def request(self, method, url, body, headers, deadline, max_bytes, max_error_bytes):
+        """-> Reply.  A 3xx that is not followed comes back as it is (see
+        ``redirect_problem``).  Raises AnswerTooLarge, CannotConnect,
+        socket.timeout, OSError or http.client.HTTPException."""
+        if self._through_proxy(url):
+            return self._urllib_request(method, url, body, headers, deadline, max_bytes,
+                                        max_error_bytes)
+        followed = 0
+        while True:
+            reply = self._exchange(method, url, body, headers, deadline, max_bytes,
+                                   max_error_bytes)
+            target = (followed_redirect(reply.status, url, reply.headers, followed)
+                      if reply.status in REDIRECT_STATUSES else None)
+            if target is None:
+                return reply
+            followed += 1
+            url = target
+
+    def close(self):
+        """Close every connection (once no thread sends over them any more)."""
+        with self._lock:
+            connections, self._open = list(self._open), set()
+        for connection in connections:
+            connection.close()
+
+    def _through_proxy(self, url):
+        parts = urllib.parse.urlsplit(url)
+        if not self._proxies.get(parts.scheme.lower()):
+            return False
+        return not urllib.request.proxy_bypass(parts.hostname or "")
+
+    def _exchange(self, method, url, body, headers, deadline, max_bytes, max_error_bytes):
+        parts = urllib.parse.urlsplit(url)
+        selector = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        for last_try in (False, True):
+            connection, reused = self._connection(url, deadline)
+            try:
+                connection.request(method, selector, body=body, headers=headers)
+                response = connection.getresponse()
+            except _STALE_CONNECTION:
+                self._discard(connection)
+                if reused and not last_try:
+                    continue           # closed by the server while idle: a new connection
+                raise
+            except BaseException:
+                self._discard(connection)
+                raise
+            try:
+                reply = _read_reply(response, deadline, max_bytes, max_error_bytes)
+            except BaseException:
+                self._discard(connection)
+                raise
+            if response.will_close or not response.isclosed():
+                self._discard(connection)
+            return reply
+
+    def _connection(self, url, deadline):
+        """-> (this thread's connection to the origin of ``url``, reused?)."""
+        key = origin(url)
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held_key, connection = held
+            if held_key == key and not _closed_by_server(connection):
+                connection.set_deadline(deadline)
+                return connection, True
+            self._discard(connection)
+        scheme, host, port = key
+        options = {"context": self._ssl_context} if scheme == "https" else {}
+        connection = _CONNECTIONS[scheme](host, port, deadline=deadline, **options)
+        try:
+            connection.connect()
+        except (OSError, ValueError) as exc:
+            connection.close()
+            raise CannotConnect(exc)
+        self._local.held = (key, connection)
+        with self._lock:
+            self._open.add(connection)
+        return connection, False
+
+    def _discard(self, connection):
+        connection.close()
+        held = getattr(self._local, "held", None)
+        if held is not None and held[1] is connection:
+            self._local.held = None
+        with self._lock:
+            self._open.discard(connection)
+
+    def _urllib_request(self, method, url, body, headers, deadline, max_bytes,
+                        max_error_bytes):
+        if self._opener is None:
+            self._opener = deadline_opener()
+        request = urllib.request.Request(url, data=body, headers=headers, method=method)
+        request.deadline = deadline
+        try:
+            with self._opener.open(request, timeout=_time_left(deadline, None)) as response:
+                return Reply(response.status, dict(response.headers.items()),
+                             read_body(response, deadline, max_bytes))
+        except urllib.error.HTTPError as exc:
+            body = b"" if exc.code in REDIRECT_STATUSES \
+                else read_error_body(exc, deadline, max_error_bytes)
+            reply = Reply(exc.code, dict(exc.headers.items()) if exc.headers else {}, body)
+            exc.close()
+            return reply
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            raise reason if isinstance(reason, BaseException) else OSError(str(reason))
+
+
+def _read_reply(response, deadline, max_bytes, max_error_bytes):
+    headers = dict(response.headers.items())
+    if 200 <= response.status < 300:
+        return Reply(response.status, headers, read_body(response, deadline, max_bytes))
+    if response.status in REDIRECT_STATUSES:
+        return Reply(response.status, headers, b"")     # never read: the connection goes
+    return Reply(response.status, headers, read_error_body(response, deadline, max_error_bytes))

@@ -43,7 +43,7 @@ def read_generation(predictions_path):
         raise InputError("%s is larger than %d bytes: not a settings file of generate.py"
                          % (path, MAX_SETTINGS_BYTES))
     try:
-        value = loads_bounded(data)
+        value = loads_bounded(data, strict=True)
     except ValueError as exc:
         raise InputError("%s is not valid JSON: %s (the settings generate.py recorded for %s)"
                          % (path, exc, predictions_path))

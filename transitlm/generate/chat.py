@@ -1,46 +1,44 @@
 """The chat-completions API of generate.py: one request and its answer.
 
-Building a row's request body, posting it (``UrllibTransport``, bounded by
-the deadline of ``transitlm.http_client``, redirects only to the same
-origin), classifying the HTTP status, the backoff and Retry-After waits
-between attempts, and reading the answer (``parse_completion``) or a
-server's error message.  ``Redactor`` takes the API key's text out of
-whatever a server sent before it is written or printed.
+Building a row's request body (``--no_thinking`` merged into
+``--extra_body``), posting it (``ChatTransport``: a connection kept open
+per worker thread, every request bounded by the deadline of
+``transitlm.http_client``, redirects only to the same origin), and reading
+the answer (``parse_completion``: the model's text, and its reasoning when
+the server sends it apart) or a server's error message.  ``Redactor`` takes
+the API key's text out of whatever a server sent before it is written or
+printed.  What a failed answer means is ``transitlm.generate.failures``'s,
+how long to wait ``transitlm.generate.waits``'s.
 
 Standard library only; Python 3.8+.
 """
 
-import email.utils
 import http.client
 import json
-import random
 import socket
 import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from transitlm.bounded_json import loads_bounded
-from transitlm.http_client import (AnswerTooLarge, deadline_opener, read_body,
-                                   read_error_body, redirect_problem)
+from transitlm.http_client import (AnswerTooLarge, CannotConnect, KeepAliveClient,
+                                   redirect_problem)
 
 MAX_ANSWER_BYTES = 16 * 1024 * 1024       # a chat answer larger than this is a failure
 MAX_ERROR_BYTES = 64 * 1024               # of an error answer's body, quoted in a message
 REDACTED = "<redacted>"
 USER_AGENT = "transitlm-generate/1"
-
-FATAL_STATUSES = frozenset((401, 403, 404))     # bad key, no access, unknown model/path
-RETRY_STATUSES = frozenset((408, 429))          # plus every 5xx
-BACKOFF_BASE_S = 1.0
-BACKOFF_CAP_S = 60.0
-RETRY_AFTER_CAP_S = 600.0      # a server asking for longer than this is waited on this long
 MESSAGE_LIMIT = 300            # characters of a server's answer quoted in an error
+# Where servers put a reasoning model's thinking apart from its answer, in the
+# order looked at: DeepSeek, LiteLLM, llama.cpp, SGLang and vLLM before 0.10
+# say reasoning_content; vLLM 0.10+, OpenRouter and Ollama say reasoning.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+THINKING_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
 class FatalAnswer(Exception):
     """An answer that no retry can fix (bad key, unknown model or path, a
-    redirect that is not followed)."""
+    redirect that is not followed, a host that does not resolve)."""
 
 
 def redact(text, secret):
@@ -103,53 +101,6 @@ def one_line(text, limit=MESSAGE_LIMIT):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def backoff_delay(attempt, base=BACKOFF_BASE_S, cap=BACKOFF_CAP_S, rng=random.random):
-    """Wait before retry number ``attempt`` (0-based): full jitter over
-    [0, min(cap, base * 2**attempt)], so many clients do not retry in step."""
-    ceiling = min(cap, base * (2 ** min(attempt, 60)))
-    return ceiling * rng()
-
-
-def parse_retry_after(value, now=None):
-    """Retry-After header -> seconds to wait (>= 0), or None when absent or unreadable.
-
-    It is either a number of seconds or an HTTP date (RFC 9110 section 10.2.3).
-    """
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    if not text or len(text) > 1000:    # not a date, nor a number worth reading
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-            if when is None:
-                return None
-            seconds = when.timestamp() - (time.time() if now is None else now)
-        except Exception:  # noqa: BLE001 -- a date out of range (OverflowError...) is unreadable
-            return None
-    if seconds != seconds:       # NaN
-        return None
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
-
-
-def classify_status(status):
-    """HTTP status -> "ok", "retry" (429, 408, 5xx), "fatal" (401/403/404),
-    "redirect" (3xx: one that was not followed) or "row_error" (any other
-    status: this row's request is refused, e.g. too long)."""
-    if 200 <= status < 300:
-        return "ok"
-    if 300 <= status < 400:
-        return "redirect"
-    if status in FATAL_STATUSES:
-        return "fatal"
-    if status in RETRY_STATUSES or status >= 500:
-        return "retry"
-    return "row_error"
-
-
 def server_message(body, redactor=NO_REDACTION):
     """The error text of a server's answer (OpenAI ``{"error": {"message"}}``,
     ``{"error": "..."}``, FastAPI ``{"detail"}``, ``{"message"}``), else its
@@ -195,6 +146,21 @@ def build_body(model, system_prompt, user_prompt, sampling, extra_body):
     return body
 
 
+def thinking_off(extra_body):
+    """``extra_body`` with ``chat_template_kwargs.enable_thinking`` false merged
+    in (the other template arguments kept) -> a new dict; ValueError when
+    ``extra_body`` says otherwise."""
+    merged = dict(extra_body or {})
+    kwargs = merged.get("chat_template_kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ValueError("--extra_body's chat_template_kwargs is not an object")
+    if kwargs.get("enable_thinking", False) is not False:
+        raise ValueError("--extra_body asks for enable_thinking %s and --no_thinking for "
+                         "false" % json.dumps(kwargs["enable_thinking"]))
+    merged["chat_template_kwargs"] = dict(kwargs, **THINKING_OFF["chat_template_kwargs"])
+    return merged
+
+
 def chat_url(api_url):
     """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions`` (a URL
     that already ends with /chat/completions is kept)."""
@@ -204,12 +170,39 @@ def chat_url(api_url):
     return url + "/chat/completions"
 
 
+class Completion(object):
+    """What a chat-completions answer holds for generate.py: the model's text
+    (``""`` for a missing or null content), the reasoning the server sent
+    apart from it (None when there is none), finish_reason, usage and the
+    model name the server reports (None when it names none)."""
+
+    __slots__ = ("text", "reasoning", "finish_reason", "usage", "model")
+
+    def __init__(self, text, reasoning, finish_reason, usage, model):
+        self.text = text
+        self.reasoning = reasoning
+        self.finish_reason = finish_reason
+        self.usage = usage
+        self.model = model
+
+
+def _text_of(value, what):
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):         # some servers answer a list of parts: their text
+        return "".join(part["text"] for part in value
+                       if isinstance(part, dict) and isinstance(part.get("text"), str))
+    raise ValueError("the answer's %s is not text" % what)
+
+
 def parse_completion(body):
-    """A chat-completions answer -> (text, finish_reason, usage, model).
+    """A chat-completions answer -> Completion.
 
     Raises ValueError when the answer is not a chat completion (not UTF-8
-    JSON, nested too deep, too many values: see transitlm.bounded_json).  A
-    missing or null ``content`` is the empty text (the model said nothing).
+    JSON, nested too deep, too many values: see transitlm.bounded_json).
+    The reasoning is the first of REASONING_FIELDS that holds text.
     """
     try:
         obj = loads_bounded(body)
@@ -224,19 +217,16 @@ def parse_completion(body):
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ValueError("the answer's first choice has no message")
-    text = message.get("content")
-    if text is None:
-        text = ""
-    elif not isinstance(text, str):
-        # Some servers answer content as a list of parts: keep their text.
-        if isinstance(text, list):
-            text = "".join(part["text"] for part in text
-                           if isinstance(part, dict) and isinstance(part.get("text"), str))
-        else:
-            raise ValueError("the answer's content is not text")
+    text = _text_of(message.get("content"), "content")
+    reasoning = None
+    for field in REASONING_FIELDS:
+        value = message.get(field)
+        if isinstance(value, (str, list)) and _text_of(value, field):
+            reasoning = _text_of(value, field)
+            break
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
-    return text, choice.get("finish_reason"), usage, model
+    return Completion(text, reasoning, choice.get("finish_reason"), usage, model)
 
 
 def token_count(usage, key):
@@ -253,66 +243,69 @@ def request_headers(key):
 
 
 class Answer(object):
-    """One HTTP exchange: status (None for a transport failure), headers, body."""
+    """One HTTP exchange: status (None for a transport failure), headers, body;
+    for a failure its text and whether no connection could be made."""
 
-    __slots__ = ("status", "headers", "body", "failure", "latency")
+    __slots__ = ("status", "headers", "body", "failure", "latency", "no_connection")
 
-    def __init__(self, status=None, headers=None, body=b"", failure=None, latency=0.0):
+    def __init__(self, status=None, headers=None, body=b"", failure=None, latency=0.0,
+                 no_connection=False):
         self.status = status
         self.headers = headers or {}
         self.body = body
         self.failure = failure       # text of a transport failure (timeout, reset...)
         self.latency = latency
+        self.no_connection = no_connection
 
 
-class UrllibTransport(object):
-    """POSTs JSON with urllib (proxies from the environment, https).
+class ChatTransport(object):
+    """POSTs JSON over a connection kept open per worker thread
+    (transitlm.http_client.KeepAliveClient: HTTP/1.1 keep-alive, https,
+    proxies from the environment).
 
     ``timeout`` bounds the whole request -- connect, send, same-origin
-    307/308 redirects and the full answer (transitlm.http_client) -- so a
-    server trickling its answer cannot hold a row.  Any other redirect comes
-    back as its 3xx answer.  An answer's body is read up to MAX_ANSWER_BYTES,
-    an error answer's up to MAX_ERROR_BYTES.  A failure's text has the
-    secret of ``redactor`` taken out.
+    307/308 redirects and the full answer -- so a server trickling its
+    answer cannot hold a row.  Any other redirect comes back as its 3xx
+    answer.  An answer's body is read up to MAX_ANSWER_BYTES, an error
+    answer's up to MAX_ERROR_BYTES.  A failure's text has the secret of
+    ``redactor`` taken out.
     """
 
-    def __init__(self, timeout, clock=time.monotonic, redactor=NO_REDACTION):
+    def __init__(self, timeout, clock=time.monotonic, redactor=NO_REDACTION, client=None):
         self.timeout = timeout
         self.clock = clock
         self.redactor = redactor
-        self.opener = deadline_opener()
+        self.client = client or KeepAliveClient()
 
     def post(self, url, data, headers):
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         start = self.clock()
-        request.deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout
         try:
-            with self.opener.open(request, timeout=self.timeout) as response:
-                body = read_body(response, request.deadline, MAX_ANSWER_BYTES)
-                return Answer(response.status, dict(response.headers.items()), body,
-                              latency=self.clock() - start)
+            reply = self.client.request("POST", url, data, headers, deadline,
+                                        MAX_ANSWER_BYTES, MAX_ERROR_BYTES)
         except AnswerTooLarge as exc:
             return Answer(failure=str(exc), latency=self.clock() - start)
-        except urllib.error.HTTPError as exc:
-            body = read_error_body(exc, request.deadline, MAX_ERROR_BYTES)
-            headers = dict(exc.headers.items()) if exc.headers else {}
-            exc.close()
-            return Answer(exc.code, headers, body, latency=self.clock() - start)
-        except urllib.error.URLError as exc:
-            return self._failure(exc.reason, start)
+        except CannotConnect as exc:
+            return self._failure(exc.reason, start, connecting=True, url=url)
         except Exception as exc:  # noqa: BLE001 -- whatever a server does is this row's failure
             # OSError, http.client.HTTPException (a status line, header or chunk
             # that is not HTTP), ValueError (http.client on a garbled chunk size)
-            return self._failure(exc, start)
+            return self._failure(exc, start, url=url)
+        return Answer(reply.status, reply.headers, reply.body, latency=self.clock() - start)
 
-    def _failure(self, reason, start):
+    def close(self):
+        self.client.close()
+
+    def _failure(self, reason, start, connecting=False, url="the API"):
         # DNS failures, certificate errors and unsupported URLs do not heal by
         # retrying: they stop the run like a 404 would.
         if isinstance(reason, (socket.gaierror, ssl.SSLCertVerificationError)):
-            raise FatalAnswer("cannot reach the API: %s"
-                              % one_line(self.redactor.text(str(reason))))
+            raise FatalAnswer("cannot reach %s: %s"
+                              % (url, one_line(self.redactor.text(str(reason)))))
         if isinstance(reason, (socket.timeout, TimeoutError)):
             text = "no answer within %g s" % self.timeout
+            if connecting:
+                text = "cannot connect within %g s" % self.timeout
         elif isinstance(reason, http.client.RemoteDisconnected):
             text = "connection closed without an answer"
         else:
@@ -320,18 +313,12 @@ class UrllibTransport(object):
             if isinstance(reason, http.client.HTTPException) and type(reason).__name__ \
                     not in text:
                 text = "%s: %s" % (type(reason).__name__, text)
-        return Answer(failure=text, latency=self.clock() - start)
+            if connecting:
+                text = "cannot connect: " + text
+        return Answer(failure=text, latency=self.clock() - start, no_connection=connecting)
 
 
 def redirect_message(answer, url, redactor=NO_REDACTION):
     """Why a 3xx answer stopped the run (one line, the secret taken out)."""
     return one_line(redactor.text(redirect_problem(answer.status, url, answer.headers))
                     + "; set --api_url to the address that answers")
-
-
-def header_value(headers, name):
-    lowered = name.lower()
-    for key, value in headers.items():
-        if key.lower() == lowered:
-            return value
-    return None

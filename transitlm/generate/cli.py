@@ -19,14 +19,18 @@ import time
 from common import VERSION, InputError, file_sha256
 from transitlm.bounded_json import loads_bounded
 from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
-from transitlm.generate.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
-                            build_body, chat_url, request_headers)
+from transitlm.generate.chat import (ChatTransport, Redactor, build_body, chat_url,
+                                     request_headers, thinking_off)
 from transitlm.generate.settings import settings_record
 from transitlm.generate.resume import OutputGuard, check_paths
-from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
-                              UsageError, compact_output, drop_partial_line, infer_benchmark,
-                              input_notes, pending_rows, read_output_state, run_dir_for,
-                              scan_input, summary_lines)
+from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run,
+                                       Settings, UsageError, compact_output, drop_partial_line,
+                                       infer_benchmark, input_notes, output_summary,
+                                       pending_rows, read_output_state, run_dir_for,
+                                       scan_input, summary_lines)
+from transitlm.generate.waits import BACKOFF_BASE_S, BACKOFF_CAP_S
+from transitlm.http_client import origin
+from transitlm.provenance import without_credentials
 from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
                                    interrupted_status)
 from transitlm.terminal import non_negative_int, positive_int, printable
@@ -100,8 +104,14 @@ def build_parser():
     parser.add_argument("--top_p", type=_number, help="nucleus sampling (default: the server's)")
     parser.add_argument("--extra_body", metavar="JSON",
                         help="JSON object merged into every request, for server-specific "
-                             "fields, e.g. '{\"chat_template_kwargs\": "
-                             "{\"enable_thinking\": false}}'")
+                             "fields, e.g. '{\"top_k\": 1}' (strict JSON: no NaN)")
+    parser.add_argument("--no_thinking", action="store_true",
+                        help="ask the server to turn the model's thinking off: sends "
+                             "chat_template_kwargs {\"enable_thinking\": false} (vLLM, SGLang, "
+                             "llama.cpp), merged with --extra_body")
+    parser.add_argument("--drop_reasoning", action="store_true",
+                        help="do not record the reasoning a server sends apart from the "
+                             "answer (reasoning_content or reasoning) in the output lines")
     parser.add_argument("--timeout", type=_positive_float, default=600.0, metavar="SECONDS",
                         help="time limit of one whole request (connect, send, redirects, "
                              "the full answer) before it is retried (default 600)")
@@ -113,8 +123,9 @@ def build_parser():
     parser.add_argument("--rate_limit", type=_positive_float, metavar="R",
                         help="at most R requests per second (default: no limit)")
     parser.add_argument("--retries", type=non_negative_int, default=6, metavar="N",
-                        help="retries of a request that got 429, 408, 5xx, a timeout or a "
-                             "dropped connection (default 6)")
+                        help="retries of a request that got 408, 409, 429, 5xx, a timeout or "
+                             "a dropped connection (default 6; a 429 while other requests "
+                             "are answered is not counted)")
     parser.add_argument("--backoff", type=_positive_float, default=BACKOFF_BASE_S,
                         metavar="SECONDS",
                         help="first retry waits up to this long, doubling each time, "
@@ -147,17 +158,25 @@ def build_parser():
     return parser
 
 
-def parse_extra_body(text):
-    if text is None:
-        return {}
-    try:
-        value = loads_bounded(text)
-    except ValueError as exc:
-        raise UsageError("--extra_body is %s" % exc)
-    if not isinstance(value, dict):
-        raise UsageError("--extra_body must be a JSON object")
-    if value.get("stream"):
-        raise UsageError("--extra_body cannot turn on streaming (generate.py reads whole answers)")
+def parse_extra_body(text, no_thinking=False):
+    """--extra_body (strict JSON: no NaN or Infinity, which JSON does not
+    have), with --no_thinking merged in -> the dict merged into every request."""
+    value = {}
+    if text is not None:
+        try:
+            value = loads_bounded(text, strict=True)
+        except ValueError as exc:
+            raise UsageError("--extra_body is %s" % exc)
+        if not isinstance(value, dict):
+            raise UsageError("--extra_body must be a JSON object")
+        if value.get("stream"):
+            raise UsageError("--extra_body cannot turn on streaming (generate.py reads whole "
+                             "answers)")
+    if no_thinking:
+        try:
+            value = thinking_off(value)
+        except ValueError as exc:
+            raise UsageError(str(exc))
     return value
 
 
@@ -177,7 +196,7 @@ def read_system_prompt(path):
     return text
 
 
-def dry_run_text(url, headers, body, key_env, row_text):
+def dry_run_text(url, headers, body, key_env, row_text, key_state="is not set"):
     """The first request as text, with the key hidden."""
     lines = ["POST %s" % url]
     for name, value in headers.items():
@@ -185,7 +204,7 @@ def dry_run_text(url, headers, body, key_env, row_text):
             value = "Bearer <redacted: $%s>" % key_env
         lines.append("%s: %s" % (name, value))
     if "Authorization" not in headers:
-        lines.append("(no Authorization header: $%s is not set)" % key_env)
+        lines.append("(no Authorization header: $%s %s)" % (key_env, key_state))
     lines.append("")
     lines.append(json.dumps(body, ensure_ascii=False, indent=2))
     lines.append("")
@@ -223,14 +242,14 @@ class _Redacting(object):
         return getattr(self._stream, name)
 
 
-def run(argv, environ, stdout, stderr, transport=None, sleep=None):
-    """The command: -> exit status.  ``transport``/``sleep`` are for tests.
+def run(argv, environ, stdout, stderr, transport=None, sleep=None, clock=None):
+    """The command: -> exit status.  ``transport``/``sleep``/``clock`` are for tests.
 
     A usage or input problem raises UsageError with its one-line message,
     the key taken out and control characters escaped."""
     redactor = Redactor()
     try:
-        return _run(argv, environ, stdout, stderr, transport, sleep, redactor)
+        return _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor)
     except UsageError as exc:
         raise UsageError(printable(redactor.text(one_line_text(exc))))
 
@@ -239,7 +258,7 @@ def one_line_text(exc):
     return " ".join(str(exc).splitlines())
 
 
-def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
+def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     args = build_parser().parse_args(argv)
     if args.out is None and not args.dry_run:
         raise UsageError("--out is required (or use --dry_run)")
@@ -247,8 +266,9 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
         raise UsageError("--restart and --adopt exclude each other")
     key_env = args.api_key_env or DEFAULT_KEY_ENV
     key = (environ.get(key_env) or "").strip() or None
+    key_state = "is not set" if environ.get(key_env) is None else "is empty"
     if args.api_key_env and key is None:
-        raise UsageError("--api_key_env %s: that environment variable is not set" % key_env)
+        raise UsageError("--api_key_env %s: that environment variable %s" % (key_env, key_state))
     if key is not None and any(ord(char) < 33 or 127 <= ord(char) < 160 or ord(char) > 255
                                for char in key):
         raise UsageError("the API key in $%s holds a space, a control character or a "
@@ -259,7 +279,11 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
     if not args.api_url.lower().startswith(("http://", "https://")):
         raise UsageError("--api_url must start with http:// or https:// (got %s)"
                          % args.api_url)
-    extra_body = parse_extra_body(args.extra_body)
+    if origin(chat_url(args.api_url)) is None:
+        raise UsageError("--api_url %s is not the URL of a host (and port) generate.py can ask "
+                         "(no user:password@ in it: the key goes in $%s)"
+                         % (without_credentials(args.api_url), key_env))
+    extra_body = parse_extra_body(args.extra_body, args.no_thinking)
     system_override = (read_system_prompt(args.system_prompt_file)
                        if args.system_prompt_file else None)
     run_dir = None
@@ -281,7 +305,10 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
                                  _input_sha256(args.input), VERSION)
         guard = OutputGuard(args.out, redactor.value(record), args.restart, args.adopt)
         state = guard.check()
-    for note in input_notes(scan, system_override is not None):
+    notes = input_notes(scan, system_override is not None)
+    if key is None and key_state == "is empty":
+        notes.append("$%s is set but empty: requests carry no Authorization header" % key_env)
+    for note in notes:
         stderr.write("generate.py: note: %s\n" % printable(note))
 
     input_ids = set(scan.ids)
@@ -293,14 +320,15 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
                         {"temperature": args.temperature, "max_tokens": args.max_tokens,
                          "top_p": args.top_p},
                         extra_body, system_override, args.retries, args.backoff,
-                        BACKOFF_CAP_S, key)
+                        BACKOFF_CAP_S, key, keep_reasoning=not args.drop_reasoning)
 
     if args.dry_run:
         return _dry_run(args, settings, state, total, todo, key_env, extra_body,
-                        system_override, stdout)
+                        system_override, stdout, key_state)
 
-    run_ = Run(settings, transport or UrllibTransport(args.timeout, redactor=redactor), None,
-               args.concurrency, args.rate_limit, sleep=sleep)
+    transport = transport or ChatTransport(args.timeout, redactor=redactor)
+    run_ = Run(settings, transport, None, args.concurrency, args.rate_limit, sleep=sleep,
+               clock=clock, expected=todo)
     previous = _install_signal_handlers(run_)
     writer = None
     complete = False
@@ -312,7 +340,12 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
         status = _execute(args, run_, writer, progress, state, total, skipped, kept_errors,
                           todo, stdout, stderr)
         complete = status is None
+        if writer.lines:
+            guard.record_output(output_summary(args.out))
     finally:
+        close = getattr(transport, "close", None)
+        if close is not None and not any(thread.is_alive() for thread in run_.threads):
+            close()              # (a worker still asking after a stop keeps its connection)
         if not complete:
             if writer is not None:
                 writer.close()
@@ -322,6 +355,12 @@ def _run(argv, environ, stdout, stderr, transport, sleep, redactor):
         return status
     if not args.evaluate:
         return EXIT_OK
+    answered = len(read_output_state(args.out).results)
+    if not answered:
+        stderr.write("generate.py: not evaluating %s: none of its rows has an answer (every "
+                     "line is an error line); run the same command to ask again\n"
+                     % printable(args.out))
+        return EXIT_USAGE
     benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
         else infer_benchmark(args.input, scan)
     stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n"
@@ -343,7 +382,7 @@ def _input_sha256(path):
 
 
 def _dry_run(args, settings, state, total, todo, key_env, extra_body, system_override,
-             stdout):
+             stdout, key_state):
     """Print the first request (key hidden); nothing is sent or written."""
     first = next(pending_rows(args.input, args.sample_count, state,
                               not args.no_retry_errors), None)
@@ -356,7 +395,7 @@ def _dry_run(args, settings, state, total, todo, key_env, extra_body, system_ove
                       else system, user, settings.sampling, extra_body)
     row_text = "first of %d row%s to ask (id %s)" % (todo, "" if todo == 1 else "s", index_id)
     stdout.write(printable(dry_run_text(settings.url, settings.headers, body, key_env,
-                                        row_text)) + "\n")
+                                        row_text, key_state)) + "\n")
     return EXIT_OK
 
 
@@ -392,7 +431,7 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
                          "lines are all there; the evaluators use an id's result line)"
                          % (args.out, getattr(exc, "strerror", None) or exc))
     for line in summary_lines(args.out, args.model, total, skipped, kept_errors,
-                              run_.stats, wall, dropped):
+                              run_.stats, wall, dropped, args.max_tokens):
         stdout.write(printable(line) + "\n")
     if run_.signal is not None:
         return SIGNAL_STATUS.get(run_.signal, 1)

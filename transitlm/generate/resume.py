@@ -9,6 +9,8 @@ and undo what a run that stops before any answer created.
   records this command's settings for it, ``--restart`` discards it.
 - ``--restart`` removes --out and its sidecar (those two files only) before
   the first request, whatever --out held.
+- After a run that wrote lines, the sidecar is written again with what the
+  output holds (``record_output``).
 - --out's missing parent folders are created.
 - A run that stops (fatal answer, signal, error) before writing any line
   removes what it created: the output file, the sidecar (or puts back the
@@ -129,6 +131,13 @@ class OutputGuard(object):
             except InputError as exc:
                 raise UsageError(str(exc))
             self.sidecar_written = True
+
+    def record_output(self, output):
+        """Write the sidecar again with what the output now holds (a dict)."""
+        try:
+            write_settings(self.out, self.record, output)
+        except InputError as exc:
+            raise UsageError(str(exc))
 
     def _make_folders(self, folder):
         try:

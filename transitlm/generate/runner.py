@@ -4,8 +4,10 @@
   benchmark) and the rows to ask for;
 - the output file: what an existing one holds (resuming), appending whole
   lines, compacting to one line per id;
-- the run: worker threads that ask for each row (``ask_row``, with the
-  retries of ``transitlm.generate.chat``), a shared rate limit, counters, the progress
+- the run: worker threads that ask for each row (``ask_row``: the request of
+  ``transitlm.generate.chat``, retried as ``transitlm.generate.failures``
+  and ``transitlm.generate.waits`` say), the first answers held until they
+  show the server is configured (``FirstAnswers``), counters, the progress
   line and the end-of-run summary.
 
 Standard library only; Python 3.8+.
@@ -23,10 +25,13 @@ import time
 from common import raise_csv_field_limit
 from transitlm.catalog import benchmark_of_task
 from transitlm.files import OutputFile
-from transitlm.bounded_json import loads_bounded
-from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
-                            classify_status, header_value, one_line, parse_completion,
-                            parse_retry_after, redirect_message, server_message, token_count)
+from transitlm.bounded_json import finite, loads_bounded
+from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, build_body,
+                                     one_line, parse_completion, redirect_message,
+                                     server_message, token_count)
+from transitlm.generate.failures import (FIRST_ANSWERS, SAME_ANSWER_REPEATS, FirstAnswers,
+                                         classify_status, fixed_answer, refuses_the_row)
+from transitlm.generate.waits import RateLimiter, backoff_delay, server_wait
 
 ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
@@ -343,18 +348,28 @@ def _parse_output_line(line, path, line_no):
     """-> (id, is_result) or None for a blank line; UsageError for a foreign line
     (not a JSON object with an id and generate_results or error, nested too
     deep, too large: see transitlm.bounded_json)."""
+    obj = _output_line(line, path, line_no)
+    return None if obj is None else (_line_id(obj), "generate_results" in obj)
+
+
+def _output_line(line, path, line_no):
+    """An --out line -> its object (None for a blank line); UsageError for a
+    foreign line (not strict JSON -- generate.py never writes NaN --, not an
+    object with an id and generate_results or error, nested too deep, too
+    large: see transitlm.bounded_json)."""
     if not line.strip():
         return None
+    reason = ""
     try:
-        obj = loads_bounded(line)
-    except ValueError:
-        obj = None
-    index_id = _line_id(obj) if isinstance(obj, dict) else None
-    if index_id is None or not ("generate_results" in obj or "error" in obj):
-        raise UsageError("%s line %d is not a result or error line of generate.py; "
+        obj = loads_bounded(line, strict=True)
+    except ValueError as exc:
+        obj, reason = None, " (%s)" % exc
+    if not isinstance(obj, dict) or _line_id(obj) is None \
+            or not ("generate_results" in obj or "error" in obj):
+        raise UsageError("%s line %d is not a result or error line of generate.py%s; "
                          "refusing to add to it (choose another --out, or --restart)"
-                         % (path, line_no))
-    return index_id, "generate_results" in obj
+                         % (path, line_no, reason))
+    return obj
 
 
 def read_output_state(path):
@@ -394,24 +409,32 @@ def drop_partial_line(path, state):
         state.partial_bytes = 0
 
 
+def _chosen_lines(path, describe=None):
+    """The line the evaluators use for each id of ``path``: its first result
+    line, else its last error line -> ({id: (line number, is_result, what
+    ``describe(line's object)`` says)}, the number of lines)."""
+    keep = {}
+    total = 0
+    with open(path, "rb") as handle:
+        for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
+            obj = _output_line(line, path, line_no)
+            if obj is None:
+                continue
+            total += 1
+            index_id, is_result = _line_id(obj), "generate_results" in obj
+            kept = keep.get(index_id)
+            if kept is None or not kept[1]:      # a result line, once kept, stays
+                keep[index_id] = (line_no, is_result, describe(obj) if describe else None)
+    return keep, total
+
+
 def compact_output(path):
     """Rewrite ``path`` with exactly one line per id, in file order: an id's first
     result line, else its last error line.  Goes through a temporary file in the
     same folder and an atomic rename, so a kill leaves the old or the new file.
     Returns the number of lines dropped."""
-    keep = {}                     # id -> (line number, is_result)
-    total = 0
-    with open(path, "rb") as handle:
-        for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
-            parsed = _parse_output_line(line, path, line_no)
-            if parsed is None:
-                continue
-            total += 1
-            index_id, is_result = parsed
-            kept = keep.get(index_id)
-            if kept is None or not kept[1]:      # a result line, once kept, stays
-                keep[index_id] = (line_no, is_result)
-    chosen = set(line_no for line_no, _ in keep.values())
+    keep, total = _chosen_lines(path)
+    chosen = set(line_no for line_no, _, _ in keep.values())
     with OutputFile(path, binary=True, keep_mode=True, durable=True) as out, \
             open(path, "rb") as handle:
         for line_no, (_, line) in enumerate(_whole_lines(handle, path), 1):
@@ -420,12 +443,41 @@ def compact_output(path):
     return total - len(keep)
 
 
+MAX_MODEL_NAMES = 20           # model names counted apart in output_summary
+
+
+def output_summary(path):
+    """What the output holds, an id at a time as the evaluators read it (for
+    the settings sidecar and run.json): ids, answered, failed, empty answers,
+    answers cut by the token limit (finish_reason "length", empty or not) and
+    the model names the answer lines record (at most MAX_MODEL_NAMES, the
+    rest counted as "(other names)")."""
+    def describe(obj):
+        model = obj.get("model")
+        return ("error" in obj and "finish_reason" in obj, obj.get("finish_reason") == "length",
+                model if isinstance(model, str) else None)
+    keep, _ = _chosen_lines(path, describe)
+    summary = {"ids": len(keep), "answered": 0, "failed": 0, "empty_answers": 0,
+               "cut_by_token_limit": 0, "models": {}}
+    for _, is_result, (empty, cut, model) in keep.values():
+        summary["answered" if is_result else "failed"] += 1
+        summary["empty_answers"] += empty
+        summary["cut_by_token_limit"] += cut
+        if is_result and model is not None:
+            models = summary["models"]
+            if model not in models and len(models) >= MAX_MODEL_NAMES:
+                model = "(other names)"
+            models[model] = models.get(model, 0) + 1
+    return summary
+
+
 class LineWriter(object):
     """Appends whole JSON lines to the output file, one write() each, from any
     thread.  O_APPEND and a single write per line mean a kill never leaves half
     a line behind a whole one; after close() further lines are dropped.  Every
     string of a line (and every key) has the secret of ``redactor`` taken out,
-    whatever part of a server's answer it came from.  ``lines`` counts the
+    whatever part of a server's answer it came from, and a NaN or infinite
+    number is written as null (a line is strict JSON).  ``lines`` counts the
     lines written."""
 
     def __init__(self, path, redactor=None):
@@ -439,7 +491,9 @@ class LineWriter(object):
             raise UsageError("cannot write output file %s: %s" % (path, exc.strerror or exc))
 
     def write(self, obj):
-        data = (json.dumps(self.redactor.value(obj), ensure_ascii=True) + "\n").encode("ascii")
+        # Strict JSON: a NaN or infinite number a server sent (in usage, say) becomes null.
+        data = (json.dumps(finite(self.redactor.value(obj)), ensure_ascii=True,
+                           allow_nan=False) + "\n").encode("ascii")
         with self.lock:
             if self.closed:
                 return False
@@ -461,32 +515,6 @@ class LineWriter(object):
 # The run
 # ---------------------------------------------------------------------------
 
-class RateLimiter(object):
-    """At most ``rate`` request starts per second across threads (None: no limit),
-    and a shared pause after a Retry-After."""
-
-    def __init__(self, rate, clock=time.monotonic):
-        self.interval = 1.0 / rate if rate else 0.0
-        self.clock = clock
-        self.lock = threading.Lock()
-        self.next_start = 0.0
-        self.paused_until = 0.0
-
-    def reserve(self):
-        """Book the next start -> seconds to wait before sending."""
-        with self.lock:
-            now = self.clock()
-            start = max(now, self.next_start, self.paused_until)
-            if self.interval:
-                self.next_start = start + self.interval
-            return start - now
-
-    def pause(self, seconds):
-        """No request starts for ``seconds`` (the server asked, Retry-After)."""
-        with self.lock:
-            self.paused_until = max(self.paused_until, self.clock() + seconds)
-
-
 class Stats(object):
     """Counters shared by the worker threads."""
 
@@ -498,8 +526,11 @@ class Stats(object):
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.total_tokens = 0
+        self.empty = 0            # answers without text (counted in failed too)
+        self.cut = 0              # answers cut by the token limit (finish_reason "length")
         self.in_flight = 0
         self.http_answers = 0     # answers with an HTTP status, any status
+        self.ok_answers = 0       # 2xx answers
 
     @property
     def done(self):
@@ -515,7 +546,7 @@ class Settings(object):
     """Everything a worker needs besides the row."""
 
     def __init__(self, url, headers, model, sampling, extra_body, system_override,
-                 retries, backoff_base, backoff_cap, key):
+                 retries, backoff_base, backoff_cap, key, keep_reasoning=True):
         self.url = url
         self.headers = headers
         self.model = model
@@ -526,6 +557,7 @@ class Settings(object):
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.key = key
+        self.keep_reasoning = keep_reasoning
         self.redactor = Redactor(key)
         # The URL as messages show it: user info (a password) left out.
         self.shown_url = re.sub(r"//[^/@]*@", "//", url)
@@ -533,68 +565,146 @@ class Settings(object):
 
 def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
             rng=random.random):
-    """Ask for one row, retrying what may heal -> the output line (a dict), or
-    None when the run was stopped first.  Raises FatalAnswer on 401/403/404
-    and on a redirect that was not followed (3xx).  Every text quoted from
-    the server has the key taken out (``settings.redactor``)."""
+    """Ask for one row, retrying what may heal -> (the output line (a dict),
+    the refusal it is: (status, message) when it is the server's fixed
+    refusal (failures.FirstAnswers), else None), or (None, None) when the
+    run was stopped first.  Raises FatalAnswer on 401/403/404, on a redirect
+    that was not followed (3xx) and when no request of the run has had any
+    answer by the time this row gives up.  Every text quoted from the
+    server has the key taken out (``settings.redactor``).
+
+    A 429 pauses every thread (``RateLimiter.throttled``); it does not use up
+    one of this row's ``retries`` when another request was answered since
+    this row's previous 429 (the server's limit lets the run go on)."""
     if settings.system_override is not None:
         system = settings.system_override
     data = json.dumps(build_body(settings.model, system, user, settings.sampling,
                                  settings.extra_body), ensure_ascii=False).encode("utf-8")
-    attempt = 0
+    attempt = charged = 0
+    answered_at_429 = stats.ok_answers
+    previous, same = None, 0          # the last 5xx answer (status, body), how often in a row
     while True:
         delay = limiter.reserve()
         if wait(delay):
-            return None
+            return None, None
         stats.add(in_flight=1)
         try:
             answer = transport.post(settings.url, data, settings.headers)
         finally:
             stats.add(in_flight=-1)
         attempt += 1
-        retry_after = None
+        charge, delay = True, None
         if answer.status is None:
             problem = answer.failure
         else:
             stats.add(http_answers=1)
             kind = classify_status(answer.status)
             if kind == "ok":
+                stats.add(ok_answers=1)
+                limiter.answered()
                 try:
-                    text, finish_reason, usage, model = parse_completion(answer.body)
+                    completion = parse_completion(answer.body)
                 except ValueError as exc:
                     problem = "HTTP %d but %s" % (answer.status, exc)
                 else:
-                    return {OUTPUT_ID: index_id, "generate_results": text,
-                            "model": model or settings.model, "finish_reason": finish_reason,
-                            "usage": usage, "latency_s": round(answer.latency, 3),
-                            "attempts": attempt}
+                    return answer_line(index_id, settings, completion, answer, attempt), None
             elif kind == "redirect":
                 raise FatalAnswer(redirect_message(answer, settings.url, settings.redactor))
             else:
                 message = server_message(answer.body, settings.redactor)
                 problem = "HTTP %d: %s" % (answer.status, message)
                 if kind == "fatal":
-                    raise FatalAnswer(problem)
+                    raise FatalAnswer(fatal_message(answer.status, message, settings))
                 if kind == "row_error":
-                    return error_line(index_id, settings.model, problem, answer, attempt)
-                retry_after = parse_retry_after(header_value(answer.headers, "Retry-After"))
-        if attempt > settings.retries:
+                    refusal = (None if refuses_the_row(answer.body)
+                               else (answer.status, message))
+                    return error_line(index_id, settings.model, problem, answer,
+                                      attempt), refusal
+                if answer.status == 429:
+                    delay = limiter.throttled(server_wait(answer.headers))
+                    charge = stats.ok_answers == answered_at_429
+                    answered_at_429 = stats.ok_answers
+                else:
+                    delay = server_wait(answer.headers)
+                    if delay is not None:
+                        limiter.pause(delay)     # every thread holds off, not only this one
+                if fixed_answer(answer.status):
+                    same = same + 1 if (answer.status, answer.body) == previous else 1
+                    previous = (answer.status, answer.body)
+                    if same >= SAME_ANSWER_REPEATS:
+                        text = "%s (the same answer %d times: not retried)" % (problem, same)
+                        return (error_line(index_id, settings.model, text, answer, attempt),
+                                (answer.status, message))
+        charged += charge
+        if charged > settings.retries:
             if answer.status is None and stats.http_answers == 0:
                 # Nothing has answered at all: a wrong URL or a server that is
                 # down, not one row's bad luck; every row would fail the same way.
-                raise FatalAnswer("cannot reach %s: %s (%d attempt%s, no answer yet in "
-                                  "this run)" % (settings.shown_url, problem, attempt,
-                                                 "" if attempt == 1 else "s"))
+                raise FatalAnswer(unreachable_message(answer, attempt, settings))
             text = "%s (gave up after %d attempts)" % (problem, attempt)
-            return error_line(index_id, settings.model, text, answer, attempt)
+            return error_line(index_id, settings.model, text, answer, attempt), None
         stats.add(retries=1)
-        if retry_after is not None:
-            limiter.pause(retry_after)     # every thread holds off, not only this one
-            delay = retry_after
-        else:
-            delay = backoff_delay(attempt - 1, settings.backoff_base, settings.backoff_cap, rng)
+        if delay is None:
+            delay = backoff_delay(charged - 1, settings.backoff_base, settings.backoff_cap, rng)
         if wait(delay):
-            return None
+            return None, None
+
+
+def fatal_message(status, message, settings):
+    """Why a 401, 403 or 404 stops the run: the URL, the status, the server's words."""
+    hint = ("is --api_url right, and --model a model it serves?" if status == 404
+            else "check the key (--api_key_env) and the account's access")
+    return "%s answered HTTP %d: %s (%s)" % (settings.shown_url, status, message, hint)
+
+
+def unreachable_message(answer, attempts, settings):
+    """Why a run stops when no request had any answer."""
+    tries = "%d attempt%s, no request of this run answered" % (attempts,
+                                                                "" if attempts == 1 else "s")
+    if answer.no_connection:         # "cannot connect: REASON", "cannot connect within N s"
+        reason = answer.failure[len("cannot connect"):]
+        return "cannot connect to %s%s (%s)" % (settings.shown_url, reason, tries)
+    return "%s: %s (%s)" % (settings.shown_url, answer.failure, tries)
+
+
+def refusal_message(stopped, settings):
+    """Why a run stops when its first rows were all refused alike."""
+    status, message, rows = stopped
+    repeated = (" (each asked %d times, the same answer each time)" % SAME_ANSWER_REPEATS
+                if status >= 500 else "")
+    return ("%s refused the first %s alike%s, HTTP %d: %s; nothing was written: check "
+            "--model, --api_url, the API key and --extra_body"
+            % (settings.shown_url, "row" if rows == 1 else "%d rows" % rows, repeated, status,
+               message))
+
+
+def answer_line(index_id, settings, completion, answer, attempts):
+    """The output line of a 200 answer: a result, or an error line when the
+    model's text is empty (a rerun asks again)."""
+    line = {OUTPUT_ID: index_id}
+    if completion.text.strip():
+        line["generate_results"] = completion.text
+    else:
+        line["error"] = empty_answer_message(completion)
+        line["http_status"] = answer.status
+    if completion.reasoning is not None and settings.keep_reasoning:
+        line["reasoning"] = completion.reasoning
+    line.update({"model": completion.model or settings.model,
+                 "finish_reason": completion.finish_reason, "usage": completion.usage,
+                 "latency_s": round(answer.latency, 3), "attempts": attempts})
+    return line
+
+
+def empty_answer_message(completion):
+    if completion.finish_reason == "length":
+        text = ("empty answer: the token limit was reached before any answer text "
+                "(finish_reason \"length\"); raise --max_tokens")
+    else:
+        text = "empty answer (finish_reason %s)" % one_line(json.dumps(completion.finish_reason),
+                                                            60)
+    if completion.reasoning:
+        text += " (after %d characters of reasoning)" % len(completion.reasoning)
+    return text
 
 
 def error_line(index_id, model, message, answer, attempts):
@@ -608,13 +718,16 @@ class Run(object):
     ask the model and append each answer to the output file."""
 
     def __init__(self, settings, transport, writer, concurrency, rate_limit,
-                 clock=time.monotonic, sleep=None):
+                 clock=None, sleep=None, expected=None):
         self.settings = settings
         self.transport = transport
         self.writer = writer
         self.concurrency = concurrency
         self.stats = Stats()
-        self.limiter = RateLimiter(rate_limit, clock)
+        self.limiter = RateLimiter(rate_limit, clock or time.monotonic, settings.backoff_base,
+                                   settings.backoff_cap)
+        # the rows this run asks for (None: unknown), for the first answers' check
+        self.first_answers = FirstAnswers(FIRST_ANSWERS if expected is None else expected)
         self.stop = threading.Event()
         self.fatal = None
         self.signal = None
@@ -643,35 +756,47 @@ class Run(object):
                 return
             index_id, system, user = item
             try:
-                line = ask_row(index_id, system, user, self.settings, self.transport,
-                               self.limiter, self.stats, self.wait)
+                line, refusal = ask_row(index_id, system, user, self.settings, self.transport,
+                                        self.limiter, self.stats, self.wait)
             except FatalAnswer as exc:
-                if self.fatal is None:
-                    self.fatal = str(exc)
-                self.stop.set()
+                self._stop_with(str(exc))
                 return
             except Exception as exc:   # a bug must not hang the run: record, go on
-                line = {OUTPUT_ID: index_id, "model": self.settings.model,
-                        "error": "generate.py failed on this row: %s: %s"
-                        % (type(exc).__name__,
-                           one_line(self.settings.redactor.text(str(exc))))}
+                line, refusal = {OUTPUT_ID: index_id, "model": self.settings.model,
+                                 "error": "generate.py failed on this row: %s: %s"
+                                 % (type(exc).__name__,
+                                    one_line(self.settings.redactor.text(str(exc))))}, None
             if line is None:
                 return
-            try:
-                if not self.writer.write(line):
-                    return
-            except OSError as exc:      # disk full, file system gone: nothing to go on with
-                if self.fatal is None:
-                    self.fatal = "cannot write the output file: %s" % (exc.strerror or exc)
-                self.stop.set()
+            lines = self.first_answers.offer(line, refusal)
+            if self.first_answers.stopped is not None:
+                self._stop_with(refusal_message(self.first_answers.stopped, self.settings))
                 return
-            if "error" in line:
-                self.stats.add(failed=1)
-            else:
-                usage = line.get("usage")
-                self.stats.add(answered=1, prompt_tokens=token_count(usage, "prompt_tokens"),
-                               completion_tokens=token_count(usage, "completion_tokens"),
-                               total_tokens=token_count(usage, "total_tokens"))
+            for line in lines:
+                if not self._write(line):
+                    return
+
+    def _stop_with(self, message):
+        if self.fatal is None:
+            self.fatal = message
+        self.stop.set()
+
+    def _write(self, line):
+        """Append one line and count it -> False when the run is to stop."""
+        try:
+            if not self.writer.write(line):
+                return False
+        except OSError as exc:      # disk full, file system gone: nothing to go on with
+            self._stop_with("cannot write the output file: %s" % (exc.strerror or exc))
+            return False
+        usage = line.get("usage")
+        self.stats.add(answered="error" not in line, failed="error" in line,
+                       empty="error" in line and "finish_reason" in line,
+                       cut=line.get("finish_reason") == "length",
+                       prompt_tokens=token_count(usage, "prompt_tokens"),
+                       completion_tokens=token_count(usage, "completion_tokens"),
+                       total_tokens=token_count(usage, "total_tokens"))
+        return True
 
     def start(self):
         for number in range(self.concurrency):
@@ -755,7 +880,8 @@ def progress_text(done, total, retries, completion_tokens, elapsed):
         done, total, rate, eta, retries, tokens)
 
 
-def summary_lines(out_path, model, total, skipped, kept_errors, stats, wall, dropped):
+def summary_lines(out_path, model, total, skipped, kept_errors, stats, wall, dropped,
+                  max_tokens=None):
     """The end-of-run summary (text lines)."""
     asked = stats.done
     rate = asked / wall if wall > 0 else 0.0
@@ -771,6 +897,16 @@ def summary_lines(out_path, model, total, skipped, kept_errors, stats, wall, dro
         ("failed", "%d" % stats.failed,
          "(\"error\" lines in the output; run the same command to retry them)"
          if stats.failed else ""),
+    ]
+    if stats.empty:
+        rows.append(("empty answers", "%d" % stats.empty,
+                     "(no text: failed, asked again by a rerun)"))
+    if stats.cut:
+        rows.append(("cut by the token limit", "%d" % stats.cut,
+                     "(finish_reason \"length\": raise --max_tokens, now %d)" % max_tokens
+                     if max_tokens else "(finish_reason \"length\": the server's own limit; "
+                     "set --max_tokens higher)"))
+    rows += [
         ("retried requests", "%d" % stats.retries, ""),
         ("tokens", "%d" % stats.total_tokens, "(prompt %d, completion %d)"
          % (stats.prompt_tokens, stats.completion_tokens)),

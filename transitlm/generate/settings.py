@@ -11,10 +11,15 @@ their run folder's run.json), the settings that shape an answer:
 
 ``api_url`` is the base URL without user info, query or fragment (never a
 key), ``system_prompt_sha256`` the SHA-256 of --system_prompt_file's text
-(null: the input's system_prompt column, covered by ``input_sha256``).  The
-file is deterministic (no time in it) and written through a temporary file
-and a rename.  A run onto an existing output compares every field of
-``COMPARED``; ``differences`` says which differ.
+(null: the input's system_prompt column, covered by ``input_sha256``),
+``extra_body`` the fields merged into every request (--extra_body, and
+--no_thinking's ``chat_template_kwargs``).  After a run that wrote lines,
+``output`` says what the output holds (``runner.output_summary``: answered,
+failed, empty and cut answers, the model names the server reported).  The
+file is deterministic (no time in it), strict JSON (no NaN: one is refused
+when read back) and written through a temporary file and a rename.  A run
+onto an existing output compares every field of ``COMPARED``;
+``differences`` says which differ.
 
 Standard library only; Python 3.8+.
 """
@@ -75,7 +80,8 @@ def settings_record(model, api_url, system_prompt, temperature, top_p, max_token
 
 
 def settings_text(record):
-    return json.dumps(record, ensure_ascii=True, indent=1, sort_keys=True) + "\n"
+    return json.dumps(record, ensure_ascii=True, indent=1, sort_keys=True,
+                      allow_nan=False) + "\n"
 
 
 def read_settings(out_path):
@@ -94,7 +100,7 @@ def read_settings(out_path):
         raise SettingsFileError("%s is larger than %d bytes: not a settings file of "
                                 "generate.py" % (path, MAX_SETTINGS_BYTES))
     try:
-        value = loads_bounded(data)
+        value = loads_bounded(data, strict=True)
     except ValueError as exc:
         raise SettingsFileError("%s is not a settings file of generate.py (%s)" % (path, exc))
     if not isinstance(value, dict):
@@ -125,6 +131,9 @@ def differences(recorded, current):
     return found
 
 
-def write_settings(out_path, record):
-    """Write the sidecar whole (transitlm.files.OutputFile)."""
+def write_settings(out_path, record, output=None):
+    """Write the sidecar whole (transitlm.files.OutputFile), with ``output``
+    (what the output file holds) when given."""
+    if output is not None:
+        record = dict(record, output=output)
     write_whole(settings_path(out_path), settings_text(record))
