@@ -70,18 +70,6 @@ def east(km):
     return km / KM_PER_DEGREE
 
 
-def toy_network():
-    """A -- B -- C -- D in a row (both directions), 1 km apart on the equator;
-    E is isolated with no hops; X has no coordinates in the file (unknown)."""
-    return common.StationNetwork.from_dict({
-        "A": (east(0), 0.0, ["B"]),
-        "B": (east(1), 0.0, ["A", "C"]),
-        "C": (east(2), 0.0, ["B", "D"]),
-        "D": (east(3), 0.0, ["C"]),
-        "E": (east(10), 0.0, []),
-    })
-
-
 def route(**fields):
     """A route object with sensible defaults (A -> D on one line)."""
     base = {"station_sequence": ["A", "B", "C", "D"], "line_sequence": ["地铁1号线(A--D)"],
@@ -488,13 +476,6 @@ def hostile_runs(folder):
     return runs
 
 
-def run_compare_process(argv, timeout=60, cwd=None):
-    """compare.py in a fresh process -> (exit status, stdout bytes, stderr bytes)."""
-    done = subprocess.run([sys.executable, COMPARE] + list(argv), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
-    return done.returncode, done.stdout, done.stderr
-
-
 # ---------------------------------------------------------------------------
 # Evaluator pages: hand-made details lines and reports following the
 # run-folder contract, on a five-stop network
@@ -542,52 +523,6 @@ def page_error_row(row, message="prediction is not valid JSON"):
             "failed_round": None, "failure_codes": ["error.invalid_json"], "city": "深圳",
             "in_funnel": True, "origin": PAGE_ORIGIN, "destination": PAGE_DESTINATION,
             "prediction_routes": None, "label_routes": None}
-
-
-def page_records(benchmark):
-    records = [
-        page_record(1, []),
-        page_record(2, ["reachability.not_connected"], reachable=False, exact=False,
-                    prediction_routes={"first": page_route(["bus-1", "bus-3", "bus-404"])}),
-        page_record(3, ["overlap.stations"], exact=False, city="深圳"),
-        page_record(4, ["accuracy.distance"], accurate=False),
-        page_error_row(5),
-        page_record(6, []),
-    ]
-    if benchmark == "personalized":
-        for record in records:
-            if record["status"] == "evaluated":
-                record.update(req_type=2 if record["row"] % 2 else 5, compliant=True,
-                              compliant_reason="ok", label_compliant=True)
-        records[5].update(compliant=False, compliant_reason="2 transfers, label 1")
-        records[5]["failure_codes"] = ["preference.fewer_transfers"]
-    if benchmark == "diversity":
-        for record in records:
-            if record["status"] == "evaluated":
-                record["prediction_routes"]["second"] = page_route(["bus-2", "bus-3", "bus-4"])
-                record["prediction_routes"]["third"] = page_route(["bus-1", "bus-2"])
-                record.update(routes={"first": {"reachable": True, "reachable_reason": "r",
-                                                "score": 1.0}},
-                              best_match="first", rd=0.5, route_count=3, rd_label=0.4,
-                              label_route_count=3, all_routes_reachable=True,
-                              label_first_score=1.0)
-    if benchmark == "general_llm":
-        for record in records:
-            if record["status"] == "evaluated":
-                record["prediction_routes"] = {"first": page_route(["甲", "乙"])}
-                record["label_routes"] = {"first": page_route(["甲", "丁"])}
-                # Ids without the bus- prefix: found through the fallback.
-                record["match_details"] = [
-                    {"line_query": "1号线", "line_name": "1号线", "boarding_query": "甲",
-                     "boarding_name": "甲站", "boarding_stop_id": "1",
-                     "alighting_query": "乙", "alighting_name": "乙站",
-                     "alighting_stop_id": "3"}]
-        records.append({"row": 7, "index_id": "id7", "status": "no_response",
-                        "error": "empty prediction", "failed_round": None,
-                        "failure_codes": ["no_response"], "city": None, "in_funnel": True,
-                        "origin": None, "destination": None, "prediction_routes": None,
-                        "label_routes": None})
-    return records
 
 
 def page_report(benchmark, records):
@@ -799,13 +734,6 @@ def run_frames(folder, frames, height=700):
                           stderr=subprocess.PIPE, timeout=BROWSER_TIMEOUT_S)
     return frames_found(done.stdout.decode("utf-8", "replace"),
                         done.stderr.decode("utf-8", "replace"))
-
-
-def run_chromium(url, user_dir, *flags):
-    """Run headless Chromium on a file URL -> (stdout, stderr)."""
-    done = subprocess.run(chromium_command(url, user_dir, *flags), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=BROWSER_TIMEOUT_S)
-    return (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------------------

@@ -5,12 +5,24 @@ Every expected figure is computed by hand (see the comments)."""
 
 import unittest
 
-from tests.support import SHENZHEN, common, east, route, toy_network
+from tests.support import SHENZHEN, common, east, route
 from common import bigram_jaccard, city_code_of, strip_line_suffix
 import transitlm.terminal  # noqa: E402
 from general_llm import route_eval
 
 REF, PAPER = common.REFERENCE, common.PAPER
+
+
+def toy_network():
+    """A -- B -- C -- D in a row (both directions), 1 km apart on the equator;
+    E is isolated with no hops; X has no coordinates in the file (unknown)."""
+    return common.StationNetwork.from_dict({
+        "A": (east(0), 0.0, ["B"]),
+        "B": (east(1), 0.0, ["A", "C"]),
+        "C": (east(2), 0.0, ["B", "D"]),
+        "D": (east(3), 0.0, ["C"]),
+        "E": (east(10), 0.0, []),
+    })
 
 
 class DistanceParsing(unittest.TestCase):

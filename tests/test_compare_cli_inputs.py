@@ -9,16 +9,24 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 from unittest import mock
 
 from tests.support import (
-    STATIONS_SHA256 as STATIONS, benchmark_records, digest, run_compare, run_compare_process,
-    write_run)
+    COMPARE, STATIONS_SHA256 as STATIONS, benchmark_records, digest, run_compare, write_run)
 from transitlm.compare import run_folders as runs
 
 FORMATS = ("text", "markdown", "latex", "csv")
+
+
+def run_compare_process(argv, timeout=60, cwd=None):
+    """compare.py in a fresh process -> (exit status, stdout bytes, stderr bytes)."""
+    done = subprocess.run([sys.executable, COMPARE] + list(argv), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
+    return done.returncode, done.stdout, done.stderr
 
 
 class TempDirTest(unittest.TestCase):

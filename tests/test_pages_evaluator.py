@@ -24,8 +24,54 @@ import transitlm.pages.maps
 import transitlm.pages.static
 from tests.support import (  # the run-folder fixtures, under the names these tests use
     EVALUATORS, REPO, external_references, page_error_row as error_row,
-    page_network as network, page_record as evaluated, page_records as fixture_records,
+    page_network as network, page_record as evaluated,
     page_report as fixture_report, page_route as route, parse_page, write_details)
+
+
+def fixture_records(benchmark):
+    records = [
+        evaluated(1, []),
+        evaluated(2, ["reachability.not_connected"], reachable=False, exact=False,
+                    prediction_routes={"first": route(["bus-1", "bus-3", "bus-404"])}),
+        evaluated(3, ["overlap.stations"], exact=False, city="深圳"),
+        evaluated(4, ["accuracy.distance"], accurate=False),
+        error_row(5),
+        evaluated(6, []),
+    ]
+    if benchmark == "personalized":
+        for record in records:
+            if record["status"] == "evaluated":
+                record.update(req_type=2 if record["row"] % 2 else 5, compliant=True,
+                              compliant_reason="ok", label_compliant=True)
+        records[5].update(compliant=False, compliant_reason="2 transfers, label 1")
+        records[5]["failure_codes"] = ["preference.fewer_transfers"]
+    if benchmark == "diversity":
+        for record in records:
+            if record["status"] == "evaluated":
+                record["prediction_routes"]["second"] = route(["bus-2", "bus-3", "bus-4"])
+                record["prediction_routes"]["third"] = route(["bus-1", "bus-2"])
+                record.update(routes={"first": {"reachable": True, "reachable_reason": "r",
+                                                "score": 1.0}},
+                              best_match="first", rd=0.5, route_count=3, rd_label=0.4,
+                              label_route_count=3, all_routes_reachable=True,
+                              label_first_score=1.0)
+    if benchmark == "general_llm":
+        for record in records:
+            if record["status"] == "evaluated":
+                record["prediction_routes"] = {"first": route(["甲", "乙"])}
+                record["label_routes"] = {"first": route(["甲", "丁"])}
+                # Ids without the bus- prefix: found through the fallback.
+                record["match_details"] = [
+                    {"line_query": "1号线", "line_name": "1号线", "boarding_query": "甲",
+                     "boarding_name": "甲站", "boarding_stop_id": "1",
+                     "alighting_query": "乙", "alighting_name": "乙站",
+                     "alighting_stop_id": "3"}]
+        records.append({"row": 7, "index_id": "id7", "status": "no_response",
+                        "error": "empty prediction", "failed_round": None,
+                        "failure_codes": ["no_response"], "city": None, "in_funnel": True,
+                        "origin": None, "destination": None, "prediction_routes": None,
+                        "label_routes": None})
+    return records
 
 
 def plain(text):
