@@ -18,7 +18,8 @@ test code reads as it did.
 Sections: paths; rows for the evaluators (a toy network); parity goldens;
 compare.py's details lines and run folders; the evaluator pages' run-folder
 fixtures; a parser of HTML pages; Chromium; GTFS feeds; route_eval's line
-table; the route-eval service (its network, its cases, ServerTestCase);
+table; the route-eval service (its network, its cases, ServerTestCase, the
+framing checks every JSON service gets); the reward's rows and chat template;
 generate.py's stand-in and hostile chat servers.
 """
 
@@ -33,6 +34,7 @@ import os
 import random
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -766,17 +768,22 @@ def sample_cases(seed=0):
 
 
 class ServerTestCase(unittest.TestCase):
-    """Runs the service on a free loopback port in a thread."""
+    """Runs a JSON service (transitlm/json_service.py) on a free loopback port
+    in a thread: the route-eval service, unless ``make_server`` says otherwise."""
 
     SERVER_OPTIONS = {}
 
-    def setUp(self):
+    def make_server(self):
+        """The service, bound to 127.0.0.1 on a free port, logging to self.log."""
         from general_llm import server as service
         self.lines = fixture_lines()
         self.stations = fixture_stations()
+        return service.make_server(self.lines, self.stations, "127.0.0.1", 0,
+                                   log=self.log.append, **self.SERVER_OPTIONS)
+
+    def setUp(self):
         self.log = []
-        self.server = service.make_server(self.lines, self.stations, "127.0.0.1", 0,
-                                          log=self.log.append, **self.SERVER_OPTIONS)
+        self.server = self.make_server()
         # A short poll interval keeps shutdown() in tearDown quick.
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.05}, daemon=True)
@@ -817,6 +824,41 @@ class ServerTestCase(unittest.TestCase):
             conn.close()
 
 
+class FramingChecks(object):
+    """Raw exchanges with a JSON service on ``self.port`` (127.0.0.1), for the
+    RFC 9112 framing attacks: a request with a head and a body of one's own,
+    read until the server closes.  ``PATH`` and ``BODY``: a POST route of the
+    service and a valid body for it."""
+
+    PATH = b"/api/eval/route/batch"
+    BODY = b'{"cases": []}'
+
+    def exchange(self, head, body=None, version=b"HTTP/1.1", path=None, method=b"POST"):
+        """Send one request; -> (status, everything the server sent until it closed)."""
+        body = self.BODY if body is None else body
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        try:
+            sock.sendall(method + b" " + (path or self.PATH) + b" " + version
+                         + b"\r\nHost: t\r\n" + head + b"\r\n" + body)
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            sock.close()
+        answer = b"".join(chunks)
+        return int(answer.split(b" ", 2)[1]), answer
+
+    def assertRefused(self, head, status, words, **kwargs):
+        got, answer = self.exchange(head, **kwargs)
+        self.assertEqual(got, status, (head, answer[:300]))
+        self.assertIn(b"Connection: close", answer)      # read to the end: it was closed
+        self.assertIn(words.encode(), answer)
+        self.assertEqual(answer.count(b"HTTP/1.1 "), 1)  # no second request smuggled in
+
+
 def write_fixture_files(folder):
     """station_info.csv and line_info.csv of the fixture network -> their paths."""
     station_path = os.path.join(folder, "station_info.csv")
@@ -834,6 +876,31 @@ def write_fixture_files(folder):
                 [{"station_name": n, "stop_id": i, "x": 0, "y": 0, "station_id": i}
                  for n, i in stations], ensure_ascii=False)])
     return station_path, line_path
+
+
+# ---------------------------------------------------------------------------
+# The reward (transitlm/reward/): the bundled example rows, and a prompt as a
+# trainer's chat template writes it
+# ---------------------------------------------------------------------------
+
+EXAMPLE_FILES = {"single_route": "benchmark1_single_route_example.csv",
+                 "personalized": "benchmark2_personalized_example.csv",
+                 "diversity": "benchmark3_diversity_example.csv",
+                 "general_llm": "general_llm_example.csv"}
+
+
+def example_rows(benchmark):
+    """The rows (dicts) of a benchmark's bundled example file."""
+    with open(os.path.join(REPO, "data", EXAMPLE_FILES[benchmark]), encoding="utf-8",
+              newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def chatml(messages):
+    """Chat messages as a ChatML template renders them for generation (what
+    OpenRLHF's prompt holds, the assistant's turn begun)."""
+    return "".join("<|im_start|>%s\n%s<|im_end|>\n" % (m["role"], m["content"])
+                   for m in messages) + "<|im_start|>assistant\n"
 
 
 # ---------------------------------------------------------------------------

@@ -85,13 +85,18 @@ def csv_rows(path):
             raise InputError("input file %s is not valid CSV: %s" % (path, exc))
 
 
+def blank(cells):
+    """Is a record a blank line (which is not a row)?"""
+    return not cells or (len(cells) == 1 and not cells[0].strip())
+
+
 def data_rows(records, width, limit=None):
     """Non-blank records padded to the header's ``width``, at most ``limit``."""
     count = 0
     for cells in records:
         if limit is not None and count >= limit:
             return
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue   # a blank line is not a row
+        if blank(cells):
+            continue
         count += 1
         yield cells + [""] * (width - len(cells))

@@ -3,8 +3,10 @@ answer's format (the release's files carry one per row, column
 ``system_prompt``; generate.py sends it as the system message).
 
 Used by make_benchmark.py for the files it builds and by make_demo.py for the
-bundled examples, so a model run on either knows the answer format.  The
-texts are data (Chinese and English), kept here as named constants.
+bundled examples, so a model run on either knows the answer format, and by
+``reward.py prepare`` for a training file without system prompts (the
+release's own files: ``benchmark_system_prompt``, in Chinese).  The texts are
+data (Chinese and English), kept here as named constants.
 
 Standard library only; Python 3.8+.
 """
@@ -46,3 +48,16 @@ def system_prompt(kind, lang):
     if kind == "b3":
         route_format = '{"first": %s, "second": {...}, "third": {...}} (each with "route_tag")' % route_format
     return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
+
+
+# The prompt kind of each benchmark (the evaluators' names -> the kinds above).
+BENCHMARK_KINDS = {"single_route": "b1", "personalized": "b2", "diversity": "b3",
+                   "general_llm": "general"}
+# The release's queries are Chinese: a file without system prompts gets these.
+DEFAULT_LANGUAGE = "zh"
+
+
+def benchmark_system_prompt(benchmark, lang=DEFAULT_LANGUAGE):
+    """The system prompt of a benchmark by its evaluator's name
+    (single_route, personalized, diversity, general_llm)."""
+    return system_prompt(BENCHMARK_KINDS[benchmark], lang)
