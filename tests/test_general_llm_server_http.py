@@ -137,6 +137,30 @@ class ConnectionLimitTest(ServerTestCase):
         self.assertEqual(self.request("GET", "/healthz")[0], 200)
 
 
+class NagleTest(ServerTestCase):
+    """An answer goes out as its head, then its body: with Nagle's algorithm
+    on, the body waited for the client's delayed ACK, 40 ms on every request
+    of a keep-alive connection after the first.  Every connection has
+    TCP_NODELAY set."""
+
+    def test_connections_do_not_wait_for_delayed_acks(self):
+        accepted = []
+        get_request = self.server.get_request
+
+        def recording():
+            sock, address = get_request()
+            accepted.append(sock)
+            return sock, address
+        self.server.get_request = recording
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            self.assertEqual(self.request("GET", "/healthz", connection=conn)[0], 200)
+            self.assertEqual(len(accepted), 1)
+            self.assertTrue(accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        finally:
+            conn.close()
+
+
 class LogTest(ServerTestCase):
 
     def raw(self, request_bytes):
