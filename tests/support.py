@@ -810,6 +810,35 @@ class ServerTestCase(unittest.TestCase):
             if connection is None:
                 conn.close()
 
+    def concurrent_posts(self, path, clients, requests, body, expected, timeout=60):
+        """``clients`` threads start together, each posting ``requests`` bodies
+        on its own keep-alive connection: ``body(number, index)`` and the
+        answer ``expected(number, index)`` -> the (client, request, status)
+        of every wrong answer and the client of every exception."""
+        failures = []
+        barrier = threading.Barrier(clients)
+
+        def client(number):
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            try:
+                barrier.wait(timeout)
+                for index in range(requests):
+                    status, _, payload = self.request("POST", path, body(number, index),
+                                                      connection=conn)
+                    if status != 200 or payload != expected(number, index):
+                        failures.append((number, index, status))
+            except Exception as exc:  # reported: the caller's assertion fails
+                failures.append((number, repr(exc)))
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(2 * timeout)
+        return failures
+
     def raw_request(self, method, path, headers):
         """A request with exactly these headers (no automatic Content-Length)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=30)

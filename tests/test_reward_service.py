@@ -247,28 +247,10 @@ class ConcurrencyTest(RewardServerTestCase):
         batches = {(number, index): rows[(number + index) % len(rows):][:1 + index]
                    for number in range(self.CLIENTS) for index in range(self.REQUESTS)}
         expected = {key: self.expected(batch) for key, batch in batches.items()}
-        failures = []
-        barrier = threading.Barrier(self.CLIENTS)
-
-        def client(number):
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-            try:
-                barrier.wait(30)
-                for index in range(self.REQUESTS):
-                    status, _, payload = self.request(
-                        "POST", REWARD, body_of(batches[number, index]), connection=conn)
-                    if status != 200 or payload != expected[number, index]:
-                        failures.append((number, index, status))
-            except Exception as exc:  # reported: the assertion below fails
-                failures.append((number, repr(exc)))
-            finally:
-                conn.close()
-
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(self.CLIENTS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        failures = self.concurrent_posts(
+            REWARD, self.CLIENTS, self.REQUESTS,
+            lambda number, index: body_of(batches[number, index]),
+            lambda number, index: expected[number, index])
         self.assertEqual(failures, [])
         self.assertEqual(len(self.log), self.CLIENTS * self.REQUESTS)
 

@@ -17,6 +17,7 @@ import csv
 
 from common import InputError, raise_csv_field_limit
 
+ID_COLUMNS = ("index_id", "indexid")     # a row's id, as the release and generate.py name it
 # Characters of one input row, its lines together (a row of a test file is a
 # few kilobytes): reading never holds more than this of one row.
 MAX_ROW_CHARS = 16 * 1024 * 1024
@@ -83,6 +84,23 @@ def csv_rows(path):
             raise InputError("input file %s is not UTF-8 text" % path)
         except csv.Error as exc:
             raise InputError("input file %s is not valid CSV: %s" % (path, exc))
+
+
+def header_columns(records, path, required):
+    """The header of a file's records (cells stripped) and the index of its id
+    column; InputError when the file is empty or lacks the id or a
+    ``required`` column."""
+    header = next(records, None)
+    if header is None:
+        raise InputError("input file %s is empty" % path)
+    header = [cell.strip() for cell in header]
+    id_column = next((col for col in ID_COLUMNS if col in header), None)
+    missing = [] if id_column else ["index_id (or indexid)"]
+    missing += [col for col in required if col not in header]
+    if missing:
+        raise InputError("input file %s lacks column(s) %s (has: %s)"
+                         % (path, ", ".join(missing), ", ".join(header)))
+    return header, header.index(id_column)
 
 
 def blank(cells):

@@ -19,11 +19,12 @@ import time
 from common import VERSION, InputError, file_sha256
 from transitlm.bounded_json import loads_bounded
 from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
+from transitlm.csv_rows import MAX_ROW_CHARS
 from transitlm.generate.chat import (BACKOFF_BASE_S, BACKOFF_CAP_S, Redactor, UrllibTransport,
                             build_body, chat_url, request_headers)
 from transitlm.generate.settings import settings_record
 from transitlm.generate.resume import OutputGuard, check_paths
-from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run, Settings,
+from transitlm.generate.runner import (LineWriter, OutputState, ProgressLine, Run, Settings,
                               UsageError, compact_output, drop_partial_line, infer_benchmark,
                               input_notes, pending_rows, read_output_state, run_dir_for,
                               scan_input, summary_lines)

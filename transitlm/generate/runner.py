@@ -22,14 +22,13 @@ from contextlib import closing
 
 from common import InputError
 from transitlm.catalog import benchmark_of_task
-from transitlm.csv_rows import MAX_ROW_CHARS, csv_rows, data_rows
+from transitlm.csv_rows import csv_rows, data_rows, header_columns
 from transitlm.files import OutputFile
 from transitlm.bounded_json import loads_bounded
 from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, backoff_delay, build_body,
                             classify_status, header_value, one_line, parse_completion,
                             parse_retry_after, redirect_message, server_message, token_count)
 
-ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
@@ -81,21 +80,6 @@ class InputScan(object):
         self.label_station_names = False   # a label's stations are names, not stop ids
 
 
-def _header_columns(reader, path):
-    header = next(reader, None)
-    if header is None:
-        raise UsageError("input file %s is empty" % path)
-    header = [cell.strip() for cell in header]
-    id_column = next((col for col in ID_COLUMNS if col in header), None)
-    missing = [] if id_column else ["index_id (or indexid)"]
-    if "sft_prompt" not in header:
-        missing.append("sft_prompt")
-    if missing:
-        raise UsageError("input file %s lacks column(s) %s (has: %s)"
-                         % (path, ", ".join(missing), ", ".join(header)))
-    return header, header.index(id_column)
-
-
 def _whole_number(text):
     try:
         return int((text or "").strip())
@@ -109,7 +93,7 @@ def scan_input(path, sample_count=None):
     seen = set()
     try:
         with closing(csv_rows(path)) as reader:
-            header, i_id = _header_columns(reader, path)
+            header, i_id = header_columns(reader, path, ("sft_prompt",))
             scan.has_system_prompt = "system_prompt" in header
             scan.has_req_type = "req_type" in header
             i_req = header.index("req_type") if scan.has_req_type else None
@@ -162,7 +146,7 @@ def iter_input_rows(path, sample_count=None):
     """Second pass: yield (row number, id, system_prompt or "", sft_prompt), streaming."""
     try:
         with closing(csv_rows(path)) as reader:
-            header, i_id = _header_columns(reader, path)
+            header, i_id = header_columns(reader, path, ("sft_prompt",))
             i_system = header.index("system_prompt") if "system_prompt" in header else None
             i_prompt = header.index("sft_prompt")
             for row_no, cells in enumerate(data_rows(reader, len(header), sample_count), 1):

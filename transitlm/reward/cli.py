@@ -6,6 +6,7 @@ stderr and exit status 2; the service stops on SIGINT/SIGTERM with 130/143.
 Standard library only; Python 3.8+.
 """
 
+import argparse
 import sys
 
 from common import PROTOCOLS, VERSION, InputError
@@ -41,12 +42,22 @@ def _settings_arguments(parser):
                         help="weights of dense and gated, e.g. conn=2,rem=3 (default: 1 each)")
 
 
+USAGE = """commands:
+  serve    [--port 8766] [--host 127.0.0.1] [--read_timeout SECONDS] [--station_info CSV]
+           [--line_info CSV] [--benchmark B] [--protocol P] [--shaping S] [--failure F]
+           [--weights KEY=W,...]
+  prepare  --input CSV --format trl|verl|openrlhf --out FILE.jsonl [--benchmark B]
+           [--split NAME]
+
+'reward.py COMMAND --help' tells more."""
+
+
 def build_parser():
     parser = CommandParser(
-        prog="reward.py",
-        description="The benchmark's own verdicts as a reward for RL trainers (TRL, verl, "
-                    "OpenRLHF): serve it over HTTP, or prepare a release file in a "
-                    "trainer's layout. See docs/reward.md.")
+        prog="reward.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=USAGE,
+        description="The benchmark's own verdicts as a reward for RL trainers (TRL, verl,\n"
+                    "OpenRLHF): serve it over HTTP, or prepare a release file in a trainer's\n"
+                    "layout. See docs/reward.md.")
     parser.add_argument("--version", action="version", version="transitlm " + VERSION,
                         help="print the project's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="{serve,prepare}")

@@ -39,10 +39,9 @@ from contextlib import closing
 
 from common import InputError
 from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
-from transitlm.csv_rows import blank, csv_rows
+from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.generate.chat import build_messages
-from transitlm.inputs import ID_COLUMNS
 from transitlm.networks.prompts import benchmark_system_prompt
 from transitlm.terminal import quoted
 
@@ -73,16 +72,9 @@ class Columns(object):
     """Where a release file holds what prepare reads; InputError when it lacks
     a column the reward needs."""
 
-    def __init__(self, header, path):
-        header = [cell.strip() for cell in header]
+    def __init__(self, records, path):
+        header, self.id = header_columns(records, path, REQUIRED)
         self.width = len(header)
-        self.id = next((header.index(name) for name in ID_COLUMNS if name in header), None)
-        missing = [name for name in REQUIRED if name not in header]
-        if self.id is None:
-            missing.insert(0, "index_id (or indexid)")
-        if missing:
-            raise InputError("input file %s lacks column(s) %s (has: %s)"
-                             % (path, ", ".join(missing), ", ".join(header)))
         self.prompt = header.index("sft_prompt")
         self.label = header.index("sft_label")
         self.system = header.index("system_prompt") if "system_prompt" in header else None
@@ -156,10 +148,7 @@ class Preparer(object):
     def write(self, handle):
         """Read the input and write every row's line to ``handle``."""
         with closing(csv_rows(self.path)) as records:
-            header = next(records, None)
-            if header is None:
-                raise InputError("input file %s is empty" % self.path)
-            columns = Columns(header, self.path)
+            columns = Columns(records, self.path)
             number = 0
             for cells in records:
                 if blank(cells):
