@@ -211,14 +211,15 @@ class SystemPromptTest(PreparedTestCase):
     def test_a_row_without_one_gets_its_benchmarks(self):
         source = self.write_csv("transit-lm-benchmark3-test.csv", (
             "index_id,system_prompt,sft_prompt,sft_label\n"
-            "a,,P,L\nb,Be brief.,Q,M\n"))
+            "a,,P,L\nb,Be brief.,Q,M\nc, ,R,N\n"))
         lines = self.prepared(source, "openrlhf")
         self.assertEqual([line["input"][0]["content"] for line in lines],
-                         [benchmark_system_prompt("diversity"), "Be brief."])
+                         [benchmark_system_prompt("diversity"), "Be brief.",
+                          benchmark_system_prompt("diversity")])
         status, out, err = run_main(["prepare", "--input", source, "--format", "openrlhf",
                                      "--out", self.path("o.jsonl")])
         self.assertEqual((status, err), (0, ""))
-        self.assertIn("1 row had no system prompt", out)
+        self.assertIn("2 rows had no system prompt", out)
 
 
 class CommandTest(PreparedTestCase):
@@ -262,6 +263,8 @@ class CommandTest(PreparedTestCase):
         source = os.path.join(REPO, "data", EXAMPLE_FILES["single_route"])
         out = self.path("new/out.jsonl")
         big = "index_id,sft_prompt,sft_label\na,\"%s\",L\n" % ("x" * 2000)
+        # A copy: were the check broken, the bundled file would be what is overwritten.
+        copy = self.write_csv("copy.csv", "index_id,sft_prompt,sft_label\na,P,L\n")
         cases = [
             (["--input", self.path("missing.csv")], "cannot read input file"),
             (["--input", self.tmp.name], "it is a folder"),
@@ -275,7 +278,7 @@ class CommandTest(PreparedTestCase):
             (["--input", self.write_csv("q.csv", 'index_id,sft_prompt,sft_label\na,"P,L\n')],
              "row 1 has 2 cell(s)"),
             (["--input", self.write_csv("big.csv", big)], "holds more than 1000 characters"),
-            (["--input", source, "--out", source], "would overwrite --input"),
+            (["--input", copy, "--out", copy], "would overwrite --input"),
             (["--input", source, "--out", self.tmp.name], "cannot write"),
             (["--input", source, "--format", "csv"], "invalid choice: 'csv'"),
         ]
@@ -296,7 +299,9 @@ class CommandTest(PreparedTestCase):
                 self.assertFalse(os.path.exists(os.path.dirname(out)))   # nothing left
         self.assertEqual(sorted(os.listdir(self.tmp.name)),
                          sorted(["e.csv", "h.csv", "c.csv", "w.csv", "q.csv", "big.csv",
-                                 "u.csv"]))
+                                 "u.csv", "copy.csv"]))
+        with open(copy, encoding="utf-8") as handle:
+            self.assertEqual(handle.read(), "index_id,sft_prompt,sft_label\na,P,L\n")
 
     def test_as_a_program(self):
         source = os.path.join(REPO, "data", EXAMPLE_FILES["general_llm"])

@@ -171,7 +171,9 @@ class SettingsTest(RewardServerTestCase):
         self.assertEqual(payload["scores"][-1], 0.0)            # scores stay in [0, 1]
         default = openrlhf.reward_func(*body_of(rows).values())
         self.assertNotEqual(payload["rewards"], default["rewards"])
-        self.assertEqual(self.request("GET", "/healthz")[2]["weights"], {"rem": 3.0})
+        health = self.request("GET", "/healthz")[2]
+        self.assertEqual((health["protocol"], health["shaping"], health["failure"],
+                          health["weights"]), ("paper", "gated", -1.0, {"rem": 3.0}))
 
 
 class BadRequestTest(RewardServerTestCase):
