@@ -920,9 +920,29 @@ EXAMPLE_FILES = {"single_route": "benchmark1_single_route_example.csv",
 
 def example_rows(benchmark):
     """The rows (dicts) of a benchmark's bundled example file."""
-    with open(os.path.join(REPO, "data", EXAMPLE_FILES[benchmark]), encoding="utf-8",
-              newline="") as handle:
-        return list(csv.DictReader(handle))
+    return read_csv(os.path.join(REPO, "data", EXAMPLE_FILES[benchmark]))
+
+
+def run_reward(argv, environ=None):
+    """reward.py's command line in-process, with ``environ`` added to the
+    environment -> (exit status, stdout, stderr)."""
+    from transitlm.reward import cli as reward_cli
+    out, err = io.StringIO(), io.StringIO()
+    saved = {name: os.environ.get(name) for name in environ or {}}
+    os.environ.update(environ or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = reward_cli.main(list(argv))
+            except SystemExit as exc:         # argparse usage errors
+                status = exc.code
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+    return status, out.getvalue(), err.getvalue()
 
 
 def chatml(messages):

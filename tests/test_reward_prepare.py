@@ -20,8 +20,6 @@ How each trainer hands a prepared row to the adapter (from its sources):
   log_metric=, and every dataset column but "prompt" as a list.
 """
 
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -30,29 +28,13 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows
+from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines, run_reward
 from transitlm import csv_rows  # noqa: E402
 from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
-from transitlm.reward import cli, openrlhf, prepare, trl, verl  # noqa: E402
+from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
 from transitlm.reward.scoring import score  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "reward.py")
-
-
-def read_lines(path):
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-def run_main(argv):
-    """cli.main in process -> (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(argv)
-        except SystemExit as exc:              # argparse's usage errors
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
 
 
 class PreparedTestCase(unittest.TestCase):
@@ -216,7 +198,7 @@ class SystemPromptTest(PreparedTestCase):
         self.assertEqual([line["input"][0]["content"] for line in lines],
                          [benchmark_system_prompt("diversity"), "Be brief.",
                           benchmark_system_prompt("diversity")])
-        status, out, err = run_main(["prepare", "--input", source, "--format", "openrlhf",
+        status, out, err = run_reward(["prepare", "--input", source, "--format", "openrlhf",
                                      "--out", self.path("o.jsonl")])
         self.assertEqual((status, err), (0, ""))
         self.assertIn("2 rows had no system prompt", out)
@@ -229,14 +211,14 @@ class CommandTest(PreparedTestCase):
     def test_prints_the_next_steps(self):
         source = os.path.join(REPO, "data", EXAMPLE_FILES["single_route"])
         out = self.path("deep/er/b1.jsonl")
-        status, text, err = run_main(["prepare", "--input", source, "--format", "verl",
+        status, text, err = run_reward(["prepare", "--input", source, "--format", "verl",
                                       "--out", out])
         self.assertEqual((status, err), (0, ""))
         self.assertIn("prepared 38 rows of %s for verl: %s" % (source, out), text)
         self.assertIn(prepare.parquet_command(out), text)
         self.assertIn("reward.custom_reward_function.path=%s"
                       % os.path.join(REPO, "transitlm", "reward", "verl.py"), text)
-        status, text, err = run_main(["prepare", "--input", source, "--format", "openrlhf",
+        status, text, err = run_reward(["prepare", "--input", source, "--format", "openrlhf",
                                       "--out", out])
         self.assertIn("--data.input_key input --data.label_key label", text)
 
@@ -291,7 +273,7 @@ class CommandTest(PreparedTestCase):
             with self.subTest(args=args[-1]):
                 argv = ["prepare", "--format", "verl", "--out", out] + args
                 csv_rows.MAX_ROW_CHARS = 1000 if "big.csv" in args[-1] else limit
-                status, text, err = run_main(argv)
+                status, text, err = run_reward(argv)
                 self.assertEqual(status, 2, err)
                 self.assertEqual(text, "")
                 self.assertEqual(len(err.splitlines()), 1, err)

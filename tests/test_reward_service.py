@@ -25,7 +25,7 @@ import threading
 import unittest
 
 from tests.support import (REPO, FramingChecks, ServerTestCase, chatml, example_rows,
-                           write_fixture_files)
+                           run_reward, write_fixture_files)
 from transitlm.reward import openrlhf, service  # noqa: E402
 from transitlm.reward.scoring import score  # noqa: E402
 
@@ -339,6 +339,7 @@ class ScriptTest(unittest.TestCase):
                 self.assertNotIn("Traceback", err)
 
     def test_settings_it_refuses_exit_2_with_one_line(self):
+        # In process: each is refused before the service listens.
         station, _ = write_fixture_files(self.tmp.name)
         os.remove(os.path.join(self.tmp.name, "line_info.csv"))
         cases = [(["--shaping", "steep"], {}, "invalid choice: 'steep'"),
@@ -352,11 +353,13 @@ class ScriptTest(unittest.TestCase):
                   "no line file beside the station file"),
                  (["--read_timeout", "0"], {}, "--read_timeout must be more than 0"),
                  (["--port", "70000"], {}, "cannot listen on 127.0.0.1:70000")]
+        # Were one accepted, the test fails instead of serving for ever.
+        self.addCleanup(setattr, service, "serve_until_stopped", service.serve_until_stopped)
+        service.serve_until_stopped = lambda server, lines: server.server_close() or "served"
         for args, env, words in cases:
             with self.subTest(args=args, env=env):
-                proc = self.start(*args, **env)
-                out, err = proc.communicate(timeout=30)
-                self.assertEqual(proc.returncode, 2, err)
+                status, out, err = run_reward(["serve", "--port", "0"] + args, env)
+                self.assertEqual((status, out), (2, ""), err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertIn(words, err)
 
