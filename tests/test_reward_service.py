@@ -176,6 +176,29 @@ class SettingsTest(RewardServerTestCase):
                           health["weights"]), ("paper", "gated", -1.0, {"rem": 3.0}))
 
 
+class MissingLineFileTest(RewardServerTestCase):
+    """A network without a line file: general-LLM rows cannot be scored, the
+    others can; said at start-up and in a 500 naming the file."""
+
+    def make_server(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        station, line = write_fixture_files(self.tmp.name)
+        os.remove(line)
+        self.SETTINGS = {"station_info": station}
+        self.notes = service.load_scorers(service.checked_settings(**self.SETTINGS))
+        return RewardServerTestCase.make_server(self)
+
+    def test_general_llm_rows_get_a_500(self):
+        self.assertIn("general_llm rows cannot be scored: no line file beside the station "
+                      "file", self.notes[-1])
+        result = self.request("POST", REWARD, body_of(labelled_rows("general_llm", 1)))
+        self.assertError(result, 500, ["cannot score these rows", "no line file"])
+        status, _, payload = self.request("POST", REWARD,
+                                          body_of(labelled_rows("single_route", 1)))
+        self.assertEqual(status, 200, payload)
+
+
 class BadRequestTest(RewardServerTestCase):
     """Every bad request: a 4xx JSON error naming the problem, and the service
     answers the next one."""
