@@ -18,6 +18,9 @@ It runs, into a temporary folder and from copies of the inputs placed there
   breakdowns, JSON and HTML;
 - ``generate.py`` against a stand-in chat server on loopback (answers made
   from the row's label), with ``--evaluate``;
+- ``general_llm/server.py`` on the bundled files: its answers (headers but the
+  date) to fixed requests, good and hostile (framing, limits, bad JSON), its
+  log lines (times left out), and the general-LLM evaluator run through it;
 - ``data/make_demo.py``, ``data/import_gtfs.py`` on a ``../shared/gtfs`` feed
   and ``data/make_benchmark.py`` on its output.
 
@@ -30,11 +33,14 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,13 +77,16 @@ class _Chat(BaseHTTPRequestHandler):
         pass
 
 
-def run(code_dir, work, args, name, results, cwd=None):
-    """Runs one command of code_dir; records its exit status and stdout."""
+def run(code_dir, work, args, name, results, cwd=None, moment=None):
+    """Runs one command of code_dir; records its exit status and stdout
+    (``moment``: text of the moment, such as a port, written as <MOMENT>)."""
     env = dict(os.environ, TRANSITLM_CACHE_DIR="off", PYTHONHASHSEED="0")
     env.pop("OPENAI_API_KEY", None)
     done = subprocess.run([sys.executable] + args, cwd=cwd or work, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = done.stdout.replace(code_dir.encode("utf-8"), b"<CODE>")
+    if moment:
+        out = out.replace(moment.encode("utf-8"), b"<MOMENT>")
     # Wall times and rates are the only text that changes from run to run.
     out = b"\n".join(line for line in out.split(b"\n")
                      if b"wall time" not in line and b"rows/s" not in line)
@@ -219,6 +228,7 @@ def _snapshot(code, work, results):
                          os.path.join("gen", "b1.normalized.jsonl"), "--station_info",
                          os.path.join("in", "station_info.csv"), "--out",
                          os.path.join("gen", "b1.rescored"), "--workers", "1"], "generate/rescored", results)
+    route_eval_service(code, work, results)
     # Data tools.
     run(code, work, [os.path.join(code, "data", "make_demo.py"), "--out", "demo"], "make_demo", results)
     feed = os.path.join(SHARED, "gtfs", "caltrain.zip")
@@ -228,6 +238,128 @@ def _snapshot(code, work, results):
             "import_gtfs", results)
         run(code, work, [os.path.join(code, "data", "make_benchmark.py"), "--network", "caltrain",
                          "--out", "caltrain-bench", "--samples", "20"], "make_benchmark", results)
+
+
+# Requests sent to the route-eval service as raw bytes: (name, request).
+_CASE = ('{"city": "\u5317\u4eac", "start": [116.43, 39.92], "end": [116.34, 39.86], "pred": '
+         '{"line_sequence": ["\u5730\u94c12\u53f7\u7ebf"], "station_name": ["a", "b"], '
+         '"start_transfer_mode": "\u6b65\u884c", "end_transfer_mode": "\u6b65\u884c"}}')
+_BATCH = ('{"cases": [%s, 7, {"city": "x"}]}' % _CASE).encode("utf-8")
+
+
+def _post(body, head=b"", path=b"/api/eval/route/batch", version=b"HTTP/1.1"):
+    length = b"Content-Length: %d\r\n" % len(body) if b"Content-Length" not in head \
+        and b"Transfer-Encoding" not in head else b""
+    return (b"POST " + path + b" " + version + b"\r\nHost: t\r\nConnection: close\r\n" + head
+            + length + b"\r\n" + body)
+
+
+SERVICE_REQUESTS = (
+    ("healthz", b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("head", b"HEAD /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("batch", _post(_BATCH)),
+    ("empty", _post(b'{"cases": []}')),
+    ("malformed", _post(b'{"cases": [')),
+    ("not-utf8", _post(b'\xff\xfe{}')),
+    ("not-object", _post(b'[1, 2]')),
+    ("no-cases", _post(b'{"case": []}')),
+    ("cases-not-list", _post(b'{"cases": {"a": 1}}')),
+    ("deep", _post(b'{"cases": ' + b"[" * 300 + b"]" * 300 + b"}")),
+    ("too-many", _post(b'{"cases": [' + b",".join([b"0"] * 1001) + b"]}")),
+    ("huge-int", _post(b'{"cases": [{"city": "x", "start": [' + b"9" * 5000 + b', 1]}]}')),
+    ("405", b"GET /api/eval/route/batch HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("404", b"GET /nowhere?x=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("501", b"BREW /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("control", b"GET /\x1b[31mred HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("411", b"POST /api/eval/route/batch HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("plus-length", _post(b'{"cases": []}', b"Content-Length: +13\r\n")),
+    ("two-lengths", _post(b'{"cases": []}', b"Content-Length: 13\r\nContent-Length: 13\r\n")),
+    ("te-and-cl", _post(b'{"cases": []}', b"Transfer-Encoding: chunked\r\nContent-Length: 13\r\n")),
+    ("te-gzip", _post(b'{"cases": []}', b"Transfer-Encoding: gzip, chunked\r\n")),
+    ("te-http10", _post(b'{"cases": []}', b"Transfer-Encoding: chunked\r\n", version=b"HTTP/1.0")),
+    ("chunked", _post(b'6\r\n{"case\r\n7\r\ns": []}\r\n0\r\n\r\n', b"Transfer-Encoding: chunked\r\n")),
+    ("bad-chunk", _post(b'zz\r\n', b"Transfer-Encoding: chunked\r\n")),
+    ("huge-length", _post(b"", b"Content-Length: 99999999999\r\n")),
+    ("head-too-large", b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n"),
+    ("bad-field", _post(b'{"cases": []}', b"Content-Length : 13\r\n")),
+)
+
+
+def _exchange(port, request):
+    """Send raw bytes; -> everything answered until the server closed, with
+    the Date header (the time of the moment) left out."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        try:
+            sock.sendall(request)
+        except OSError:
+            pass
+        chunks = []
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        sock.close()
+    return re.sub(rb"\r\nDate: [^\r]*", b"", b"".join(chunks))
+
+
+def route_eval_service(code, work, results):
+    """general_llm/server.py of ``code``: answers, log lines, and the evaluator through it."""
+    log_path = os.path.join(work, "service.log")
+    env = dict(os.environ, TRANSITLM_CACHE_DIR="off", PYTHONHASHSEED="0")
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen([sys.executable, os.path.join(code, "general_llm", "server.py"),
+                                 "--station_info", os.path.join("in", "station_info.csv"),
+                                 "--line_info", os.path.join("in", "line_info.csv"),
+                                 "--port", "0", "--read_timeout", "2"],
+                                cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        port = None
+        for _ in range(300):
+            with open(log_path, encoding="utf-8") as handle:
+                found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", handle.read())
+            if found or proc.poll() is not None:
+                port = found and int(found.group(1))
+                break
+            time.sleep(0.1)
+        if port is None:
+            sys.stderr.write("route-eval service did not start\n")
+            return
+        for name, request in SERVICE_REQUESTS:
+            answer = _exchange(port, request)
+            results["service:" + name] = hashlib.sha256(answer).hexdigest()
+        url = "http://127.0.0.1:%d" % port
+        out = os.path.join("runs", "via-service")
+        run(code, work, [os.path.join(code, "general_llm", "evaluate.py"), "--input",
+                         os.path.join("in", "general_llm_example.csv"), "--station_info",
+                         os.path.join("in", "station_info.csv"), "--line_info",
+                         os.path.join("in", "line_info.csv"), "--api_url", url, "--out", out,
+                         "--workers", "1"], "general_llm/via-service", results, moment=url)
+        for name in os.listdir(os.path.join(work, out)):   # the URL holds a port of the moment
+            path = os.path.join(work, out, name)
+            with open(path, "rb") as handle:
+                data = handle.read()
+            with open(path, "wb") as handle:
+                handle.write(data.replace(url.encode("ascii"), b"<MOMENT>"))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    results["service:exit"] = str(proc.returncode)
+    with open(log_path, encoding="utf-8") as handle:
+        lines = [re.sub(r" [0-9.]+ ms$", " <MS>", line.rstrip("\n")) for line in handle]
+    os.remove(log_path)
+    lines = [re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<PORT>", line) for line in lines]
+    # Requests are answered in order, but the evaluator's batches follow its own clock.
+    results["service:log"] = hashlib.sha256("\n".join(sorted(lines)).encode("utf-8")).hexdigest()
 
 
 def main(argv=None):

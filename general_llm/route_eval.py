@@ -74,48 +74,6 @@ class CaseError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Untrusted JSON text
-# ---------------------------------------------------------------------------
-
-# The tokens of the shape scan: a structural character, or a whole JSON
-# string (skipped, so brackets and commas inside it do not count).  The
-# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` takes seconds
-# and a gigabyte on one 10 MB string.
-_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
-
-
-def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
-    """Scan JSON text, without decoding it, for what would make decoding costly.
-
-    Returns ("too_long", message) when some array holds more than
-    ``max_items`` items (None: no limit), ("too_deep", message) when arrays
-    and objects nest more than ``max_depth`` levels (the json module recurses
-    per level), else None.  Brackets and commas inside strings do not count.
-    The scan stops at the first excess: a 10 MB text of five million tiny
-    items is refused after ``max_items`` steps.  Invalid JSON is not judged
-    here (decoding reports it).
-    """
-    few_commas = max_items is None or text.count(",") < max_items
-    if few_commas and text.count("[") + text.count("{") <= max_depth:
-        return None                      # no array can be too long, nor nesting too deep
-    commas = []                          # per open container: commas so far (None: object)
-    for token in _SHAPE_TOKEN_RE.finditer(text):
-        char = text[token.start()]
-        if char == ",":
-            if max_items is not None and commas and commas[-1] is not None:
-                commas[-1] += 1
-                if commas[-1] >= max_items:
-                    return "too_long", "a list holds more than %d items" % max_items
-        elif char == "[" or char == "{":
-            commas.append(0 if char == "[" else None)
-            if len(commas) > max_depth:
-                return "too_deep", "nested more than %d levels deep" % max_depth
-        elif char != '"' and commas:
-            commas.pop()
-    return None
-
-
-# ---------------------------------------------------------------------------
 # line_info.csv
 # ---------------------------------------------------------------------------
 

@@ -19,9 +19,10 @@ if REPO not in sys.path:
 
 from common import InputError, strip_line_suffix  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
-    MAX_MAP_NAME_CHARS, MAX_MAP_NAMES, LineTable, json_shape_problem, match_station,
-    names_on_lines, normalise_transfer_names)
+    MAX_MAP_NAME_CHARS, MAX_MAP_NAMES, LineTable, match_station, names_on_lines,
+    normalise_transfer_names)
 from tests.support import line_table as table  # noqa: E402
+from transitlm.bounded_json import json_shape_problem  # noqa: E402
 
 T = "【换乘】"
 
@@ -264,7 +265,8 @@ class LineTableLoadTest(unittest.TestCase):
 
 
 class JsonShapeTest(unittest.TestCase):
-    """json_shape_problem: the scan of untrusted JSON text before decoding."""
+    """json_shape_problem (transitlm/bounded_json.py): the scan of untrusted
+    JSON text before decoding."""
 
     def test_plain_texts_pass(self):
         for text in ("", "null", "[]", '{"a": [1, 2, {"b": "[[["}]}', "[" * 100 + "]" * 100,

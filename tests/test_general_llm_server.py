@@ -162,30 +162,10 @@ class ConcurrencyTest(ServerTestCase):
         lines, stations = fixture_lines(), fixture_stations()
         expected = {seed: evaluate_cases(sample_cases(seed), lines, stations)
                     for seed in range(self.CLIENTS * self.REQUESTS)}
-        failures = []
-        barrier = threading.Barrier(self.CLIENTS)
-
-        def client(number):
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-            try:
-                barrier.wait()
-                for i in range(self.REQUESTS):
-                    seed = number * self.REQUESTS + i
-                    status, _, payload = self.request("POST", BATCH,
-                                                      {"cases": sample_cases(seed)},
-                                                      connection=conn)
-                    if status != 200 or payload != {"results": expected[seed]}:
-                        failures.append((number, i, status))
-            except Exception as exc:  # report, the assertion below fails
-                failures.append((number, repr(exc)))
-            finally:
-                conn.close()
-
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(self.CLIENTS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
+        failures = self.concurrent_posts(
+            BATCH, self.CLIENTS, self.REQUESTS,
+            lambda number, i: {"cases": sample_cases(number * self.REQUESTS + i)},
+            lambda number, i: {"results": expected[number * self.REQUESTS + i]})
         self.assertEqual(failures, [])
         self.assertEqual(len(self.log), self.CLIENTS * self.REQUESTS)
 

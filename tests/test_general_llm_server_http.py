@@ -16,7 +16,8 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from general_llm import server as service  # noqa: E402
-from tests.support import ServerTestCase, fixture_lines, fixture_stations  # noqa: E402
+from tests.support import (  # noqa: E402
+    FramingChecks, ServerTestCase, fixture_lines, fixture_stations)
 
 BATCH = service.BATCH_PATH
 
@@ -136,6 +137,30 @@ class ConnectionLimitTest(ServerTestCase):
         self.assertEqual(self.request("GET", "/healthz")[0], 200)
 
 
+class NagleTest(ServerTestCase):
+    """An answer goes out as its head, then its body: with Nagle's algorithm
+    on, the body waited for the client's delayed ACK, 40 ms on every request
+    of a keep-alive connection after the first.  Every connection has
+    TCP_NODELAY set."""
+
+    def test_connections_do_not_wait_for_delayed_acks(self):
+        accepted = []
+        get_request = self.server.get_request
+
+        def recording():
+            sock, address = get_request()
+            accepted.append(sock)
+            return sock, address
+        self.server.get_request = recording
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            self.assertEqual(self.request("GET", "/healthz", connection=conn)[0], 200)
+            self.assertEqual(len(accepted), 1)
+            self.assertTrue(accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        finally:
+            conn.close()
+
+
 class LogTest(ServerTestCase):
 
     def raw(self, request_bytes):
@@ -168,7 +193,7 @@ class LogTest(ServerTestCase):
         self.assertEqual(service.one_line(""), "")
 
 
-class FramingTest(unittest.TestCase):
+class FramingTest(FramingChecks, unittest.TestCase):
     """RFC 9112 message framing (sections 6.1, 6.3, 7.1): every way of
     delimiting a request body wrongly is refused, and the connection closed
     (one server for the class)."""
@@ -188,33 +213,6 @@ class FramingTest(unittest.TestCase):
         cls.server.shutdown()
         cls.server.server_close()
         cls.thread.join(10)
-
-    BODY = b'{"cases": []}'
-
-    def exchange(self, head, body=BODY, version=b"HTTP/1.1", path=BATCH.encode("ascii"),
-                 method=b"POST"):
-        """Send one request; -> (status, everything the server sent until it closed)."""
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        try:
-            sock.sendall(method + b" " + path + b" " + version + b"\r\nHost: t\r\n" + head
-                         + b"\r\n" + body)
-            chunks = []
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            sock.close()
-        answer = b"".join(chunks)
-        return int(answer.split(b" ", 2)[1]), answer
-
-    def assertRefused(self, head, status, words, **kwargs):
-        got, answer = self.exchange(head, **kwargs)
-        self.assertEqual(got, status, (head, answer[:300]))
-        self.assertIn(b"Connection: close", answer)      # read to the end: it was closed
-        self.assertIn(words.encode(), answer)
-        self.assertEqual(answer.count(b"HTTP/1.1 "), 1)  # no second request smuggled in
 
     def test_content_length_must_be_one_run_of_digits(self):
         for value in (b"+13", b"-1", b"13, 13", b"13,14", b" 1 3", b"0x0d", b"1e1", b"13.0",

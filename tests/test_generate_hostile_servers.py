@@ -312,17 +312,18 @@ class HostileServers(unittest.TestCase):
                 self.assert_nothing_left()
 
     def test_an_input_row_too_large_is_a_file_problem(self):
+        from transitlm import csv_rows
         from transitlm.generate import runner
         path = os.path.join(self.dir, "big.csv")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write('indexid,sft_prompt\nr1,"%s\n%s"\n' % ("x" * 600, "y" * 600))
-        limit = runner.MAX_ROW_CHARS
-        runner.MAX_ROW_CHARS = 1000
+        limit = csv_rows.MAX_ROW_CHARS
+        csv_rows.MAX_ROW_CHARS = 1000
         try:
             with self.assertRaises(runner.UsageError) as ctx:
                 runner.scan_input(path)
         finally:
-            runner.MAX_ROW_CHARS = limit
+            csv_rows.MAX_ROW_CHARS = limit
         self.assertIn("holds more than 1000 characters", str(ctx.exception))
 
 

@@ -2,7 +2,7 @@
 (entry scripts and workflow tools -> the transitlm package -> the rules), no
 import cycle anywhere, no module too large to read.  And the tests' own
 layout: no test module imports another (what they share is in
-tests/support.py), none is over 800 lines."""
+tests/support/), none is over 800 lines."""
 
 import ast
 import os
@@ -17,9 +17,11 @@ MAX_LINES = 1250                 # "no module over ~1,200 lines"
 MAX_COMMON_LINES = 1600
 TESTS = os.path.join(REPO, "tests")
 MAX_TEST_LINES = 800             # "no test module over ~800 lines"
-# tests/ beside its test_*.py modules: the shared fixtures (support.py) and
-# two tools of their own (an independent router, the real GTFS feeds).
-TEST_FOLDER_MODULES = ("__init__.py", "real_feeds.py", "route_oracle.py", "support.py")
+# tests/ beside its test_*.py modules: the shared fixtures (the package
+# support/: what a test imports from tests.support) and two tools of their
+# own (an independent router, the real GTFS feeds).
+TEST_FOLDER_MODULES = ("__init__.py", "real_feeds.py", "route_oracle.py", "support")
+SUPPORT = os.path.join(TESTS, "support")
 
 
 def project_modules():
@@ -196,7 +198,9 @@ class Layout(unittest.TestCase):
         paths = dict(self.modules, **{"tests." + name: path
                                       for name, path in suite_modules().items()})
         paths.update({"tests." + name[:-3]: os.path.join(TESTS, name)
-                      for name in TEST_FOLDER_MODULES})
+                      for name in TEST_FOLDER_MODULES if name.endswith(".py")})
+        paths.update({"tests.support." + name[:-3]: os.path.join(SUPPORT, name)
+                      for name in os.listdir(SUPPORT) if name.endswith(".py")})
         ours = {name.split(".")[0] for name in paths} | {
             name.split(".")[-1] for name in paths}          # bare sibling imports
         outside = []
@@ -241,7 +245,7 @@ class Layout(unittest.TestCase):
             self.assertLessEqual(count, 40, script)
 
     def test_no_test_module_imports_another(self):
-        # What two test modules share lives in tests/support.py, so a test
+        # What two test modules share lives in tests/support/, so a test
         # module is read, run and split without the others.
         modules = suite_modules()
         wrong = []
@@ -249,7 +253,7 @@ class Layout(unittest.TestCase):
             with open(path, encoding="utf-8") as handle:
                 found = imported_test_modules(handle.read(), modules) - {name}
             wrong += ["tests/%s.py -> %s" % (name, other) for other in sorted(found)]
-        self.assertEqual(wrong, [], "what test modules share goes to tests/support.py")
+        self.assertEqual(wrong, [], "what test modules share goes to tests/support")
 
     def test_the_test_import_check_finds_an_import(self):
         names = {"test_a", "test_b"}
@@ -264,10 +268,13 @@ class Layout(unittest.TestCase):
 
     def test_no_test_module_too_large(self):
         large = []
-        for name in sorted(os.listdir(TESTS)):
+        paths = [os.path.join(TESTS, name) for name in os.listdir(TESTS)]
+        paths += [os.path.join(SUPPORT, name) for name in os.listdir(SUPPORT)]
+        for path in sorted(paths):
+            name = os.path.relpath(path, TESTS)
             if not name.endswith(".py"):
                 continue
-            with open(os.path.join(TESTS, name), encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)
             limit = MAX_TEST_LINES if name.startswith("test_") else MAX_LINES
             if count > limit:
@@ -276,9 +283,10 @@ class Layout(unittest.TestCase):
 
     def test_shared_fixtures_live_in_support(self):
         others = sorted(name for name in os.listdir(TESTS)
-                        if name.endswith(".py") and not name.startswith("test_"))
+                        if (name.endswith(".py") or os.path.isdir(os.path.join(TESTS, name)))
+                        and not name.startswith(("test_", "__pycache__")))
         self.assertEqual(others, sorted(TEST_FOLDER_MODULES),
-                         "a fixture two test modules share goes to tests/support.py")
+                         "a fixture two test modules share goes to tests/support")
 
 
 if __name__ == "__main__":

@@ -99,5 +99,31 @@ class VerdictsTest(unittest.TestCase):
         self.assertGreater(check_every_case_set(self, self.check_set), 250)
 
 
+class ScorerForTest(unittest.TestCase):
+    """scorer_for finds a scorer by its arguments and the environment that
+    names the network files: a variable set or changed between calls is
+    followed (the scorers are kept, not the variables' values)."""
+
+    def test_the_environment_is_followed(self):
+        from tests.support import write_fixture_files
+        bundled = scoring.scorer_for("single_route")
+        with tempfile.TemporaryDirectory() as folder:
+            station, _ = write_fixture_files(folder)
+            names = (scoring.STATION_ENV, "TRANSITLM_DATA")
+            saved = {name: os.environ.pop(name, None) for name in names}
+            try:
+                for name, value in ((scoring.STATION_ENV, station), ("TRANSITLM_DATA", folder)):
+                    os.environ[name] = value
+                    other = scoring.scorer_for("single_route")
+                    self.assertIsNot(other, bundled)
+                    self.assertIs(scoring.scorer_for("single_route", station_info=station), other)
+                    del os.environ[name]
+                    self.assertIs(scoring.scorer_for("single_route"), bundled)
+            finally:
+                for name, value in saved.items():
+                    if value is not None:
+                        os.environ[name] = value
+
+
 if __name__ == "__main__":
     unittest.main()

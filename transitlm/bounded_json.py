@@ -7,6 +7,8 @@ lists) and, before Python 3.11, converts a number of millions of digits in
 time that grows with its square.  ``loads_bounded`` refuses the first two
 before decoding and reads a number longer than 4,000 digits as a float
 (infinite): every problem is a ValueError with an English reason.
+``json_shape_problem`` is the scan a service makes of a request body before
+decoding it (transitlm.json_service).
 
 JSON has no NaN or Infinity, though ``json`` reads and writes them.
 ``loads_bounded(..., strict=True)`` refuses ``NaN``, ``Infinity``,
@@ -26,9 +28,17 @@ MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) deco
 MAX_INT_DIGITS = 4000
 # A JSON string, without a step per character (as common.json_too_deep).
 _STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# The tokens of the shape scan: a structural character, or a whole JSON
+# string (skipped, so brackets and commas inside it do not count).  The
+# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` takes seconds
+# and a gigabyte on one 10 MB string.
+_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
-def _parse_int(digits):
+def parse_int(digits):
+    """A JSON integer as Python reads it, except that one too long for
+    ``int()`` (Python 3.11+ refuses over 4,300 digits) becomes a float (inf):
+    only the value that holds it is wrong, not the whole text."""
     return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
 
 
@@ -92,10 +102,41 @@ def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES, st
     if value_count_over(text, max_values):
         raise ValueError("JSON holding more than %d values" % max_values)
     options = ({"parse_constant": _no_constant, "parse_float": _finite_float,
-                "parse_int": _finite_int} if strict else {"parse_int": _parse_int})
+                "parse_int": _finite_int} if strict else {"parse_int": parse_int})
     try:
         return json.loads(text, **options)
     except RecursionError:          # not expected after the depth check; never a crash
         raise ValueError("JSON nested too deep to decode")
     except ValueError as exc:
         raise ValueError("not JSON (%s)" % (getattr(exc, "msg", None) or exc))
+
+
+def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
+    """Scan JSON text, without decoding it, for what would make decoding costly.
+
+    Returns ("too_long", message) when some array holds more than
+    ``max_items`` items (None: no limit), ("too_deep", message) when arrays
+    and objects nest more than ``max_depth`` levels (the json module recurses
+    per level), else None.  Brackets and commas inside strings do not count.
+    The scan stops at the first excess: a 10 MB text of five million tiny
+    items is refused after ``max_items`` steps.  Invalid JSON is not judged
+    here (decoding reports it).
+    """
+    few_commas = max_items is None or text.count(",") < max_items
+    if few_commas and text.count("[") + text.count("{") <= max_depth:
+        return None                      # no array can be too long, nor nesting too deep
+    commas = []                          # per open container: commas so far (None: object)
+    for token in _SHAPE_TOKEN_RE.finditer(text):
+        char = text[token.start()]
+        if char == ",":
+            if max_items is not None and commas and commas[-1] is not None:
+                commas[-1] += 1
+                if commas[-1] >= max_items:
+                    return "too_long", "a list holds more than %d items" % max_items
+        elif char == "[" or char == "{":
+            commas.append(0 if char == "[" else None)
+            if len(commas) > max_depth:
+                return "too_deep", "nested more than %d levels deep" % max_depth
+        elif char != '"' and commas:
+            commas.pop()
+    return None

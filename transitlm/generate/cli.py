@@ -19,12 +19,13 @@ import time
 from common import VERSION, InputError, file_sha256
 from transitlm.bounded_json import loads_bounded
 from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
+from transitlm.csv_rows import MAX_ROW_CHARS
 from transitlm.generate.chat import (ChatTransport, Redactor, build_body, chat_url,
                                      request_headers, thinking_off)
 from transitlm.generate.settings import settings_record
 from transitlm.generate.resume import OutputGuard, check_paths
-from transitlm.generate.runner import (MAX_ROW_CHARS, LineWriter, OutputState, ProgressLine, Run,
-                                       Settings, UsageError, compact_output, drop_partial_line,
+from transitlm.generate.runner import (LineWriter, OutputState, ProgressLine, Run, Settings,
+                                       UsageError, compact_output, drop_partial_line,
                                        infer_benchmark, input_notes, output_summary,
                                        pending_rows, read_output_state, run_dir_for,
                                        scan_input, summary_lines)

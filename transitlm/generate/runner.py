@@ -13,7 +13,6 @@
 Standard library only; Python 3.8+.
 """
 
-import csv
 import json
 import os
 import queue
@@ -21,9 +20,11 @@ import random
 import re
 import threading
 import time
+from contextlib import closing
 
-from common import raise_csv_field_limit
+from common import InputError
 from transitlm.catalog import benchmark_of_task
+from transitlm.csv_rows import csv_rows, data_rows, header_columns
 from transitlm.files import OutputFile
 from transitlm.bounded_json import finite, loads_bounded
 from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, build_body,
@@ -33,15 +34,11 @@ from transitlm.generate.failures import (FIRST_ANSWERS, SAME_ANSWER_REPEATS, Fir
                                          classify_status, fixed_answer, refuses_the_row)
 from transitlm.generate.waits import RateLimiter, backoff_delay, server_wait
 
-ID_COLUMNS = ("index_id", "indexid")     # accepted in the input and in --out
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
 PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
 PROGRESS_INTERVAL_S = 0.5
-# Characters of one input row, its lines together (a row of a test file is a
-# few kilobytes): reading never holds more than this of one row.
-MAX_ROW_CHARS = 16 * 1024 * 1024
 # Bytes of one --out line: generate.py writes an answer of at most
 # MAX_ANSWER_BYTES with ASCII escapes (at most 3 bytes for each byte of the
 # answer) and a few fields; a longer line is not one of its lines.
@@ -50,9 +47,6 @@ MAX_OUTPUT_LINE_BYTES = 4 * MAX_ANSWER_BYTES
 
 class UsageError(Exception):
     """A usage or input-file problem: one line on stderr, exit 2."""
-
-
-raise_csv_field_limit()      # release cells exceed the csv module's 128 kB default
 
 
 def format_duration(seconds):
@@ -91,81 +85,6 @@ class InputScan(object):
         self.label_station_names = False   # a label's stations are names, not stop ids
 
 
-def _open_csv(path):
-    try:
-        handle = open(path, encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise UsageError("cannot read input file %s: %s" % (path, exc.strerror or exc))
-    return handle
-
-
-class _RowLines(object):
-    """The lines of a CSV file for csv.reader, with a budget per row: the lines
-    that make up one row (a quoted cell may span many) hold at most
-    ``limit`` characters together, and no line is read whole past it.
-    ``row_done()`` starts the next row's budget."""
-
-    def __init__(self, handle, path, limit=None):
-        self.handle = handle
-        self.path = path
-        self.limit = MAX_ROW_CHARS if limit is None else limit
-        self.used = 0
-        self.line_no = 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        line = self.handle.readline(self.limit - self.used + 1)
-        if not line:
-            raise StopIteration
-        self.line_no += 1
-        self.used += len(line)
-        if self.used > self.limit:
-            raise UsageError("input file %s: the row ending after line %d holds more than "
-                             "%d characters (a test file's rows are a few kilobytes); is it "
-                             "the right file?" % (self.path, self.line_no, self.limit))
-        return line
-
-    def row_done(self):
-        self.used = 0
-
-
-def _csv_rows(handle, path):
-    """csv.reader over ``handle`` with the row budget of _RowLines."""
-    lines = _RowLines(handle, path)
-    for cells in csv.reader(lines):
-        lines.row_done()
-        yield cells
-
-
-def _header_columns(reader, path):
-    header = next(reader, None)
-    if header is None:
-        raise UsageError("input file %s is empty" % path)
-    header = [cell.strip() for cell in header]
-    id_column = next((col for col in ID_COLUMNS if col in header), None)
-    missing = [] if id_column else ["index_id (or indexid)"]
-    if "sft_prompt" not in header:
-        missing.append("sft_prompt")
-    if missing:
-        raise UsageError("input file %s lacks column(s) %s (has: %s)"
-                         % (path, ", ".join(missing), ", ".join(header)))
-    return header, header.index(id_column)
-
-
-def _data_rows(reader, width, sample_count):
-    """Non-blank data rows padded to the header's width, at most ``sample_count``."""
-    count = 0
-    for cells in reader:
-        if sample_count is not None and count >= sample_count:
-            return
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue   # a blank line is not a row
-        count += 1
-        yield cells + [""] * (width - len(cells))
-
-
 def _whole_number(text):
     try:
         return int((text or "").strip())
@@ -177,16 +96,14 @@ def scan_input(path, sample_count=None):
     """First pass over the input CSV -> InputScan (streaming; keeps ids only)."""
     scan = InputScan()
     seen = set()
-    handle = _open_csv(path)
-    with handle:
-        try:
-            reader = _csv_rows(handle, path)
-            header, i_id = _header_columns(reader, path)
+    try:
+        with closing(csv_rows(path)) as reader:
+            header, i_id = header_columns(reader, path, ("sft_prompt",))
             scan.has_system_prompt = "system_prompt" in header
             scan.has_req_type = "req_type" in header
             i_req = header.index("req_type") if scan.has_req_type else None
             i_label = header.index("sft_label") if "sft_label" in header else None
-            for cells in _data_rows(reader, len(header), sample_count):
+            for cells in data_rows(reader, len(header), sample_count):
                 scan.rows += 1
                 index_id = cells[i_id]
                 if not index_id.strip():
@@ -205,10 +122,8 @@ def scan_input(path, sample_count=None):
                         keys, names = label_shape(cells[i_label])
                         scan.label_keys.update(keys)
                         scan.label_station_names = scan.label_station_names or names
-        except UnicodeDecodeError:
-            raise UsageError("input file %s is not UTF-8 text" % path)
-        except csv.Error as exc:
-            raise UsageError("input file %s is not valid CSV: %s" % (path, exc))
+    except InputError as exc:
+        raise UsageError(str(exc))
     return scan
 
 
@@ -234,20 +149,16 @@ def label_shape(text):
 
 def iter_input_rows(path, sample_count=None):
     """Second pass: yield (row number, id, system_prompt or "", sft_prompt), streaming."""
-    handle = _open_csv(path)
-    with handle:
-        try:
-            reader = _csv_rows(handle, path)
-            header, i_id = _header_columns(reader, path)
+    try:
+        with closing(csv_rows(path)) as reader:
+            header, i_id = header_columns(reader, path, ("sft_prompt",))
             i_system = header.index("system_prompt") if "system_prompt" in header else None
             i_prompt = header.index("sft_prompt")
-            for row_no, cells in enumerate(_data_rows(reader, len(header), sample_count), 1):
+            for row_no, cells in enumerate(data_rows(reader, len(header), sample_count), 1):
                 system = cells[i_system] if i_system is not None else ""
                 yield row_no, cells[i_id], system, cells[i_prompt]
-        except UnicodeDecodeError:
-            raise UsageError("input file %s is not UTF-8 text" % path)
-        except csv.Error as exc:
-            raise UsageError("input file %s is not valid CSV: %s" % (path, exc))
+    except InputError as exc:
+        raise UsageError(str(exc))
 
 
 def pending_rows(input_path, sample_count, state, retry_errors):

@@ -37,7 +37,7 @@ from transitlm.files import Outputs, overwrite_problem
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
-from transitlm.networks.prompts import kind_of_task, system_prompt
+from transitlm.networks.prompts import benchmark_system_prompt
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
@@ -54,10 +54,6 @@ UTILS_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm_eval
 # fit, with the prompt, a 32k-token context (a server refuses a request whose
 # prompt and max_tokens overflow the model's context).
 MAX_GEN_TOKS = 16384
-# The system prompt of a test file without a system_prompt column: the text
-# the bundled examples carry (transitlm.networks.prompts), in the release's
-# language.
-DEFAULT_PROMPT_LANGUAGE = "zh"
 
 
 def task_file_names(benchmark):
@@ -97,8 +93,7 @@ def read_rows(path, benchmark, scorer):
     judge (``scorer`` judges each row's label as its answer)."""
     needs_req_type = scorer.benchmark.needs_req_type
     prompts = _system_prompts(path)
-    default = system_prompt(kind_of_task(benchmark_info(benchmark).task_id),
-                            DEFAULT_PROMPT_LANGUAGE)
+    default = benchmark_system_prompt(benchmark)
     docs = []
     with SampleReader(path, None, need_req_type=needs_req_type) as reader:
         for sample in reader:

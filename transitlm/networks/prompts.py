@@ -4,11 +4,15 @@ answer's format (the release's files carry one per row, column
 
 Used by make_benchmark.py for the files it builds and by make_demo.py for the
 bundled examples, so a model run on either knows the answer format, and by
-harness.py lm-eval for a test file without the column.  The
-texts are data (Chinese and English), kept here as named constants.
+harness.py lm-eval and ``reward.py prepare`` for a test or training file
+without the column (``benchmark_system_prompt``: the release's queries are
+Chinese).  The texts are data (Chinese and English), kept here as named
+constants.
 
 Standard library only; Python 3.8+.
 """
+
+from transitlm.catalog import benchmark_info
 
 ROUTE_FIELDS = {
     "zh": ('{"line_sequence": [线路全名, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
@@ -49,8 +53,13 @@ def system_prompt(kind, lang):
     return SYSTEM_PROMPT[lang].format(extra=EXTRA[lang][kind], format=route_format)
 
 
-def kind_of_task(task_id):
-    """The kind (b1, b2, b3, general) of the benchmark whose task id (the
-    catalogue's ``BenchmarkInfo.task_id``) is ``task_id``: "1" -> "b1",
-    "general" -> "general"."""
-    return "b" + task_id if task_id.isdigit() else task_id
+# The release's queries are Chinese: a file without system prompts gets these.
+DEFAULT_LANGUAGE = "zh"
+
+
+def benchmark_system_prompt(benchmark, lang=DEFAULT_LANGUAGE):
+    """The system prompt of a benchmark by its evaluator's name (single_route,
+    personalized, diversity, general_llm): its kind is its task id in the
+    catalogue ("1" -> b1, ..., "general")."""
+    task_id = benchmark_info(benchmark).task_id
+    return system_prompt("b" + task_id if task_id.isdigit() else task_id, lang)

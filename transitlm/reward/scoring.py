@@ -26,8 +26,8 @@ import os
 import threading
 
 from common import PROTOCOLS, StationNetwork, station_cache_folder
-from transitlm.catalog import (BENCHMARK_NAMES, benchmark_info, benchmark_of_task, line_file,
-                               load_benchmark, station_file)
+from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
+                               line_file, load_benchmark, station_file)
 from transitlm.engine import Context, Options, RowJudge
 from transitlm.inputs import SampleRow
 from transitlm.terms import metric_terms
@@ -148,7 +148,18 @@ def _network(path):
 
 
 def scorer_for(benchmark, protocol="reference", station_info=None, line_info=None):
-    """The Scorer of these settings, made on first use and kept for the process."""
+    """The Scorer of these settings, made on first use and kept for the process.
+
+    Found by the arguments and the environment variables that name the files
+    first: resolving the files' real paths takes a system call per folder of
+    the path, about half the time of scoring a row."""
+    environ = os.environ
+    given = (benchmark, protocol, station_info, line_info,
+             None if station_info else (environ.get(STATION_ENV), environ.get(DATA_ENV)),
+             None if line_info else environ.get(LINE_ENV))
+    scorer = _SCORERS.get(given)
+    if scorer is not None:
+        return scorer
     station, line = network_files(station_info, line_info)
     key = (benchmark, protocol, os.path.realpath(station), line and os.path.realpath(line))
     scorer = _SCORERS.get(key)
@@ -158,6 +169,7 @@ def scorer_for(benchmark, protocol="reference", station_info=None, line_info=Non
             if scorer is None:
                 scorer = Scorer(benchmark, protocol, station, line)
                 _SCORERS[key] = scorer
+    _SCORERS[given] = scorer
     return scorer
 
 
@@ -254,8 +266,7 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
     weight = weights_of(weights)
-    keys = [key for key in WEIGHTED
-            if key not in SCENARIO_TERMS.values() or key == scenario_term]
+    keys = _SHAPED_KEYS[scenario_term]
     gate = 1.0
     if shaping == "gated" and not (values["conn"] == 1.0 and values["sg"] == 1.0):
         gate = 0.0
@@ -266,8 +277,18 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
                for key in keys) / total
 
 
+# The keys dense and gated weigh, by the benchmark's own term (pc, rd or None).
+_SHAPED_KEYS = {term: [key for key in WEIGHTED
+                       if key not in SCENARIO_TERMS.values() or key == term]
+                for term in (None,) + tuple(SCENARIO_TERMS.values())}
+_UNIT_WEIGHTS = dict.fromkeys(WEIGHTED, 1.0)     # read only: the weights when none are set
+
+
 def weights_of(weights):
-    """The weights of dense and gated: 1 for every key, or as given."""
+    """The weights of dense and gated: 1 for every key, or as given (a dict
+    not to be changed)."""
+    if not weights:
+        return _UNIT_WEIGHTS
     weight = dict.fromkeys(WEIGHTED, 1.0)
     for key, value in (weights or {}).items():
         if key not in weight:

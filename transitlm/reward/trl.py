@@ -1,8 +1,14 @@
 """TRL's GRPOTrainer: ``transitlm.reward.trl.route_reward`` as a reward function.
 
-    GRPOTrainer(..., reward_funcs=["transitlm.reward.trl.route_reward"], ...)
+    from transitlm.reward.trl import route_reward
+    GRPOTrainer(..., reward_funcs=[route_reward], ...)
     # or, per component, weighted:
     reward_funcs=[route_conn, route_rem, route_ea], reward_weights=[1.0, 2.0, 1.0]
+    # TRL's command line imports a dotted path:
+    trl grpo ... --reward_funcs transitlm.reward.trl.route_reward
+
+(In GRPOTrainer itself a string in ``reward_funcs`` names a reward *model*
+to load: pass the function.)
 
 TRL calls a reward function by keyword -- ``prompts``, ``completions`` (text,
 or for a conversational dataset lists of messages), ``completion_ids``,

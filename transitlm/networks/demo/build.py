@@ -44,7 +44,7 @@ from transitlm.catalog import DATA_DIR, benchmark_info
 from transitlm.files import Outputs, write_csv
 from transitlm.terminal import CommandParser
 from transitlm.networks import limits
-from transitlm.networks.prompts import system_prompt
+from transitlm.networks.prompts import DEFAULT_LANGUAGE, system_prompt
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.networks.router import (
     KIND_METRO, Prefs, alternatives, dumps, pick_od, prefs_for_req, route_json, sub_rng)
@@ -67,7 +67,6 @@ FILE_GENERAL = benchmark_info("general_llm").default_input
 # As the release's test files: a system prompt per row that tells a model the
 # answer's format (generate.py sends it as the system message).
 SAMPLE_COLUMNS = ["index_id", "system_prompt", "sft_prompt", "sft_label", "generate_results"]
-PROMPT_LANGUAGE = "zh"            # the demo's queries are Chinese
 
 
 class SampleFile:
@@ -114,7 +113,7 @@ def row_cells(net, seed, bench, row, case, pred):
         label_text = dumps(labels[0])
     suffix = QUERY_SUFFIX_DIVERSITY if bench.routes == 3 else QUERY_SUFFIX_BY_REQ.get(case.req_type, "")
     cells = [hashlib.md5(("%s:%s:%d" % (seed, bench.key, row)).encode("utf-8")).hexdigest(),
-             system_prompt(bench.key, PROMPT_LANGUAGE),
+             system_prompt(bench.key, DEFAULT_LANGUAGE),    # the demo is Chinese
              prompt_json(case, suffix),
              label_text,
              pred if isinstance(pred, str) else dumps(pred)]

@@ -1,0 +1,303 @@
+"""transitlm/reward/prepare.py, ``reward.py prepare``: a release file in each
+trainer's layout, read back by that trainer's adapter exactly as the trainer
+calls it, scores as scoring.score scores the original row; the layouts'
+fields; the benchmark and the system prompt of a row; bad inputs exit 2 with
+one line and leave nothing behind; the one command to verl's parquet.
+
+How each trainer hands a prepared row to the adapter (from its sources):
+- verl (verl/experimental/reward_loop/reward_manager/naive.py, run_single):
+  compute_score(data_source=row["data_source"], solution_str=...,
+  ground_truth=row["reward_model"]["ground_truth"], extra_info=row["extra_info"]
+  with num_turns and rollout_reward_scores added), all by keyword;
+- OpenRLHF (openrlhf/utils/agent.py, SingleTurnAgentExecutor.execute):
+  reward_func([query], [prompt], [label]), three positional lists, the prompt
+  the --data.input_key messages through the chat template, the query that
+  prompt and the response with its special tokens, the label the
+  --data.label_key field;
+- TRL (trl/trainer/grpo_trainer.py, GRPOTrainer._calculate_rewards): by
+  keyword, prompts=, completions= (conversational: [[{"role": "assistant",
+  "content": ...}]]), completion_ids=, trainer_state=, log_extra=,
+  log_metric=, and every dataset column but "prompt" as a list.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines, run_reward
+from transitlm import csv_rows  # noqa: E402
+from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
+from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
+from transitlm.reward.scoring import score  # noqa: E402
+
+SCRIPT = os.path.join(REPO, "reward.py")
+
+
+class PreparedTestCase(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def write_csv(self, name, text):
+        with open(self.path(name), "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        return self.path(name)
+
+    def prepared(self, source, layout, **options):
+        out = self.path("%s.%s.jsonl" % (os.path.basename(source), layout))
+        prepare.prepare(source, layout, out, **options)
+        return read_lines(out)
+
+
+class RoundTripTest(PreparedTestCase):
+    """Every bundled row, every layout: the adapter's score of the row's own
+    answer is scoring.score's on the original row."""
+
+    def test_each_layout_scores_as_the_original_row(self):
+        calls = {"trl": 0, "verl": 0, "openrlhf": 0}
+        logged = []
+        for benchmark, name in sorted(EXAMPLE_FILES.items()):
+            source = os.path.join(REPO, "data", name)
+            rows = example_rows(benchmark)
+            layouts = {layout: self.prepared(source, layout) for layout in prepare.FORMATS}
+            for layout, lines in layouts.items():
+                self.assertEqual(len(lines), len(rows), (benchmark, layout))
+            for index, row in enumerate(rows):
+                answer = row["generate_results"]
+                want = score(answer, row, benchmark)
+                with self.subTest(benchmark=benchmark, row=index):
+                    v = layouts["verl"][index]
+                    got = verl.compute_score(
+                        data_source=v["data_source"], solution_str=answer,
+                        ground_truth=v["reward_model"]["ground_truth"],
+                        extra_info=dict(v["extra_info"], num_turns=None,
+                                        rollout_reward_scores={}))
+                    self.assertEqual(got, want)
+                    o = layouts["openrlhf"][index]
+                    prompt = chatml(o[prepare.OPENRLHF_INPUT_KEY])
+                    got = openrlhf.reward_func([prompt + answer + "<|im_end|>"], [prompt],
+                                               [o[prepare.OPENRLHF_LABEL_KEY]])
+                    self.assertEqual(got["rewards"], [want["score"]])
+                    t = layouts["trl"][index]
+                    columns = {key: [value] for key, value in t.items() if key != "prompt"}
+                    got = trl.route_reward(
+                        prompts=[t["prompt"]],
+                        completions=[[{"role": "assistant", "content": answer}]],
+                        completion_ids=[[1, 2]], trainer_state=None, log_extra=None,
+                        log_metric=lambda name, value: logged.append(name), **columns)
+                    self.assertEqual(got, [want["score"]])
+                    for layout in calls:
+                        calls[layout] += 1
+        self.assertEqual(set(calls.values()), {142})            # 38 + 37 + 33 + 34 rows
+        self.assertIn("transitlm/rem", logged)
+
+
+class LayoutTest(PreparedTestCase):
+
+    def setUp(self):
+        PreparedTestCase.setUp(self)
+        self.source = os.path.join(REPO, "data", EXAMPLE_FILES["personalized"])
+        self.row = example_rows("personalized")[2]
+
+    def expected_row(self):
+        return {"index_id": self.row["index_id"], "task_id": "personalized",
+                "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
+                "sft_label": self.row["sft_label"]}
+
+    def messages(self):
+        return [{"role": "system", "content": self.row["system_prompt"]},
+                {"role": "user", "content": self.row["sft_prompt"]}]
+
+    def test_verl(self):
+        line = self.prepared(self.source, "verl", split="test")[2]
+        self.assertEqual(line, {
+            "data_source": "transitlm/personalized", "prompt": self.messages(),
+            "ability": "transit_route_planning",
+            "reward_model": {"style": "rule",
+                             "ground_truth": json.dumps(self.expected_row(),
+                                                        ensure_ascii=False)},
+            "extra_info": {"index": 2, "split": "test", "index_id": self.row["index_id"],
+                           "task_id": "personalized", "benchmark": "personalized"}})
+
+    def test_openrlhf(self):
+        line = self.prepared(self.source, "openrlhf")[2]
+        self.assertEqual(line, {"input": self.messages(),
+                                "label": json.dumps(self.expected_row(), ensure_ascii=False),
+                                "index_id": self.row["index_id"]})
+
+    def test_trl(self):
+        line = self.prepared(self.source, "trl")[2]
+        self.assertEqual(line, dict({"prompt": self.messages()}, **self.expected_row()))
+
+    def test_the_release_columns_are_kept_and_others_left_out(self):
+        source = self.write_csv("rows.csv", (
+            "task_id,req_type,adcode,indexid,sft_prompt,sft_label,generate_results\n"
+            "benchmark2-train,8,440300,a1,P,L,G\n"))
+        line = self.prepared(source, "trl")[0]
+        self.assertEqual(line, {"prompt": [
+            {"role": "system", "content": benchmark_system_prompt("personalized")},
+            {"role": "user", "content": "P"}], "index_id": "a1",
+            "task_id": "benchmark2-train", "req_type": "8", "sft_prompt": "P",
+            "sft_label": "L"})
+
+
+class BenchmarkOfRowTest(PreparedTestCase):
+    """--benchmark, else the row's task_id, else the file's name."""
+
+    HEADER = "index_id,task_id,sft_prompt,sft_label\n"
+
+    def benchmarks(self, name, text, **options):
+        return [line["extra_info"]["benchmark"]
+                for line in self.prepared(self.write_csv(name, text), "verl", **options)]
+
+    def test_the_order(self):
+        rows = self.HEADER + "a,benchmark3-train,P,L\nb,,P,L\n"
+        self.assertEqual(self.benchmarks("benchmark1_rows.csv", rows),
+                         ["diversity", "single_route"])
+        self.assertEqual(self.benchmarks("rows.csv", self.HEADER + "a,,P,L\n",
+                                         benchmark="general_llm"), ["general_llm"])
+        lines = self.prepared(self.path("benchmark1_rows.csv"), "verl")
+        self.assertEqual([json.loads(line["reward_model"]["ground_truth"])["task_id"]
+                          for line in lines], ["benchmark3-train", "single_route"])
+
+    def test_what_is_refused(self):
+        cases = [("rows.csv", self.HEADER + "a,,P,L\n", {},
+                  "row 1 has no task_id and the file's name names no benchmark"),
+                 ("rows.csv", self.HEADER + "a,benchmark3-train,P,L\n",
+                  {"benchmark": "single_route"},
+                  "row 1: task_id 'benchmark3-train' names diversity, not --benchmark "
+                  "single_route"),
+                 ("benchmark1.csv", self.HEADER + "a,,P,L\nb,bench,P,L\n", {},
+                  "row 2: task_id 'bench' names no benchmark"),
+                 ("rows.csv", self.HEADER + "a,benchmark2-test,P,L\n", {},
+                  "lacks the req_type column")]
+        for name, text, options, words in cases:
+            with self.subTest(words):
+                source = self.write_csv(name, text)
+                with self.assertRaises(prepare.InputError) as ctx:
+                    prepare.prepare(source, "verl", self.path("out.jsonl"), **options)
+                self.assertIn(words, str(ctx.exception))
+                self.assertFalse(os.path.exists(self.path("out.jsonl")))
+
+
+class SystemPromptTest(PreparedTestCase):
+
+    def test_a_row_without_one_gets_its_benchmarks(self):
+        source = self.write_csv("transit-lm-benchmark3-test.csv", (
+            "index_id,system_prompt,sft_prompt,sft_label\n"
+            "a,,P,L\nb,Be brief.,Q,M\nc, ,R,N\n"))
+        lines = self.prepared(source, "openrlhf")
+        self.assertEqual([line["input"][0]["content"] for line in lines],
+                         [benchmark_system_prompt("diversity"), "Be brief.",
+                          benchmark_system_prompt("diversity")])
+        status, out, err = run_reward(["prepare", "--input", source, "--format", "openrlhf",
+                                     "--out", self.path("o.jsonl")])
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn("2 rows had no system prompt", out)
+
+
+class CommandTest(PreparedTestCase):
+    """reward.py prepare's command line: what it prints, and every input
+    problem as exit 2 with one line, nothing written."""
+
+    def test_prints_the_next_steps(self):
+        source = os.path.join(REPO, "data", EXAMPLE_FILES["single_route"])
+        out = self.path("deep/er/b1.jsonl")
+        status, text, err = run_reward(["prepare", "--input", source, "--format", "verl",
+                                      "--out", out])
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn("prepared 38 rows of %s for verl: %s" % (source, out), text)
+        self.assertIn(prepare.parquet_command(out), text)
+        self.assertIn("reward.custom_reward_function.path=%s"
+                      % os.path.join(REPO, "transitlm", "reward", "verl.py"), text)
+        status, text, err = run_reward(["prepare", "--input", source, "--format", "openrlhf",
+                                      "--out", out])
+        self.assertIn("--data.input_key input --data.label_key label", text)
+
+    def test_the_parquet_command_runs_as_printed(self):
+        # A stand-in for the datasets package records what the command asks of it.
+        stub = self.path("stub")
+        os.mkdir(stub)
+        with open(os.path.join(stub, "datasets.py"), "w", encoding="utf-8") as handle:
+            handle.write("import json, sys\nclass Dataset:\n    @staticmethod\n"
+                         "    def from_json(path):\n        return Dataset(path)\n"
+                         "    def __init__(self, path):\n        self.path = path\n"
+                         "    def to_parquet(self, path):\n"
+                         "        print(json.dumps([self.path, path]))\n")
+        for out in ("x.jsonl", "it's \"odd\" $HOME `x`.jsonl", "no-suffix"):
+            command = shlex.split(prepare.parquet_command(out))
+            self.assertEqual(command[:2], ["python", "-c"])
+            done = subprocess.run([sys.executable] + command[1:], cwd=stub,
+                                  stdout=subprocess.PIPE, universal_newlines=True,
+                                  env=dict(os.environ, PYTHONPATH=stub))
+            stem = out[:-len(".jsonl")] if out.endswith(".jsonl") else out
+            self.assertEqual(json.loads(done.stdout), [out, stem + ".parquet"])
+
+    def test_input_problems_exit_2_with_one_line(self):
+        source = os.path.join(REPO, "data", EXAMPLE_FILES["single_route"])
+        out = self.path("new/out.jsonl")
+        big = "index_id,sft_prompt,sft_label\na,\"%s\",L\n" % ("x" * 2000)
+        # A copy: were the check broken, the bundled file would be what is overwritten.
+        copy = self.write_csv("copy.csv", "index_id,sft_prompt,sft_label\na,P,L\n")
+        cases = [
+            (["--input", self.path("missing.csv")], "cannot read input file"),
+            (["--input", self.tmp.name], "it is a folder"),
+            (["--input", self.write_csv("e.csv", "")], "is empty"),
+            (["--input", self.write_csv("h.csv", "index_id,sft_prompt,sft_label\n\n")],
+             "has no rows"),
+            (["--input", self.write_csv("c.csv", "indexid,sft_prompt\na,P\n")],
+             "lacks column(s) sft_label (has: indexid, sft_prompt)"),
+            (["--input", self.write_csv("w.csv", "index_id,sft_prompt,sft_label\na,P\n")],
+             "row 1 has 2 cell(s) where the header has 3"),
+            (["--input", self.write_csv("q.csv", 'index_id,sft_prompt,sft_label\na,"P,L\n')],
+             "row 1 has 2 cell(s)"),
+            (["--input", self.write_csv("big.csv", big)], "holds more than 1000 characters"),
+            (["--input", copy, "--out", copy], "would overwrite --input"),
+            (["--input", source, "--out", self.tmp.name], "cannot write"),
+            (["--input", source, "--format", "csv"], "invalid choice: 'csv'"),
+        ]
+        with open(self.path("u.csv"), "wb") as handle:
+            handle.write(b"index_id,sft_prompt,sft_label\na,\xff\xfe,L\n")
+        cases.append((["--input", self.path("u.csv")], "is not UTF-8 text"))
+        limit = csv_rows.MAX_ROW_CHARS
+        self.addCleanup(setattr, csv_rows, "MAX_ROW_CHARS", limit)
+        for args, words in cases:
+            with self.subTest(args=args[-1]):
+                argv = ["prepare", "--format", "verl", "--out", out] + args
+                csv_rows.MAX_ROW_CHARS = 1000 if "big.csv" in args[-1] else limit
+                status, text, err = run_reward(argv)
+                self.assertEqual(status, 2, err)
+                self.assertEqual(text, "")
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(words, err)
+                self.assertFalse(os.path.exists(os.path.dirname(out)))   # nothing left
+        self.assertEqual(sorted(os.listdir(self.tmp.name)),
+                         sorted(["e.csv", "h.csv", "c.csv", "w.csv", "q.csv", "big.csv",
+                                 "u.csv", "copy.csv"]))
+        with open(copy, encoding="utf-8") as handle:
+            self.assertEqual(handle.read(), "index_id,sft_prompt,sft_label\na,P,L\n")
+
+    def test_as_a_program(self):
+        source = os.path.join(REPO, "data", EXAMPLE_FILES["general_llm"])
+        done = subprocess.run([sys.executable, SCRIPT, "prepare", "--input", source,
+                               "--format", "trl", "--out", "g.jsonl"], cwd=self.tmp.name,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, encoding="utf-8")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("prepared 34 rows", done.stdout)
+        self.assertEqual(len(read_lines(self.path("g.jsonl"))), 34)
+        done = subprocess.run([sys.executable, SCRIPT, "--version"], stdout=subprocess.PIPE,
+                              universal_newlines=True)
+        self.assertTrue(done.stdout.startswith("transitlm "), done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,213 @@
+"""``reward.py prepare``: the rows of a release CSV in a trainer's layout, one
+JSON object per line, each one what that trainer's adapter reads back.
+
+Every row becomes a chat ``prompt`` -- its ``system_prompt`` (a file or a
+cell without one gets the benchmark's prompt of transitlm.networks.prompts,
+in Chinese like the release's queries) and its ``sft_prompt`` as the user
+message, as generate.py sends them -- and carries the release row the reward
+scores against: ``index_id``, ``task_id``, ``req_type`` (when the file has
+it), ``sft_prompt`` and ``sft_label``.
+
+    trl       {"prompt": [messages], "index_id", "task_id", "req_type",
+               "sft_prompt", "sft_label"}: the columns TRL hands to
+               transitlm.reward.trl.route_reward
+    verl      {"data_source": "transitlm/<benchmark>", "prompt": [messages],
+               "ability": "transit_route_planning",
+               "reward_model": {"style": "rule", "ground_truth": <the row as JSON text>},
+               "extra_info": {"index", "split", "index_id", "task_id", "benchmark"}}:
+               what transitlm.reward.verl.compute_score reads
+    openrlhf  {"input": [messages], "label": <the row as JSON text>, "index_id"}:
+               --data.input_key input --data.label_key label (reward_func's labels)
+
+The benchmark of a row is ``--benchmark``, else its ``task_id``, else the
+file's name (transitlm.catalog.benchmark_of_task); a row without a task_id
+gets the benchmark's name as one, so every adapter scores it by that
+benchmark's rules.  A task_id that names another benchmark than
+``--benchmark`` (or none at all) is refused, not overwritten.
+
+The input is streamed (transitlm.csv_rows: a budget per row); the output is
+written whole or not at all (transitlm.files) and never over the input.
+Every problem is an InputError with one line naming the file and row.
+
+Standard library only; Python 3.8+.
+"""
+
+import json
+import os
+import shlex
+from contextlib import closing
+
+from common import InputError
+from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
+from transitlm.csv_rows import blank, csv_rows, header_columns
+from transitlm.files import Outputs, overwrite_problem
+from transitlm.generate.chat import build_messages
+from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.terminal import quoted
+
+FORMATS = ("trl", "verl", "openrlhf")
+DEFAULT_SPLIT = "train"
+DATA_SOURCE_PREFIX = "transitlm/"
+ABILITY = "transit_route_planning"
+OPENRLHF_INPUT_KEY = "input"
+OPENRLHF_LABEL_KEY = "label"
+REQUIRED = ("sft_prompt", "sft_label")
+
+
+def data_source(benchmark):
+    """verl's data_source of a benchmark's rows: ``transitlm/single_route``."""
+    return DATA_SOURCE_PREFIX + benchmark
+
+
+def parquet_command(jsonl_path):
+    """The one command that turns a prepared verl file into the parquet verl
+    reads (it needs ``datasets``, which a verl install has)."""
+    stem = jsonl_path[:-len(".jsonl")] if jsonl_path.endswith(".jsonl") else jsonl_path
+    code = "import datasets; datasets.Dataset.from_json(%s).to_parquet(%s)" % (
+        json.dumps(jsonl_path), json.dumps(stem + ".parquet"))
+    return "python -c " + shlex.quote(code)
+
+
+class Columns(object):
+    """Where a release file holds what prepare reads; InputError when it lacks
+    a column the reward needs."""
+
+    def __init__(self, records, path):
+        header, self.id = header_columns(records, path, REQUIRED)
+        self.width = len(header)
+        self.prompt = header.index("sft_prompt")
+        self.label = header.index("sft_label")
+        self.system = header.index("system_prompt") if "system_prompt" in header else None
+        self.task = header.index("task_id") if "task_id" in header else None
+        self.req_type = header.index("req_type") if "req_type" in header else None
+
+
+class Preparer(object):
+    """Turns the rows of one file into one trainer's layout, counting what it did."""
+
+    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT):
+        self.path = path
+        self.layout = layout
+        self.benchmark = benchmark
+        self.split = split
+        self.file_benchmark = benchmark_of_task(os.path.basename(path))
+        self.rows = 0
+        self.by_benchmark = {}
+        self.default_prompts = 0         # rows given the benchmark's system prompt
+
+    def benchmark_of(self, task, number):
+        """The benchmark of data row ``number`` whose task_id cell is ``task``."""
+        own = benchmark_of_task(task) if task.strip() else None
+        where = "input file %s row %d" % (self.path, number)
+        if task.strip() and own is None:
+            raise InputError("%s: task_id %s names no benchmark (%s); leave it empty and give "
+                             "--benchmark" % (where, quoted(task), ", ".join(BENCHMARK_NAMES)))
+        if self.benchmark is not None:
+            if own is not None and own != self.benchmark:
+                raise InputError("%s: task_id %s names %s, not --benchmark %s"
+                                 % (where, quoted(task), own, self.benchmark))
+            return self.benchmark
+        if own is not None:
+            return own
+        if self.file_benchmark is not None:
+            return self.file_benchmark
+        raise InputError("%s has no task_id and the file's name names no benchmark: give "
+                         "--benchmark (%s)" % (where, ", ".join(BENCHMARK_NAMES)))
+
+    def record(self, cells, columns, number):
+        """The output object of one data row."""
+        task = cells[columns.task] if columns.task is not None else ""
+        benchmark = self.benchmark_of(task, number)
+        if benchmark == "personalized" and columns.req_type is None:
+            raise InputError("input file %s lacks the req_type column that benchmark 2 "
+                             "(personalized) rows are scored with" % self.path)
+        row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark}
+        if columns.req_type is not None:
+            row["req_type"] = cells[columns.req_type]
+        row["sft_prompt"] = cells[columns.prompt]
+        row["sft_label"] = cells[columns.label]
+        system = cells[columns.system] if columns.system is not None else ""
+        if not system.strip():
+            system = benchmark_system_prompt(benchmark)
+            self.default_prompts += 1
+        prompt = build_messages(system, row["sft_prompt"])
+        self.rows += 1
+        self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
+        if self.layout == "trl":
+            return dict({"prompt": prompt}, **row)
+        ground_truth = json.dumps(row, ensure_ascii=False)
+        if self.layout == "verl":
+            return {"data_source": data_source(benchmark), "prompt": prompt, "ability": ABILITY,
+                    "reward_model": {"style": "rule", "ground_truth": ground_truth},
+                    "extra_info": {"index": number - 1, "split": self.split,
+                                   "index_id": row["index_id"], "task_id": row["task_id"],
+                                   "benchmark": benchmark}}
+        return {OPENRLHF_INPUT_KEY: prompt, OPENRLHF_LABEL_KEY: ground_truth,
+                "index_id": row["index_id"]}
+
+    def write(self, handle):
+        """Read the input and write every row's line to ``handle``."""
+        with closing(csv_rows(self.path)) as records:
+            columns = Columns(records, self.path)
+            number = 0
+            for cells in records:
+                if blank(cells):
+                    continue
+                number += 1
+                if len(cells) != columns.width:
+                    raise InputError("input file %s row %d has %d cell(s) where the header has "
+                                     "%d (a stray quote may have joined rows, or the row is cut)"
+                                     % (self.path, number, len(cells), columns.width))
+                handle.write(json.dumps(self.record(cells, columns, number),
+                                        ensure_ascii=False) + "\n")
+        if not self.rows:
+            raise InputError("input file %s has no rows: nothing to prepare" % self.path)
+
+
+def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
+    """Write the rows of the release file ``path`` in ``layout`` to ``out``
+    (whole or not at all) -> the Preparer, with its counts."""
+    if layout not in FORMATS:
+        raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
+    problem = overwrite_problem([("--out", out)], [("--input", path)])
+    if problem:
+        raise InputError(problem)
+    if os.path.isdir(path):
+        raise InputError("cannot read input file %s: it is a folder" % path)
+    preparer = Preparer(path, layout, benchmark, split)
+    with Outputs() as outputs:
+        outputs.make_folders(os.path.dirname(os.path.abspath(out)))
+        preparer.write(outputs.open(out))
+    return preparer
+
+
+def summary_lines(preparer, out):
+    """What prepare did and what to run next, for the terminal."""
+    lines = ["prepared %d row%s of %s for %s: %s"
+             % (preparer.rows, "" if preparer.rows == 1 else "s", preparer.path,
+                preparer.layout, out)]
+    for name in BENCHMARK_NAMES:
+        if name in preparer.by_benchmark:
+            lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
+    if preparer.default_prompts:
+        lines.append("  %d row%s had no system prompt: given the benchmark's own (docs/reward.md)"
+                     % (preparer.default_prompts, "" if preparer.default_prompts == 1 else "s"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    if preparer.layout == "verl":
+        lines += ["next, the parquet verl reads (needs datasets, which verl installs):",
+                  "  " + parquet_command(out),
+                  "then: reward.custom_reward_function.path=%s"
+                  % os.path.join(here, "verl.py"),
+                  "      reward.custom_reward_function.name=compute_score"]
+    elif preparer.layout == "openrlhf":
+        lines += ["train with: --data.input_key %s --data.label_key %s --data.apply_chat_template"
+                  % (OPENRLHF_INPUT_KEY, OPENRLHF_LABEL_KEY),
+                  "            --reward.remote_url %s (or http://HOST:PORT/get_reward from "
+                  "reward.py serve)" % os.path.join(here, "openrlhf.py")]
+    else:
+        lines += ["train with: datasets.load_dataset(\"json\", data_files=%s, split=\"train\")"
+                  % json.dumps(out),
+                  "            GRPOTrainer(..., reward_funcs=[transitlm.reward.trl.route_reward])",
+                  "            (or trl grpo --reward_funcs transitlm.reward.trl.route_reward), "
+                  "with PYTHONPATH=%s" % os.path.dirname(os.path.dirname(here))]
+    return lines
