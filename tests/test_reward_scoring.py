@@ -13,10 +13,13 @@ import os
 import tempfile
 import unittest
 
-from tests.support import check_every_case_set, evaluate_to_files
+from tests.support import REPO, check_every_case_set, evaluate_to_files
 import transitlm.records  # noqa: E402
 import transitlm.reward  # noqa: E402
 from transitlm.reward import scoring  # noqa: E402
+
+PERSONALIZED_EXAMPLE = os.path.join(REPO, "data", "benchmark2_personalized_example.csv")
+
 
 def read_rows(path):
     with open(path, encoding="utf-8", newline="") as handle:
@@ -123,6 +126,30 @@ class ScorerForTest(unittest.TestCase):
                 for name, value in saved.items():
                     if value is not None:
                         os.environ[name] = value
+
+
+
+class ShapingTest(unittest.TestCase):
+    def test_a_route_of_fewer_than_two_stations_earns_only_its_format(self):
+        # The published rules call it reachable, grounded and plausible (and on
+        # benchmark 2 compliant): the terms say so, the score does not pay.
+        rows = read_rows(PERSONALIZED_EXAMPLE)
+        row = rows[0]
+        real = transitlm.reward.score(row["sft_label"], row, benchmark="personalized")
+        for protocol in ("reference", "paper"):
+            for text in ("{}", '{"line_sequence": []}', '{"station_sequence": ["bus-1"]}'):
+                for shaping in ("dense", "gated"):
+                    got = transitlm.reward.score(text, row, benchmark="personalized",
+                                                 protocol=protocol, shaping=shaping)
+                    self.assertAlmostEqual(got["score"], 1.0 / 9, msg=(protocol, text, shaping))
+                    self.assertEqual(got["format"], 1.0)
+                got = transitlm.reward.score(text, row, benchmark="personalized",
+                                             protocol="reference")
+                self.assertEqual((got["conn"], got["sg"]), (1.0, 1.0))     # the verdicts
+        self.assertEqual(real["score"], 1.0)
+        unreachable = transitlm.reward.score('{"station_sequence": ["x", "y"]}', row,
+                                             benchmark="personalized")
+        self.assertGreater(unreachable["score"], 0.0)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ KEYS = ("score", "format") + TERMS + ("acc", "error_code", "pred")
 SHAPINGS = ("dense", "gated", "sparse")
 # dense and gated: each key's weight in the weighted mean (all 1 unless set).
 WEIGHTED = ("format",) + TERMS
+# dense and gated: a route of fewer stations earns only its format.
+MIN_ROUTE_STATIONS = 2
 # gated: these count only once the route is reachable and grounded.
 GATED_TERMS = ("lo", "sso", "rem", "ea", "pc", "rd")
 # The term each benchmark adds to the shared funnel.
@@ -235,7 +237,8 @@ class Scorer(object):
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
         values["acc"] = values["rem"]
-        values["score"] = (shaped(values, shaping, weights, self.scenario_term)
+        values["score"] = (shaped(values, shaping, weights, self.scenario_term,
+                                  route_stations(record) >= MIN_ROUTE_STATIONS)
                            if readable else float(failure))
         values["error_code"] = "" if readable else _error_code(record) or "no_response"
         values["pred"] = canonical_route(record) if readable else ""
@@ -251,7 +254,7 @@ def _error_code(record):
     return None
 
 
-def shaped(values, shaping="dense", weights=None, scenario_term=None):
+def shaped(values, shaping="dense", weights=None, scenario_term=None, is_route=True):
     """One number from a row's terms (``values``: format and the terms).
 
     dense: the weighted mean of format and the terms -- partial credit down
@@ -259,7 +262,11 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
     count only when the route is reachable (conn 1) and grounded (sg 1);
     sparse: 1.0 for an exact match (rem 1) with all three estimates accurate
     (ea 1), else 0.0.  The terms a benchmark does not have (pc outside
-    benchmark 2, rd outside benchmark 3) take no part.
+    benchmark 2, rd outside benchmark 3) take no part.  A completion whose
+    route holds fewer than two stations (``is_route`` False) earns only its
+    format: the published evaluator calls such a route reachable, grounded
+    and plausible (a quirk of its rules), and a reward that paid for that
+    would teach a model to answer ``{}``.
     """
     if shaping == "sparse":
         return 1.0 if values["rem"] == 1.0 and values["ea"] == 1.0 else 0.0
@@ -273,8 +280,16 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
     total = sum(weight[key] for key in keys)
     if not total:
         return 0.0
+    if not is_route:
+        return weight["format"] * values["format"] / total
     return sum(weight[key] * values[key] * (gate if key in GATED_TERMS else 1.0)
                for key in keys) / total
+
+
+def route_stations(record):
+    """How many stations the (first) predicted route holds."""
+    route = (record.get("prediction_routes") or {}).get("first") or {}
+    return len(route.get("stations") or ())
 
 
 # The keys dense and gated weigh, by the benchmark's own term (pc, rd or None).
