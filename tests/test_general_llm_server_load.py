@@ -32,7 +32,7 @@ HOST = "127.0.0.1"
 
 CLIENTS = 200                 # concurrent posting clients
 REQUESTS_PER_CLIENT = 500     # each posts at most this many batches
-LOAD_SECONDS = 4.0            # ... and stops after this long
+LOAD_SECONDS = 30.0           # ... and stops when told to (its stdin closed), or after this
 SLOW_CLIENTS = 20             # connections holding an unfinished request
 PROBES = 10                   # /healthz timings taken under load
 HEALTH_LIMIT_S = 1.0
@@ -43,9 +43,12 @@ def run_load(host, port):
     """The posting clients (run in their own process): a JSON summary on stdout.
 
     Each client keeps one connection, posts up to REQUESTS_PER_CLIENT
-    batches and checks each answer has one result per case.
+    batches and checks each answer has one result per case.  "posting" on
+    stdout says every client is connected and posting; the load stops when
+    stdin is closed (or after LOAD_SECONDS).
     """
     stop_at = time.monotonic() + LOAD_SECONDS
+    stop = threading.Event()
     statuses, problems = {}, []
     lock = threading.Lock()
     barrier = threading.Barrier(CLIENTS)
@@ -54,9 +57,11 @@ def run_load(host, port):
     def client(number):
         conn = http.client.HTTPConnection(host, port, timeout=30)
         try:
-            barrier.wait(30)
+            if barrier.wait(30) == 0:
+                sys.stdout.write("posting\n")
+                sys.stdout.flush()
             for _ in range(REQUESTS_PER_CLIENT):
-                if time.monotonic() > stop_at:
+                if stop.is_set() or time.monotonic() > stop_at:
                     break
                 conn.request("POST", BATCH, body=body,
                              headers={"Content-Type": "application/json"})
@@ -77,6 +82,8 @@ def run_load(host, port):
                for n in range(CLIENTS)]
     for thread in threads:
         thread.start()
+    sys.stdin.read()                # until the test closes it
+    stop.set()
     for thread in threads:
         thread.join(max(0.1, stop_at + 20 - time.monotonic()))
     alive = sum(1 for thread in threads if thread.is_alive())
@@ -154,16 +161,18 @@ class LoadTest(unittest.TestCase):
     def test_healthz_answers_within_a_second_under_load(self):
         slow = self.slow_clients()
         load = self.spawn([os.path.abspath(__file__), "--load", HOST, str(self.port)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
-        # Let the 200 clients connect and start posting, then probe.
-        time.sleep(1.0)
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True)
+        # Once the 200 clients are connected and posting (and their first
+        # burst is answered), probe; then stop them.
+        self.assertEqual(load.stdout.readline(), "posting\n")
+        time.sleep(0.6)
         timings = []
         for _ in range(PROBES):
             timings.append(self.health_seconds())
-            time.sleep(0.2)
+            time.sleep(0.1)
         still_loading = load.poll() is None
-        out, err = load.communicate(timeout=40)
+        out, err = load.communicate(input="", timeout=40)
         self.assertEqual(load.returncode, 0, err)
         summary = json.loads(out)
         self.assertTrue(still_loading, "the load ended before the probes did")

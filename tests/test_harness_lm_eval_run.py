@@ -10,6 +10,7 @@ it).  Without it the test skips with one line, except under CI=true, where it
 fails.  One group run: the harness's start (it indexes its ~14,000 built-in
 task files) is most of its cost."""
 
+import atexit
 import glob
 import json
 import os
@@ -18,7 +19,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import StandIn, answers_from, evaluate_to_files, in_ci
+from tests.support import Background, StandIn, answers_from, evaluate_to_files, in_ci
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
 from transitlm.harness.lm_eval_scoring import DRAWINGS  # noqa: E402
@@ -43,53 +44,63 @@ def read_jsonl(path):
         return [json.loads(line) for line in handle]
 
 
+def run_the_group(program):
+    """The harness's own command on the bundled examples against the stand-in
+    -> (folder, answers, requests, results, samples); its folder is removed at
+    exit (the run starts as this module is loaded: see HARNESS_RUN)."""
+    tmp = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, tmp, True)
+    tasks = os.path.join(tmp, "tasks")
+    write_task_folder(tasks, BUNDLED)
+    answers = {}
+    for _, path in BUNDLED:
+        file_answers = answers_from(path)
+        assert not set(file_answers) & set(answers), "a prompt in two files"
+        answers.update(file_answers)
+    server = StandIn(lambda user, nth: ("ok", answers[user]))
+    try:
+        env = dict(os.environ, HF_DATASETS_CACHE=os.path.join(tmp, "hf"),
+                   HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSITLM_CACHE_DIR="off")
+        env.pop("OPENAI_API_KEY", None)
+        # The harness's own command, as docs/harness.md shows it.
+        done = subprocess.run(
+            [program, "--model", "local-chat-completions", "--model_args",
+             "base_url=%s/chat/completions,model=%s" % (server.url, MODEL),
+             "--tasks", GROUP, "--include_path", tasks, "--apply_chat_template",
+             "--output_path", os.path.join(tmp, "out"), "--log_samples"],
+            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=600)
+    finally:
+        server.close()
+    requests = [body for _, _, body in server.requests]
+    if done.returncode != 0:
+        raise AssertionError("lm_eval exit status %d: %s"
+                             % (done.returncode, done.stderr[-3000:]))
+    folder = os.path.join(tmp, "out", MODEL)
+    with open(glob.glob(os.path.join(folder, "results_*.json"))[0], encoding="utf-8") as h:
+        results = json.load(h)
+    samples = {name: read_jsonl(glob.glob(os.path.join(
+        folder, "samples_%s_*.jsonl" % TASKS[name]))[0]) for name in BENCHMARK_NAMES}
+    return tmp, answers, requests, results, samples
+
+
+# The harness starts slowly (it indexes its ~14,000 built-in task files): its
+# run starts as this module is loaded and goes on beside the other tests (a
+# process of its own, on the machine's other core); the tests wait for it.
+PROGRAM = lm_eval_program()
+HARNESS_RUN = Background(lambda: run_the_group(PROGRAM)) if PROGRAM else None
+
+
 class HarnessRunTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        program = lm_eval_program()
-        if program is None:
+        if HARNESS_RUN is None:
             message = ("lm-evaluation-harness not found: set %s to a virtual environment "
                        "with lm-eval[api] (.ci/run makes one)" % VENV_ENV)
             if in_ci():
                 raise AssertionError(message + "; CI is set, so the harness test must run")
             raise unittest.SkipTest(message)
-        cls.tmp = tempfile.mkdtemp()
-        tasks = os.path.join(cls.tmp, "tasks")
-        write_task_folder(tasks, BUNDLED)
-        cls.answers = {}
-        for _, path in BUNDLED:
-            answers = answers_from(path)
-            assert not set(answers) & set(cls.answers), "a prompt in two files"
-            cls.answers.update(answers)
-        server = StandIn(lambda user, nth: ("ok", cls.answers[user]))
-        try:
-            env = dict(os.environ, HF_DATASETS_CACHE=os.path.join(cls.tmp, "hf"),
-                       HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSITLM_CACHE_DIR="off")
-            env.pop("OPENAI_API_KEY", None)
-            # The harness's own command, as docs/harness.md shows it.
-            done = subprocess.run(
-                [program, "--model", "local-chat-completions", "--model_args",
-                 "base_url=%s/chat/completions,model=%s" % (server.url, MODEL),
-                 "--tasks", GROUP, "--include_path", tasks, "--apply_chat_template",
-                 "--output_path", os.path.join(cls.tmp, "out"), "--log_samples"],
-                cwd=cls.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, timeout=600)
-        finally:
-            server.close()
-        cls.requests = [body for _, _, body in server.requests]
-        if done.returncode != 0:
-            shutil.rmtree(cls.tmp, True)
-            raise AssertionError("lm_eval exit status %d: %s"
-                                 % (done.returncode, done.stderr[-3000:]))
-        folder = os.path.join(cls.tmp, "out", MODEL)
-        with open(glob.glob(os.path.join(folder, "results_*.json"))[0], encoding="utf-8") as h:
-            cls.results = json.load(h)
-        cls.samples = {name: read_jsonl(glob.glob(os.path.join(
-            folder, "samples_%s_*.jsonl" % TASKS[name]))[0]) for name in BENCHMARK_NAMES}
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, True)
+        cls.tmp, cls.answers, cls.requests, cls.results, cls.samples = HARNESS_RUN.result()
 
     def test_the_results_hold_the_evaluators_figures_on_the_same_answers(self):
         for benchmark, path in BUNDLED:

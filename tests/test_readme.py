@@ -3,6 +3,7 @@ from README.md and run in order, from a sandbox that mirrors the repository
 (its files linked, its outputs kept apart), with a stand-in chat server where
 a command talks to a model and a small GTFS feed where one reads a feed."""
 
+import atexit
 import csv
 import json
 import os
@@ -17,7 +18,7 @@ import unittest
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO
+from tests.support import REPO, Background
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
@@ -90,49 +91,74 @@ def small_feed(path):
             archive.writestr(name, "\n".join(",".join(map(str, row)) for row in rows) + "\n")
 
 
+def run_readme_commands():
+    """Every ```sh command of the README but the test command, in order, in a
+    sandbox mirroring the repository -> (sandbox, [(command, exit status,
+    stdout, stderr)]); it stops at the first that fails.  The sandbox is
+    removed at exit (the run starts as this module is loaded: README_RUN)."""
+    commands = [c for c in shell_blocks(os.path.join(REPO, "README.md")) if c != TEST_COMMAND]
+    tmp = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, tmp, True)
+    sandbox = os.path.join(tmp, "repo")
+    os.mkdir(sandbox)
+    for name in os.listdir(REPO):
+        if name not in ("runs", ".git"):
+            os.symlink(os.path.join(REPO, name), os.path.join(sandbox, name))
+    answers = {}
+    for name in os.listdir(os.path.join(REPO, "data")):
+        if name.endswith("_example.csv"):
+            with open(os.path.join(REPO, "data", name), encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    answers[row["sft_prompt"]] = row["sft_label"]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    server.answers = answers
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/v1" % server.server_address[1]
+    env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
+    env.pop("OPENAI_API_KEY", None)
+    results = []
+    try:
+        for command in commands:
+            argv = shlex.split(command.replace(MODEL_URL, url), comments=True)
+            for arg in argv:
+                if re.match(r"^path/to/.*\.zip$", arg) and not os.path.exists(
+                        os.path.join(sandbox, arg)):
+                    small_feed(os.path.join(sandbox, arg))
+            if argv[0] != "python3":
+                results.append((command, None, "", "not a python3 command"))
+                break
+            done = subprocess.run([sys.executable] + argv[1:], cwd=sandbox, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=120)
+            results.append((command, done.returncode, done.stdout, done.stderr))
+            if done.returncode != 0:
+                break
+    finally:
+        server.shutdown()
+        server.server_close()
+    return sandbox, results
+
+
+# The commands run one after another, each a process of its own: they start
+# as this module is loaded and go on beside the other tests.
+README_RUN = Background(run_readme_commands)
+
+
 class ReadmeCommands(unittest.TestCase):
     def test_the_readme_shows_its_two_set_up_commands(self):
         commands = shell_blocks(os.path.join(REPO, "README.md"))
         self.assertEqual(commands[:2], ["python3 single_route/evaluate.py", TEST_COMMAND])
 
     def test_every_command_in_the_readme_runs(self):
+        sandbox, results = README_RUN.result()
         commands = [c for c in shell_blocks(os.path.join(REPO, "README.md")) if c != TEST_COMMAND]
         self.assertGreater(len(commands), 5)
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp, True)
-        sandbox = os.path.join(tmp, "repo")
-        os.mkdir(sandbox)
-        for name in os.listdir(REPO):
-            if name not in ("runs", ".git"):
-                os.symlink(os.path.join(REPO, name), os.path.join(sandbox, name))
-        answers = {}
-        for name in os.listdir(os.path.join(REPO, "data")):
-            if name.endswith("_example.csv"):
-                with open(os.path.join(REPO, "data", name), encoding="utf-8", newline="") as f:
-                    for row in csv.DictReader(f):
-                        answers[row["sft_prompt"]] = row["sft_label"]
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
-        server.answers = answers
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        url = "http://127.0.0.1:%d/v1" % server.server_address[1]
-        env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
-        env.pop("OPENAI_API_KEY", None)
         outputs = {}
-        for command in commands:
+        for command, status, stdout, stderr in results:
             with self.subTest(command=command):
-                argv = shlex.split(command.replace(MODEL_URL, url), comments=True)
-                self.assertEqual(argv[0], "python3")
-                for arg in argv:
-                    if re.match(r"^path/to/.*\.zip$", arg) and not os.path.exists(
-                            os.path.join(sandbox, arg)):
-                        small_feed(os.path.join(sandbox, arg))
-                done = subprocess.run([sys.executable] + argv[1:], cwd=sandbox, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      universal_newlines=True, timeout=120)
-                self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-                outputs[command] = done.stdout
+                self.assertEqual(status, 0, stderr[-3000:])
+                outputs[command] = stdout
+        self.assertEqual(list(outputs), commands)        # every one ran
         # What the workflow promises to leave behind.
         for path in ("runs/answers/my-model-b1.jsonl", "runs/b1/my-model/report.html",
                      "runs/compare-b1.html"):
@@ -146,9 +172,6 @@ class ReadmeCommands(unittest.TestCase):
         self.assertIn("my-model", table[0])
         self.assertIn("labels", table[0])
 
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 def doc_commands(path):
@@ -171,39 +194,59 @@ def doc_commands(path):
     return commands
 
 
+def docs_script_commands():
+    """(page, command, argv, the script it names, the help key) of every
+    command a docs page shows that runs a script of the project."""
+    docs = os.path.join(REPO, "docs")
+    found = []
+    for name in sorted(os.listdir(docs)):
+        if not name.endswith(".md"):
+            continue
+        for command in doc_commands(os.path.join(docs, name)):
+            argv = shlex.split(command, comments=True)
+            if len(argv) < 2 or argv[1] in ("-", "-m", "-c"):
+                continue
+            # A loop over the evaluators ("$b/evaluate.py"): they share their flags.
+            script = os.path.join(REPO, re.sub(r"^\$\{?\w+\}?/evaluate\.py$",
+                                               "single_route/evaluate.py", argv[1]))
+            # A command of a script with subcommands (harness.py lm-eval).
+            subcommand = argv[2:3] if argv[2:3] and re.match(r"^[a-z][\w-]*$", argv[2]) else []
+            found.append((name, command, argv, script, (script,) + tuple(subcommand)))
+    return found
+
+
+def docs_helps():
+    """{help key: (exit status, flags its --help names, stderr)} of every script
+    (and subcommand) the docs show, each asked once."""
+    helps = {}
+    for _, _, _, script, key in docs_script_commands():
+        if key not in helps and os.path.isfile(script):
+            done = subprocess.run([sys.executable] + list(key) + ["--help"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=60)
+            helps[key] = (done.returncode, set(re.findall(r"--\w+", done.stdout)), done.stderr)
+    return helps
+
+
+# Each script's --help is a process of its own: asked as this module is loaded.
+DOCS_HELPS = Background(docs_helps)
+
+
 class DocsCommands(unittest.TestCase):
     """The docs show commands on data a reader has (the released dataset, a
     model server): each names a script that exists and only flags it has."""
 
     def test_every_docs_command_names_a_script_and_flags_it_has(self):
-        docs = os.path.join(REPO, "docs")
-        helps = {}
+        helps = DOCS_HELPS.result()
         checked = 0
-        for name in sorted(os.listdir(docs)):
-            if not name.endswith(".md"):
-                continue
-            for command in doc_commands(os.path.join(docs, name)):
-                argv = shlex.split(command, comments=True)
-                if len(argv) < 2 or argv[1] in ("-", "-m", "-c"):
-                    continue
-                with self.subTest(page=name, command=command):
-                    # A loop over the evaluators ("$b/evaluate.py"): they share their flags.
-                    script = os.path.join(REPO, re.sub(r"^\$\{?\w+\}?/evaluate\.py$",
-                                                       "single_route/evaluate.py", argv[1]))
-                    self.assertTrue(os.path.isfile(script), argv[1])
-                    # A command of a script with subcommands (harness.py lm-eval).
-                    command = argv[2:3] if argv[2:3] and re.match(r"^[a-z][\w-]*$",
-                                                                  argv[2]) else []
-                    key = (script,) + tuple(command)
-                    if key not in helps:
-                        done = subprocess.run([sys.executable, script] + command + ["--help"],
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                              universal_newlines=True, timeout=60)
-                        self.assertEqual(done.returncode, 0, done.stderr)
-                        helps[key] = set(re.findall(r"--\w+", done.stdout))
-                    flags = {arg.split("=")[0] for arg in argv[2:] if arg.startswith("--")}
-                    self.assertEqual(flags - helps[key], set())
-                    checked += 1
+        for page, command, argv, script, key in docs_script_commands():
+            with self.subTest(page=page, command=command):
+                self.assertTrue(os.path.isfile(script), argv[1])
+                status, flags_of_script, stderr = helps[key]
+                self.assertEqual(status, 0, stderr)
+                flags = {arg.split("=")[0] for arg in argv[2:] if arg.startswith("--")}
+                self.assertEqual(flags - flags_of_script, set())
+                checked += 1
         self.assertGreater(checked, 10)
 
 
@@ -240,3 +283,7 @@ class DocsLinks(unittest.TestCase):
                         self.assertIn(fragment, anchors.get(full, set()), target)
                 checked += 1
         self.assertGreater(checked, 20)
+
+
+if __name__ == "__main__":
+    unittest.main()

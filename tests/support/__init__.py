@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 import zipfile
 
@@ -650,6 +651,31 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync")
 BROWSER_TIMEOUT_S = 120
+
+
+class Background(object):
+    """A slow fixture started as its test module is loaded, so it runs while
+    the suite goes on: work that waits on other processes (a program of its
+    own, commands run one after another) and leaves this process's core to
+    the other tests.  ``result()`` waits for it and returns its value, or
+    raises what it raised."""
+
+    def __init__(self, function):
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(function,), daemon=True)
+        self._thread.start()
+
+    def _run(self, function):
+        try:
+            self._value = function()
+        except BaseException as exc:            # handed to the test that asks
+            self._error = exc
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def in_ci():
