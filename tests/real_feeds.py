@@ -1,8 +1,13 @@
 """The real GTFS feeds of ../shared/gtfs/, imported and turned into benchmarks
-once per test run (in-process, cached) for test_networks_gtfs_import.py and
+once per test run for test_networks_gtfs_import.py and
 test_networks_benchmark_builder.py (both import it as tests.real_feeds: one
 module, one cache); and the feed's own trips read independently of the
-importer (csv over the zip)."""
+importer (csv over the zip).
+
+The tests' feeds are imported and built by the commands themselves
+(data/import_gtfs.py, data/make_benchmark.py) as this module is loaded, in
+processes of their own beside the rest of the suite (PREBUILT); anything
+else is imported or built in this process when first asked for."""
 
 import atexit
 import contextlib
@@ -12,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -25,10 +31,14 @@ SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
 from transitlm.networks import benchmark_builder as make_benchmark  # noqa: E402
 from transitlm.networks import gtfs_import as import_gtfs  # noqa: E402
+from tests.support import Background  # noqa: E402
 
 # feed file -> the city the prompts name (a feed does not say)
 CITIES = {"nyc-subway.zip": "New York", "nyc-lirr.zip": "New York", "caltrain.zip": "San Francisco",
           "cairns.zip": "Cairns", "newport.zip": "Newport"}
+
+# The benchmark size the tests build of each feed (CITIES' feeds; others).
+SAMPLES, OTHER_SAMPLES = 8, 4
 
 _TMP = []
 _IMPORTED = {}
@@ -67,8 +77,43 @@ def _run(main, argv):
     return out.getvalue()
 
 
+def _prebuild():
+    """Import every shared feed and build its benchmark of the tests' size,
+    each by its command in a process of its own -> {feed: problem} (empty
+    when all went well); the results fill the caches."""
+    problems = {}
+    for name in sorted(n for n in CITIES if available(n)) + other_feeds():
+        out = os.path.join(_folder(), name + ".net")
+        samples = SAMPLES if name in CITIES else OTHER_SAMPLES
+        bench = os.path.join(_folder(), "%s.bench%d" % (name, samples))
+        steps = [(os.path.join(DATA, "import_gtfs.py"), os.path.join(SHARED_GTFS, name),
+                  "--out", out, "--city", city_of(name)),
+                 (os.path.join(DATA, "make_benchmark.py"), "--network", out, "--out", bench,
+                  "--samples", str(samples))]
+        outputs = []
+        for step in steps:
+            done = subprocess.run((sys.executable,) + step, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True,
+                                  encoding="utf-8")
+            if done.returncode != 0:
+                problems[name] = "%s exited %s: %s" % (step, done.returncode, done.stderr)
+                break
+            outputs.append(done.stdout)
+        else:
+            _IMPORTED[name] = (out, outputs[0])
+            _BUILT[(name, samples)] = (out, bench, outputs[1])
+    return problems
+
+
+def _from_prebuilt(name):
+    problem = PREBUILT.result().get(name)
+    if problem:
+        raise AssertionError(problem)
+
+
 def imported(name):
     """(network folder, importer summary) of a shared feed, imported once."""
+    _from_prebuilt(name)
     if name not in _IMPORTED:
         out = os.path.join(_folder(), name + ".net")
         summary = _run(import_gtfs.main, [os.path.join(SHARED_GTFS, name), "--out", out,
@@ -80,6 +125,7 @@ def imported(name):
 def built(name, samples):
     """(network folder, benchmark folder, builder summary), built once per feed and size."""
     key = (name, samples)
+    _from_prebuilt(name)
     if key not in _BUILT:
         network, _ = imported(name)
         bench = os.path.join(_folder(), "%s.bench%d" % (name, samples))
@@ -166,3 +212,9 @@ def rider_calls(calls):
         out[0] = (out[0][0], out[0][1], False) + out[0][3:]
         out[-1] = (out[-1][0], False) + out[-1][2:]
     return out
+
+
+# Started as the module loads: the feeds are imported and built while the
+# suite goes on (tests.support.Background).
+_folder()
+PREBUILT = Background(_prebuild)
