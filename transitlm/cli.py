@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 
-from common import VERSION, InputError, PROTOCOLS
+from common import InputError, PROTOCOLS
 from transitlm.catalog import DATA_DIR, DATA_ENV, station_file
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
@@ -57,8 +57,6 @@ def build_parser(benchmark):
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                         help="reference: the published evaluator's rules, quirks included "
                              "(default); paper: the TransitLM paper's definitions")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     parser.add_argument("--out", metavar="DIR",
                         help="write a run folder: DIR/report.json, DIR/details.jsonl, "
                              "DIR/report.txt, DIR/report.html and DIR/run.json (who made "

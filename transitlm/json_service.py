@@ -41,7 +41,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from common import MAX_JSON_DEPTH, VERSION
+from common import MAX_JSON_DEPTH
 from transitlm.bounded_json import json_shape_problem, parse_int
 from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
 from transitlm.terminal import one_line
@@ -576,12 +576,11 @@ def decode_body(body, max_items, items):
 # ---------------------------------------------------------------------------
 
 def add_listen_arguments(parser, default_port):
-    """--host, --port, --version and --read_timeout of a service program."""
+    """--host, --port and --read_timeout of a service program (its --version:
+    transitlm.terminal.CommandParser)."""
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: %(default)s")
     parser.add_argument("--port", type=int, default=default_port,
                         help="default: %(default)s; 0 picks a free port")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     parser.add_argument("--read_timeout", type=float, default=DEFAULT_READ_TIMEOUT,
                         metavar="SECONDS",
                         help="a request must arrive in full within this long of its first "

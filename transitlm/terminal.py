@@ -61,9 +61,16 @@ def one_line(text, limit=None):
 
 
 class CommandParser(argparse.ArgumentParser):
-    """argparse as every tool uses it: a usage error is one escaped line on
-    stderr, ``PROG: error: MESSAGE (see --help)``, and exit status 2 (the
-    message may quote an argument as typed, or a path)."""
+    """argparse as every tool uses it: ``--version`` (``transitlm VERSION``),
+    and a usage error as one escaped line on stderr, ``PROG: error: MESSAGE
+    (see --help)``, with exit status 2 (the message may quote an argument as
+    typed, or a path)."""
+
+    def __init__(self, *args, **kwargs):
+        argparse.ArgumentParser.__init__(self, *args, **kwargs)
+        from common import VERSION           # the rules, loaded with the command's parser
+        self.add_argument("--version", action="version", version="transitlm " + VERSION,
+                          help="print the project's version and exit")
 
     def error(self, message):
         sys.stderr.write(one_line("%s: error: %s (see --help)" % (self.prog, message)) + "\n")

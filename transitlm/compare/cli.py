@@ -8,7 +8,7 @@ import gc
 import os
 import sys
 
-from common import VERSION, InputError
+from common import InputError
 import transitlm.exit_status
 from transitlm.compare.breakdowns import BREAKDOWNS
 from transitlm.compare.formats import (FORMATS, format_csv, format_markdown, format_text,
@@ -32,8 +32,6 @@ def build_parser():
         description="Compare TransitLM evaluation runs: metrics with bootstrap intervals, "
                     "paired significance against a baseline, breakdowns; runs of several "
                     "benchmarks give the paper's main table.")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="run folder written with --out, or a details JSONL with its "
                              "report JSON beside it")

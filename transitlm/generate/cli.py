@@ -34,7 +34,7 @@ from transitlm.http_client import origin
 from transitlm.provenance import without_credentials
 from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
                                    interrupted_status)
-from transitlm.terminal import non_negative_int, positive_int, printable
+from transitlm.terminal import CommandParser, non_negative_int, positive_int, printable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -63,7 +63,7 @@ def _number(text):
     return value
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(CommandParser):
     def error(self, message):
         # One line, no usage block: the same shape as every other input problem.
         raise UsageError("%s (see --help)" % message)
@@ -83,8 +83,6 @@ def build_parser():
                         help="base URL of the API, e.g. http://127.0.0.1:8000/v1 "
                              "(requests go to URL/chat/completions)")
     parser.add_argument("--model", required=True, help="model name sent with each request")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     parser.add_argument("--out", metavar="JSONL",
                         help="output file (one JSON line per row; an existing file made with "
                              "the same settings is continued; missing folders are created; "

@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 
-from common import PROTOCOLS, VERSION, InputError
+from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
@@ -26,8 +26,6 @@ RUN_COMMAND = ("lm_eval --model local-chat-completions --model_args "
 def build_parser():
     parser = CommandParser(
         prog=PROG, description="TransitLM inside other evaluation tools (docs/harness.md).")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     lm_eval = commands.add_parser(

@@ -48,7 +48,7 @@ import os
 import sys
 
 
-from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError,
+from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, InputError,
                     is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.exit_status import EXIT_USAGE
@@ -691,8 +691,6 @@ def seed_int(text):
 
 def parse_args(argv):
     parser = CommandParser(prog="make_benchmark.py", description="Build the four TransitLM benchmark files for a network folder.")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project version and exit")
     parser.add_argument("--network", required=True, help="folder with station_info.csv and line_info.csv")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--samples", type=positive_int, required=True, help="rows per file")

@@ -65,7 +65,7 @@ import sys
 import zipfile
 
 
-from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, VERSION, InputError,
+from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, InputError,
                     haversine_km)
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.files import Outputs, write_csv
@@ -1132,8 +1132,6 @@ def parse_date_arg(text):
 
 def parse_args(argv):
     parser = CommandParser(prog="import_gtfs.py", description="Turn a GTFS feed into station_info.csv and line_info.csv.")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project version and exit")
     parser.add_argument("feed", help="GTFS zip file or folder")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--date", type=parse_date_arg, default=None,

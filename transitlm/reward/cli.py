@@ -9,7 +9,7 @@ Standard library only; Python 3.8+.
 import argparse
 import sys
 
-from common import PROTOCOLS, VERSION, InputError
+from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_ENV
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.json_service import add_listen_arguments
@@ -58,8 +58,6 @@ def build_parser():
         description="The benchmark's own verdicts as a reward for RL trainers (TRL, verl,\n"
                     "OpenRLHF): serve it over HTTP, or prepare a release file in a trainer's\n"
                     "layout. See docs/reward.md.")
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="{serve,prepare}")
     commands.required = True
     serve = commands.add_parser(

@@ -39,7 +39,7 @@ import sys
 # tolerances, name matching, geometry), so it imports them rather than
 # restating them; the router that makes the labels lives in router.py.
 
-from common import LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError
+from common import LINE_COLUMNS, STATION_FILE_COLUMNS, InputError
 from transitlm.catalog import DATA_DIR, benchmark_info
 from transitlm.files import Outputs, write_csv
 from transitlm.terminal import CommandParser
@@ -255,8 +255,6 @@ def seed_int(text):
 
 def parse_args(argv):
     parser = CommandParser(prog="make_demo.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version="transitlm " + VERSION,
-                        help="print the project version and exit")
     parser.add_argument("--out", default=DATA_DIR, help="output folder (default: this script's folder)")
     parser.add_argument("--stations", type=bounded(MAX_STATIONS), default=None,
                         help="approximate station count of a large network (default: small demo)")
