@@ -199,28 +199,41 @@ def _first_number(text):
     return float(match.group()) if match else 0.0
 
 
-def _memoized_text(parse_text):
-    """Wrap a parser of unit text so each distinct text is parsed once.
+class _ValueTexts(dict):
+    """The number of each distinct value text, parsed once.
 
     A dataset uses few distinct value texts ("1.4公里", "37分钟", ...), so a
     dictionary of them is small and saves the regular expressions per row.
+    Being that dictionary, it answers ``texts[value]`` for a text seen before
+    in C, without a Python call (Route._read looks up five values per
+    route); a text not seen yet is parsed by __missing__ and kept.  Any
+    other value raises TypeError there (a list or object already in the
+    lookup: it cannot be hashed), except null, kept as 0.0: parse() reads it
+    with its field's name for the message.
     """
-    cache = {}
 
-    def parse(value, field):
+    __slots__ = ("parse_text",)
+
+    def __init__(self, parse_text):
+        dict.__init__(self)
+        self.parse_text = parse_text
+        self[None] = 0.0               # a missing value, as _scalar_text reads it
+
+    def __missing__(self, value):
+        if type(value) is not str:
+            raise TypeError("not text")
+        number, text = _scalar_text(value, "")
+        if number is None:
+            number = self.parse_text(text)
+        self[value] = number
+        return number
+
+    def parse(self, value, field):
+        """A JSON value -> number; RowError naming ``field`` when it has none."""
         if type(value) is str:
-            number = cache.get(value)
-            if number is None:
-                number, text = _scalar_text(value, field)
-                if number is None:
-                    number = parse_text(text)
-                cache[value] = number
-            return number
+            return self[value]
         number, text = _scalar_text(value, field)
-        return number if number is not None else parse_text(text)
-
-    parse.cache = cache
-    return parse
+        return number if number is not None else self.parse_text(text)
 
 
 def _distance_text_km(text):
@@ -256,15 +269,15 @@ def _full_time_text_minutes(text):
     return _first_number(text)
 
 
-_parse_distance = _memoized_text(_distance_text_km)
-_parse_time = _memoized_text(_time_text_minutes)
-_parse_full_time = _memoized_text(_full_time_text_minutes)
-_parse_fare = _memoized_text(_first_number)
+_DISTANCE_TEXTS = _ValueTexts(_distance_text_km)
+_TIME_TEXTS = _ValueTexts(_time_text_minutes)
+_FULL_TIME_TEXTS = _ValueTexts(_full_time_text_minutes)
+_FARE_TEXTS = _ValueTexts(_first_number)
 
 
 def parse_distance_km(value, field="distance"):
     """Distance in km: "344米" -> 0.344, "约8.1公里" -> 8.1, "1公里200米" -> 0.2 (quirk)."""
-    return _parse_distance(value, field)
+    return _DISTANCE_TEXTS.parse(value, field)
 
 
 def parse_time_minutes(value, full=False, field="time"):
@@ -273,12 +286,12 @@ def parse_time_minutes(value, full=False, field="time"):
     reference (``full=False``): "1小时7分钟" -> 60, the minutes after the hours
     are ignored (quirk).  paper (``full=True``): hours x 60 + minutes -> 67.
     """
-    return (_parse_full_time if full else _parse_time)(value, field)
+    return (_FULL_TIME_TEXTS if full else _TIME_TEXTS).parse(value, field)
 
 
 def parse_fare_cny(value, field="fare"):
     """Fare in CNY: "3元" -> 3.0."""
-    return _parse_fare(value, field)
+    return _FARE_TEXTS.parse(value, field)
 
 
 def parse_lnglat(text, field):
@@ -1076,26 +1089,46 @@ class Route(object):
             raise RowError("%s %s" % (what, exc), code)
 
     def _read(self, obj, protocol):
-        # The memoized parsers behind parse_distance_km, parse_time_minutes and
-        # parse_fare_cny, called directly: this runs for every route of every row.
+        # This runs for every route of every row: the common case takes
+        # C-speed shortcuts (see _ValueTexts and route_stations).
         get = obj.get
         self.sequence = text_list(obj, "station_sequence")
         self.stations = route_stations(self.sequence)
         self.lines = text_list(obj, "line_sequence")
-        self.distance_km = _parse_distance(get("total_distance"), "total_distance")
-        self.time_min = (_parse_full_time if protocol.full_time_parsing else _parse_time)(
-            get("total_time"), "total_time")
-        self.fare_cny = _parse_fare(get("total_fare"), "total_fare")
-        self.start_mode = _text_field(obj, "start_transfer_mode")
-        self.end_mode = _text_field(obj, "end_transfer_mode")
-        self.start_access_km = _parse_distance(get("start_transfer_distance"),
-                                               "start_transfer_distance")
-        self.end_access_km = _parse_distance(get("end_transfer_distance"),
-                                             "end_transfer_distance")
+        times = _FULL_TIME_TEXTS if protocol.full_time_parsing else _TIME_TEXTS
+        try:
+            # Value texts seen before: one dictionary lookup each, no call.
+            self.distance_km = _DISTANCE_TEXTS[get("total_distance")]
+            self.time_min = times[get("total_time")]
+            self.fare_cny = _FARE_TEXTS[get("total_fare")]
+            self.start_access_km = _DISTANCE_TEXTS[get("start_transfer_distance")]
+            self.end_access_km = _DISTANCE_TEXTS[get("end_transfer_distance")]
+            start_mode, end_mode = get("start_transfer_mode"), get("end_transfer_mode")
+            if type(start_mode) is not str or type(end_mode) is not str:
+                raise TypeError("not text")
+        except TypeError:
+            # A value that is not text (a number, null, a list): read field by
+            # field, in this order, so that a message names the first bad field.
+            self._read_fields(obj, protocol)
+        else:
+            self.start_mode, self.end_mode = start_mode, end_mode
         self.transit_lines = transit_line_count(self.lines)
         self.cycling_legs = (CYCLE in self.start_mode) + (CYCLE in self.end_mode)
         self.score = expert_score(self.time_min, self.transit_lines + self.cycling_legs,
                                   self.fare_cny)
+
+    def _read_fields(self, obj, protocol):
+        get = obj.get
+        self.distance_km = parse_distance_km(get("total_distance"), "total_distance")
+        self.time_min = parse_time_minutes(get("total_time"), protocol.full_time_parsing,
+                                           "total_time")
+        self.fare_cny = parse_fare_cny(get("total_fare"), "total_fare")
+        self.start_mode = _text_field(obj, "start_transfer_mode")
+        self.end_mode = _text_field(obj, "end_transfer_mode")
+        self.start_access_km = parse_distance_km(get("start_transfer_distance"),
+                                                 "start_transfer_distance")
+        self.end_access_km = parse_distance_km(get("end_transfer_distance"),
+                                               "end_transfer_distance")
 
     def line_signature(self, empty_mode_as_walk):
         return full_line_set(self.lines, self.start_mode, self.end_mode, empty_mode_as_walk)

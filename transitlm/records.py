@@ -24,17 +24,20 @@ STAGES = ("error", "no_response", "reachability", "grounding", "plausibility",
 NO_RESPONSE = "no_response"
 
 
-def base_record(sample):
+def base_record(sample, origin=None, destination=None, city=None):
+    """A row's record before its checks: ``origin``, ``destination`` and
+    ``city`` from its prompt, when it was read."""
     return {"row": sample.row, "index_id": sample.index_id, "status": "evaluated",
-            "error": None, "city": None, "origin": None, "destination": None,
+            "error": None, "city": city, "origin": origin, "destination": destination,
             "in_funnel": True, "prediction_routes": None, "label_routes": None,
             "other_failures": []}
 
 
-def error_record(sample, message, in_funnel, status="error", code=None):
+def error_record(sample, message, in_funnel, status="error", code=None, prompt=None):
     """A row that was not evaluated: ``status`` error (code ``error.<code>``) or
-    no_response; it carries that one failure code and no other."""
-    record = base_record(sample)
+    no_response; it carries that one failure code and no other.  ``prompt``:
+    (origin, destination, city) when the prompt was read."""
+    record = base_record(sample, *(prompt or ()))
     record.update(status=status, error=message, in_funnel=in_funnel, reachable=False,
                   failed_round=None,
                   failure_codes=[NO_RESPONSE] if status == NO_RESPONSE else ["error." + code])
