@@ -293,6 +293,7 @@ class RowJudge(object):
         sample_fields = (benchmark.sample_fields
                          if type(benchmark).sample_fields is not Benchmark.sample_fields
                          else None)
+        scenario_codes = type(benchmark).scenario_codes is not Benchmark.scenario_codes
         out = []
         for item in batch:
             if type(item) is not DecodedRow:
@@ -309,7 +310,7 @@ class RowJudge(object):
             if sample_fields is not None:
                 record.update(sample_fields(sample))
             record.update(fields)
-            out.append(finish_record(record, benchmark, protocol))
+            out.append(finish_record(record, benchmark, protocol, scenario_codes))
         return out
 
 

@@ -120,15 +120,20 @@ def funnel_failure_codes(record, check_codes):
             overlap.append("overlap.access_mode_mismatch")
         codes.extend(overlap or ["overlap.unspecified"])
     else:
-        codes.extend(code for key, code in _ACCURACY_CODES if not record[key])
+        for key, code in _ACCURACY_CODES:
+            if not record[key]:
+                codes.append(code)
     return codes
 
 
-def finish_record(record, benchmark, protocol):
-    """Add ``failed_round`` and ``failure_codes`` to an evaluated row's record."""
+def finish_record(record, benchmark, protocol, scenario_codes=True):
+    """Add ``failed_round`` and ``failure_codes`` to an evaluated row's record.
+    ``scenario_codes`` False: the benchmark has no codes of its own (its
+    scenario_codes is the default, which gives none; not called)."""
     record["failed_round"] = failed_round(record)
     codes = funnel_failure_codes(record, record.pop("_codes", None) or {})
-    codes.extend(benchmark.scenario_codes(record, protocol))
+    if scenario_codes:
+        codes.extend(benchmark.scenario_codes(record, protocol))
     record["failure_codes"] = codes
     return record
 
