@@ -1086,13 +1086,13 @@ class Route(object):
                  "transit_lines", "cycling_legs", "score")
 
     def __init__(self, obj, protocol, what="prediction"):
-        code = "invalid_label" if what.startswith("label") else "invalid_prediction"
         if not isinstance(obj, dict):
-            raise RowError("%s is %s, expected a JSON object" % (what, type_name(obj)), code)
+            raise RowError("%s is %s, expected a JSON object" % (what, type_name(obj)),
+                           _route_error_code(what))
         try:
             self._read(obj, protocol)
         except RowError as exc:        # name the side only now: messages are rare
-            raise RowError("%s %s" % (what, exc), code)
+            raise RowError("%s %s" % (what, exc), _route_error_code(what))
 
     def _read(self, obj, protocol):
         # This runs for every route of every row: the common case takes
@@ -1138,6 +1138,10 @@ class Route(object):
 
     def line_signature(self, empty_mode_as_walk):
         return full_line_set(self.lines, self.start_mode, self.end_mode, empty_mode_as_walk)
+
+
+def _route_error_code(what):
+    return "invalid_label" if what.startswith("label") else "invalid_prediction"
 
 
 def expert_score(time_min, legs, fare_cny):
@@ -1344,7 +1348,10 @@ def judge_single_route(row, protocol, network, drawings=True):
     predicted Route, label Route).  ``drawings``: add both routes as judged
     (see Context.route_drawings)."""
     label = Route(row.label, protocol, "label")
-    pred = Route(row.prediction, protocol, "prediction")
+    # A prediction decoded as the label's very object (RowJudge.decode): the
+    # same Route (parsing is deterministic, and Routes are never changed).
+    pred = label if row.prediction is row.label else Route(row.prediction, protocol,
+                                                           "prediction")
     fields = judge_route(pred, label, row.origin, row.destination, network, protocol)
     if drawings:
         fields["prediction_routes"] = {"first": route_json(pred)}

@@ -261,6 +261,11 @@ class RowJudge(object):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
             label = decode_json(sample.label, "sft_label", code="invalid_label")
+            if self.strict and sample.prediction == sample.label:
+                # The label's very text (a model that got it right): the same
+                # JSON, decoded once and shared (decoded values are never
+                # changed), and judge_single_route parses it once.
+                return DecodedRow(sample, origin, destination, city, label, label)
             answer = read_answer(sample.prediction, strict=self.strict)
         except RowError as exc:
             if exc.code == "unclosed_reasoning":
