@@ -343,8 +343,11 @@ def _merge_totals(current, incoming):
     if type(incoming) is list:                     # what a worker added, in order
         return plain_sum(incoming, current)
     if type(incoming) is SumRows:                  # what a worker's Sums was given
-        for values in incoming:
-            current.add(values)
+        # Column by column, each in row order: the same additions as add()
+        # row by row, in C (zip, functools.reduce) instead of a call per row.
+        if incoming:
+            current[:] = [plain_sum(column, total)
+                          for total, column in zip(current, zip(*incoming))]
         return current
     if type(incoming) is dict:
         for key, value in incoming.items():
