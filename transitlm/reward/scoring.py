@@ -253,9 +253,11 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
         return 1.0 if values["rem"] == 1.0 and values["ea"] == 1.0 else 0.0
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
-    weight = weights_of(weights)
-    keys = [key for key in WEIGHTED
-            if key not in SCENARIO_TERMS.values() or key == scenario_term]
+    weight = weights_of(weights) if weights else _EVEN_WEIGHTS
+    keys = _WEIGHTED_OF.get(scenario_term)
+    if keys is None:
+        keys = _WEIGHTED_OF[scenario_term] = [
+            key for key in WEIGHTED if key not in SCENARIO_TERMS.values() or key == scenario_term]
     gate = 1.0
     if shaping == "gated" and not (values["conn"] == 1.0 and values["sg"] == 1.0):
         gate = 0.0
@@ -264,6 +266,11 @@ def shaped(values, shaping="dense", weights=None, scenario_term=None):
         return 0.0
     return sum(weight[key] * values[key] * (gate if key in GATED_TERMS else 1.0)
                for key in keys) / total
+
+
+# What shaped() needs on every call, made once: the weights when none are
+# given, and the keys weighted for a benchmark's scenario term.
+_WEIGHTED_OF = {}
 
 
 def weights_of(weights):
@@ -288,7 +295,14 @@ def canonical_route(record):
         route = routes[key] or {}
         shown[key] = [route.get("lines"), route.get("stations"),
                       [route.get("start_mode"), route.get("end_mode")]]
-    return json.dumps(shown, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL_JSON.encode(shown)
+
+
+# json.dumps with these options would make an encoder on every call.
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+_EVEN_WEIGHTS = weights_of(None)
 
 
 def empty_values(failure=0.0, error_code=NOT_TEXT):
