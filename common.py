@@ -668,6 +668,14 @@ class StationNetwork(object):
             self._bad(stop, point)
         return point
 
+    def end_coords(self, stations):
+        """coords() of a route's first and last stations, looked up together
+        in C (the lookups wait on memory together, as in broken_hop)."""
+        first, last = map(self._points.get, (stations[0], stations[-1]))
+        if type(first) is tuple and type(last) is tuple:
+            return first, last
+        return self.coords(stations[0]), self.coords(stations[-1])
+
     def _decode(self, stop):
         """Parse a stop's line once -> (hops or problem, point or problem), also
         kept in _hops and _points; None for an unknown stop.  A problem is the
@@ -1239,9 +1247,10 @@ def check_grounding(route, origin, destination, network, protocol):
         return (Verdict(True, "not checked: no stations"),
                 Verdict(True, "not checked: no stations"))
     first, last = route.stations[0], route.stations[-1]
-    start = check_access("origin", origin, network.coords(first), first,
+    first_point, last_point = network.end_coords(route.stations)
+    start = check_access("origin", origin, first_point, first,
                          route.start_mode, route.start_access_km, protocol)
-    end = check_access("destination", destination, network.coords(last), last,
+    end = check_access("destination", destination, last_point, last,
                        route.end_mode, route.end_access_km, protocol)
     return (combine([start[0], end[0]], "both ends within their access limits"),
             combine([start[1], end[1]], "access distances plausible"))
