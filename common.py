@@ -206,10 +206,11 @@ class _ValueTexts(dict):
     dictionary of them is small and saves the regular expressions per row.
     Being that dictionary, it answers ``texts[value]`` for a text seen before
     in C, without a Python call (Route._read looks up five values per
-    route); a text not seen yet is parsed by __missing__ and kept.  Any
-    other value raises TypeError there (a list or object already in the
-    lookup: it cannot be hashed), except null, kept as 0.0: parse() reads it
-    with its field's name for the message.
+    route); a text not seen yet is parsed by __missing__ and kept.  A value
+    that is not text raises TypeError instead (a list or an object as it is
+    looked up, since it cannot be hashed; a number in __missing__), except
+    null, kept as 0.0: parse() reads such a value, naming its field in any
+    message.
     """
 
     __slots__ = ("parse_text",)
@@ -1110,8 +1111,8 @@ class Route(object):
             raise RowError("%s %s" % (what, exc), _route_error_code(what))
 
     def _read(self, obj, protocol):
-        # This runs for every route of every row: the common case takes
-        # C-speed shortcuts (see _ValueTexts and route_stations).
+        # This runs for every route of every row: the values take a C-speed
+        # shortcut (see _ValueTexts).
         get = obj.get
         self.sequence = text_list(obj, "station_sequence")
         self.stations = route_stations(self.sequence)
