@@ -294,6 +294,11 @@ class RowJudge(object):
         if batch:
             yield from self._judge(batch)
 
+    def record(self, sample):
+        """One sample -> its finished record (records() for a single row,
+        without a generator: the reward judges a completion at a time)."""
+        return self._judge([self.decode(sample)])[0]
+
     def _judge(self, batch):
         """A batch of decode()'s results -> its finished records (a list)."""
         rows = [item for item in batch if type(item) is DecodedRow]

@@ -196,7 +196,7 @@ class Scorer(object):
                            "" if text is None else text,
                            row.get("req_type") if self.benchmark.needs_req_type else None)
         with self._lock:
-            record = next(self.judge.records(iter([sample])))
+            record = self.judge.record(sample)
             self.context.tally.clear()
         code = _error_code(record)
         if code in ROW_CODES:
