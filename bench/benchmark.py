@@ -251,6 +251,9 @@ def main(argv=None):
     finally:
         if args.against:
             subprocess.call(["git", "-C", REPO, "worktree", "remove", "--force", roots[0]])
+        # The runs' outputs (details of a million rows take gigabytes) and the
+        # copy of the published evaluator.
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def run_all(args, roots, stations, out, published=None):
