@@ -8,20 +8,29 @@ with new ids, so the network is not regenerated.  Then runs each evaluator in
 a fresh process with the JSON report, the details and the text report on
 (--outputs quiet: --quiet only), and prints rows/s, wall time (best of
 --repeat runs) and peak memory (the maximum resident set size of the evaluator
-or of one of its worker processes, from os.wait4).  Figures go in the README.
+or of one of its worker processes, from os.wait4).  Beside every figure it
+prints the parse floor of the same file (bench/parse_floor.py: the csv module
+and json.loads of the three JSON cells of every row, in a process of its own)
+and how many times the floor the evaluator took.  Figures go in
+docs/performance.md.
 
     python3 bench/benchmark.py [--stations N] [--samples N ...] [--repeat K]
                                [--outputs full|quiet] [--only NAME] [--against REF]
+                               [--published PATH]
 
---against REF compares this checkout with a git revision instead: the two run
-in turn (REF, this, REF, this, ...) so that both see the same spells of a
-machine whose speed drifts, and the medians are printed.
+--against REF compares this checkout with a git revision, --published PATH
+with the published evaluator (a checkout of HotTricker/TransitLM that the
+user fetched; never part of this repository; its general LLM evaluator calls
+a remote service and is not run): each runs in turn with this checkout and
+the floor (floor, PATH, REF, this, floor, ...) so that all see the same
+spells of a machine whose speed drifts, and the medians are printed.
 """
 
 import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -130,6 +139,40 @@ def warm_station_cache(root, stations, folder):
         root, stations, folder]).decode().strip()
 
 
+def floor_command(sample_path):
+    return [sys.executable, os.path.join(HERE, "parse_floor.py"), sample_path]
+
+
+# The published evaluator's scripts, by evaluator (general_llm calls a remote
+# service by default: never run here).
+PUBLISHED_SCRIPTS = ("single_route", "personalized", "diversity")
+
+
+def stage_published(path, folder, stations):
+    """A copy of the published evaluator's scripts in ``folder``, its data/
+    holding the scale station file (it reads data/station_info.csv beside
+    its common.py and has no option naming another) -> ``folder``."""
+    scripts = ["common.py"] + [os.path.join(name, "evaluate.py") for name in PUBLISHED_SCRIPTS]
+    missing = [name for name in scripts if not os.path.isfile(os.path.join(path, name))]
+    if missing:
+        raise SystemExit("--published %s: not a checkout of the published evaluator (no %s)"
+                         % (path, ", ".join(missing)))
+    for name in scripts:
+        os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+        shutil.copyfile(os.path.join(path, name), os.path.join(folder, name))
+    os.makedirs(os.path.join(folder, "data"), exist_ok=True)
+    os.symlink(os.path.abspath(stations), os.path.join(folder, "data", "station_info.csv"))
+    return folder
+
+
+def published_command(folder, name, sample_path):
+    """The published evaluator on a sample file (it has no --quiet: its report
+    and failure lines go to stdout, discarded), or None for general_llm."""
+    if name not in PUBLISHED_SCRIPTS:
+        return None
+    return [sys.executable, os.path.join(folder, name, "evaluate.py"), "--input", sample_path]
+
+
 def evaluator_command(root, name, sample_path, stations, extra, outputs, out, data):
     command = [sys.executable, os.path.join(root, name, "evaluate.py"),
                "--input", sample_path, "--station_info", stations] + extra
@@ -184,6 +227,10 @@ def main(argv=None):
     parser.add_argument("--against", metavar="REF",
                         help="compare with this git revision, in alternating runs "
                              "(medians of --repeat runs each)")
+    parser.add_argument("--published", metavar="PATH",
+                        help="compare with the published evaluator (a checkout of "
+                             "HotTricker/TransitLM) in alternating runs (medians of --repeat "
+                             "runs each); its general LLM evaluator is not run")
     parser.add_argument("--station_cache", choices=("on", "off"), default="on",
                         help="on (default): the station cache in DATA/cache, made before "
                              "the runs are timed (what every run after the first one on a "
@@ -196,14 +243,20 @@ def main(argv=None):
     if args.against:
         roots.insert(0, os.path.join(out, "against"))
         checkout(args.against, roots[0])
+    published = None
+    if args.published:
+        published = stage_published(args.published, os.path.join(out, "published"), stations)
     try:
-        run_all(args, roots, stations, out)
+        run_all(args, roots, stations, out, published)
     finally:
         if args.against:
             subprocess.call(["git", "-C", REPO, "worktree", "remove", "--force", roots[0]])
+        # The runs' outputs (details of a million rows take gigabytes) and the
+        # copy of the published evaluator.
+        shutil.rmtree(out, ignore_errors=True)
 
 
-def run_all(args, roots, stations, out):
+def run_all(args, roots, stations, out, published=None):
     env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
     if args.station_cache == "on":
         env["TRANSITLM_CACHE_DIR"] = os.path.join(args.data, "cache")
@@ -213,41 +266,77 @@ def run_all(args, roots, stations, out):
     else:
         print("station cache: off")
     print("calibration: 5M-step Python loop %.2f s (before)" % calibration_seconds())
+    compared = bool(args.against or published)
+    # The columns of a figure line (wall times in seconds; x floor: this
+    # checkout's time over the floor's; x faster: the published evaluator's
+    # time over this checkout's).
+    heads = ["evaluator", "rows"]
+    if published:
+        heads.append("published")
     if args.against:
-        print("%-14s %8s %10s %10s %8s" % ("evaluator", "rows", "REF (s)", "this (s)",
-                                           "change"))
-    else:
-        print("%-14s %8s %10s %10s %12s" % ("evaluator", "rows", "wall (s)", "rows/s",
-                                            "peak (MB)"))
+        heads.append("REF")
+    heads.append("this" if compared else "wall (s)")
+    if published:
+        heads.append("x faster")
+    if args.against:
+        heads.append("change")
+    heads += ["floor", "x floor", "rows/s", "peak (MB)"]
+    print("%-14s %8s" % tuple(heads[:2]) + "".join(" %10s" % head for head in heads[2:]))
     for label, name, sample_file, extra in EVALUATORS:
         if args.only and label.strip() not in args.only and name not in args.only:
             continue
         for samples in args.samples:
             sample_path = grown_file(args.data, sample_file, samples)
-            commands = [evaluator_command(root, name, sample_path, stations, extra,
-                                          args.outputs, out, args.data) for root in roots]
+            # (what, command): the floor first, then the others, this checkout last.
+            commands = [("floor", floor_command(sample_path))]
+            if published:
+                commands.append(("published", published_command(published, name, sample_path)))
+            commands += [("REF" if root != REPO else "this",
+                          evaluator_command(root, name, sample_path, stations, extra,
+                                            args.outputs, out, args.data)) for root in roots]
             rows = count_rows(sample_path)
-            # In turn, so that every checkout sees the same spells of the machine.
-            runs = [[] for _ in commands]
+            # In turn, so that every command sees the same spells of the machine.
+            runs = {what: [] for what, _ in commands}
             for _ in range(args.repeat):
-                for command, times in zip(commands, runs):
-                    times.append(measure(command, env))
+                for what, command in commands:
+                    if command is not None:
+                        runs[what].append(measure(command, env))
+            pick = median if compared else min
+            wall = {what: pick([run[0] for run in times]) if times else None
+                    for what, times in runs.items()}
+            peak = max(run[1] for run in runs["this"])
+            cells = []
+            if published:
+                cells.append(_seconds(wall["published"]))
             if args.against:
-                before, after = (median([run[0] for run in times]) for times in runs)
-                print("%-14s %8d %10.2f %10.2f %+7.0f%%"
-                      % (label, rows, before, after, (after / before - 1.0) * 100.0),
-                      flush=True)
-            else:
-                wall = min(run[0] for run in runs[0])
-                peak = max(run[1] for run in runs[0])
-                print("%-14s %8d %10.2f %10.0f %12.1f" % (label, rows, wall, rows / wall,
-                                                         peak), flush=True)
+                cells.append(_seconds(wall["REF"]))
+            cells.append(_seconds(wall["this"]))
+            if published:
+                cells.append("-" if wall["published"] is None
+                             else "x%.2f" % (wall["published"] / wall["this"]))
+            if args.against:
+                cells.append("%+.0f%%" % ((wall["this"] / wall["REF"] - 1.0) * 100.0))
+            cells += [_seconds(wall["floor"]), "%.2f" % (wall["this"] / wall["floor"]),
+                      "%.0f" % (rows / wall["this"]), "%.1f" % peak]
+            print("%-14s %8d" % (label, rows) + "".join(" %10s" % cell for cell in cells),
+                  flush=True)
     print("calibration: 5M-step Python loop %.2f s (after)" % calibration_seconds())
-    if args.against:
-        print("REF = %s; medians of %d alternating runs each." % (args.against, args.repeat))
+    if compared:
+        print("%smedians of %d alternating runs each (the floor's too)."
+              % ("REF = %s; " % args.against if args.against else "", args.repeat))
     else:
-        print("peak = the largest resident set of the evaluator or one of its worker "
-              "processes (they share the parent's pages).")
+        print("wall and floor: the best of %d runs each." % args.repeat)
+    if published:
+        print("published = %s (its general LLM evaluator is not run: it calls a remote "
+              "service)." % args.published)
+    print("floor = bench/parse_floor.py on the same file (csv module + json.loads of the three "
+          "JSON cells of every row); x floor = this / floor.")
+    print("peak = the largest resident set of this checkout's evaluator or one of its worker "
+          "processes (they share the parent's pages).")
+
+
+def _seconds(value):
+    return "-" if value is None else "%.2f" % value
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ class LocalRouteEval(object):
 
 class GeneralLLM(transitlm.engine.Benchmark):
     name = "general_llm"
+    batch_rows = 256             # rows judged together (a service is sent --batch_size at a time)
     empty_prediction_is_no_response = True
     station_names = True
 

@@ -82,6 +82,18 @@ class ReadingTest(unittest.TestCase):
         self.assertEqual(read_answer(ROUTE).value, ROUTE)          # already decoded
         self.assertIsNone(read_answer(None).value)
 
+    def test_every_token_and_tag_holds_a_marker_character(self):
+        # answer_text passes over a text holding neither "<" nor U+25C1 (a
+        # bare JSON answer): a token, tag or marker without one would be missed.
+        from transitlm.answers import FINAL_CHANNEL_MARKERS
+        for token in (END_OF_TURN_TOKENS + FINAL_CHANNEL_MARKERS
+                      + tuple(tag for pair in REASONING_TAGS for tag in pair)):
+            with self.subTest(token=token):
+                self.assertTrue("<" in token or "\u25c1" in token)
+        kimi = "\u25c1think\u25b7x\u25c1/think\u25b7" + ROUTE_TEXT
+        self.assertEqual(read_answer(kimi).value, ROUTE)
+        self.assertTrue(read_answer(kimi).reasoning)
+
     def test_strict_reads_as_the_published_evaluator(self):
         for text in ("<think>x</think>" + ROUTE_TEXT, "```json\n%s\n```" % ROUTE_TEXT):
             self.assertEqual(code_of(text, strict=True), "invalid_json")

@@ -172,9 +172,14 @@ class ChunkedReading(unittest.TestCase):
         transitlm.inputs.CHUNK_BYTES = self.saved
         self.tmp.cleanup()
 
-    def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=()):
+    def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=(),
+                by_rows=False):
+        """``by_rows``: one process reading the file row by row (not in chunks)."""
         if chunk_bytes:
             transitlm.inputs.CHUNK_BYTES = chunk_bytes
+        header_bytes = transitlm.inputs.SampleReader._header_bytes
+        if by_rows:
+            transitlm.inputs.SampleReader._header_bytes = lambda reader: None
         tag = "%s-%s" % (workers, chunk_bytes)
         json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
         details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
@@ -185,6 +190,7 @@ class ChunkedReading(unittest.TestCase):
                 + list(extra))
         finally:
             transitlm.inputs.CHUNK_BYTES = self.saved
+            transitlm.inputs.SampleReader._header_bytes = header_bytes
         if status != 0:
             return status, err
         with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
@@ -202,11 +208,14 @@ class ChunkedReading(unittest.TestCase):
             return handle.read()
 
     def assert_same(self, data, name="s.csv"):
+        # The file read row by row in one process; in chunks by the workers
+        # and, as a worker reads them, by one process.
         sample = self.write(name, data)
-        one = self.outputs(sample, 1)
-        for chunk_bytes in (97, 400, 5000):
-            with self.subTest(chunk_bytes=chunk_bytes):
-                self.assertEqual(self.outputs(sample, 2, chunk_bytes), one)
+        one = self.outputs(sample, 1, by_rows=True)
+        for chunk_bytes in (97, 400, 5000, None):
+            for workers in (2, 1):
+                with self.subTest(chunk_bytes=chunk_bytes, workers=workers):
+                    self.assertEqual(self.outputs(sample, workers, chunk_bytes), one)
         return one
 
     def test_every_benchmark_in_small_chunks(self):
@@ -220,9 +229,11 @@ class ChunkedReading(unittest.TestCase):
         for benchmark, name, extra in cases:
             with self.subTest(benchmark=benchmark.name):
                 sample = os.path.join(BUNDLED, name)
-                one = self.outputs(sample, 1, None, benchmark, extra)
+                one = self.outputs(sample, 1, None, benchmark, extra, by_rows=True)
                 for chunk_bytes in (97, 2000):
-                    self.assertEqual(self.outputs(sample, 2, chunk_bytes, benchmark, extra), one)
+                    for workers in (2, 1):
+                        self.assertEqual(self.outputs(sample, workers, chunk_bytes, benchmark,
+                                                      extra), one)
 
     def test_bundled_rows_in_small_chunks(self):
         report, details, _ = self.assert_same(self.bundled())

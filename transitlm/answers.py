@@ -108,6 +108,11 @@ def answer_text(text, what="prediction"):
     """(the answer part of a model's text, whether it carried reasoning):
     end-of-turn tokens dropped, the text after the last closing reasoning tag.
     RowError ``unclosed_reasoning`` when a reasoning block is never closed."""
+    if "<" not in text and "\u25c1" not in text:
+        # Every token, tag and marker above holds "<" or Kimi's "\u25c1": a
+        # text with neither (a bare JSON answer) has none, told by two scans
+        # in C instead of nine searches and two regular expressions.
+        return text, False
     for token in END_OF_TURN_TOKENS:
         if token in text:
             text = text.replace(token, "")

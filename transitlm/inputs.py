@@ -336,7 +336,36 @@ class SampleReader(object):
     def __iter__(self):
         # A generator: nothing is read until rows are asked for, so a chunked
         # reader can still hand out chunks after iter().
-        yield from self.rows_from([], 1) if self.chunked else self._rows(1)
+        yield from self._parsed_chunks() if self.chunked else self._rows(1)
+
+    def _parsed_chunks(self):
+        """The rows of a chunked reader, read here as a worker reads them:
+        each chunk decoded in one go and split into lines before the csv
+        module reads it (parse_chunk; about a tenth faster than the text
+        stream of _rows, with no UTF-8 check per row when the chunk is
+        valid UTF-8).  When a chunk does not end at a record's end, the file
+        is cut again from it as for the workers (recut), and if that was
+        done already, read row by row from there (rows_from)."""
+        done = 0
+        chunks = self.chunks()
+        while True:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            data, first_line, final, _ = chunk
+            try:
+                # A whole chunk first: only one read to its end is known to
+                # end at a record's end.
+                rows = list(parse_chunk(data, first_line, self.path, self.columns,
+                                        self.width, final, done + 1))
+            except SplitRecord:
+                chunks = self.recut([chunk])
+                if chunks is None:
+                    yield from self.rows_from([chunk], done + 1)
+                    return
+                continue
+            done += len(rows)
+            yield from rows
 
     def _rows(self, first_row):
         return sample_rows(self._next, lambda: self._line_base + self.reader.line_num,
@@ -484,8 +513,9 @@ def text_lines(text, any_lone_return=True):
     return lines
 
 
-def parse_chunk(data, first_line, path, columns, width, final):
-    """A chunk of the sample file (whole records) -> SampleRows numbered from 1.
+def parse_chunk(data, first_line, path, columns, width, final, first_row=1):
+    """A chunk of the sample file (whole records) -> SampleRows numbered from
+    ``first_row``.
 
     Raises SplitRecord when the chunk does not end at the end of a record
     (unless it is the file's last) and InputError (with the file's line
@@ -516,7 +546,8 @@ def parse_chunk(data, first_line, path, columns, width, final):
             raise SplitRecord()        # the csv module asked for more: a record runs on
         return cells
 
-    return sample_rows(next_cells, lambda: base + reader.line_num, columns, width, utf8=utf8)
+    return sample_rows(next_cells, lambda: base + reader.line_num, columns, width, first_row,
+                       utf8=utf8)
 
 
 class RowsSource(object):

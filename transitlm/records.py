@@ -4,6 +4,7 @@ figures of a run (``Aggregate``), foldable across worker processes.
 Standard library only; Python 3.8+.
 """
 
+import operator
 
 from common import InputError, PROTOCOLS, plain_sum, ratio
 from transitlm.catalog import load_benchmark
@@ -24,17 +25,20 @@ STAGES = ("error", "no_response", "reachability", "grounding", "plausibility",
 NO_RESPONSE = "no_response"
 
 
-def base_record(sample):
+def base_record(sample, origin=None, destination=None, city=None):
+    """A row's record before its checks: ``origin``, ``destination`` and
+    ``city`` from its prompt, when it was read."""
     return {"row": sample.row, "index_id": sample.index_id, "status": "evaluated",
-            "error": None, "city": None, "origin": None, "destination": None,
+            "error": None, "city": city, "origin": origin, "destination": destination,
             "in_funnel": True, "prediction_routes": None, "label_routes": None,
             "other_failures": []}
 
 
-def error_record(sample, message, in_funnel, status="error", code=None):
+def error_record(sample, message, in_funnel, status="error", code=None, prompt=None):
     """A row that was not evaluated: ``status`` error (code ``error.<code>``) or
-    no_response; it carries that one failure code and no other."""
-    record = base_record(sample)
+    no_response; it carries that one failure code and no other.  ``prompt``:
+    (origin, destination, city) when the prompt was read."""
+    record = base_record(sample, *(prompt or ()))
     record.update(status=status, error=message, in_funnel=in_funnel, reachable=False,
                   failed_round=None,
                   failure_codes=[NO_RESPONSE] if status == NO_RESPONSE else ["error." + code])
@@ -60,6 +64,9 @@ def row_failed(record):
     """Did the row fail: does it carry a failure code (a failed check, an
     error, no response)?  The one rule behind the failed-row count of
     report.json (``counts.failed``), the text report's list and the page."""
+    codes = record.get("failure_codes")
+    if type(codes) is list:            # a record of this version: no list to build
+        return bool(codes)
     return bool(failure_codes(record))
 
 
@@ -113,15 +120,20 @@ def funnel_failure_codes(record, check_codes):
             overlap.append("overlap.access_mode_mismatch")
         codes.extend(overlap or ["overlap.unspecified"])
     else:
-        codes.extend(code for key, code in _ACCURACY_CODES if not record[key])
+        for key, code in _ACCURACY_CODES:
+            if not record[key]:
+                codes.append(code)
     return codes
 
 
-def finish_record(record, benchmark, protocol):
-    """Add ``failed_round`` and ``failure_codes`` to an evaluated row's record."""
+def finish_record(record, benchmark, protocol, scenario_codes=True):
+    """Add ``failed_round`` and ``failure_codes`` to an evaluated row's record.
+    ``scenario_codes`` False: the benchmark has no codes of its own (its
+    scenario_codes is the default, which gives none; not called)."""
     record["failed_round"] = failed_round(record)
     codes = funnel_failure_codes(record, record.pop("_codes", None) or {})
-    codes.extend(benchmark.scenario_codes(record, protocol))
+    if scenario_codes:
+        codes.extend(benchmark.scenario_codes(record, protocol))
     record["failure_codes"] = codes
     return record
 
@@ -143,12 +155,48 @@ def _number(value):
 _OVERLAP_SUM_KEYS = ("line_iou", "station_iou", "score", "label_score", "score_deviation_pct")
 _ACCURACY_SUM_KEYS = ("distance_mape_pct", "time_mape_pct", "fare_mape_pct", "score",
                       "label_score")
+# (what a record says, its count in FunnelTotals.accurate)
+_ACCURATE_KEYS = (("distance_accurate", "distance"), ("time_accurate", "time"),
+                  ("fare_accurate", "fare"), ("transfer_accurate", "transfer"),
+                  ("overall_accurate", "overall"))
+
+
+class Sums(list):
+    """Float sums, each added to in input order (a list of them).
+
+    ``add(values)`` adds each value to its sum.  Its deferred form
+    (SumRows, in a worker process) keeps the values instead, and merging
+    them adds them in the same order, so every sum is the same bit for bit.
+    A record's values are taken in one step in C (operator.itemgetter) and
+    added in one (map with operator.add), not one key at a time.
+    """
+
+    __slots__ = ()
+
+    def add(self, values):
+        self[:] = map(operator.add, self, values)
+
+
+class SumRows(list):
+    """What a deferred Sums was given: the values of each add(), in order."""
+
+    __slots__ = ()
+    add = list.append                  # no Python call per row
+
+
+def _values(getter, record):
+    """The numbers ``getter`` takes from a record (see _number)."""
+    values = getter(record)
+    return values if None not in values else tuple(map(_number, values))
 
 
 class FunnelTotals(object):
     """Row counts and Rounds 1-4, folded one record at a time."""
 
     # add() only adds to its numbers (a worker's copy records them: see Aggregate).
+
+    _overlap_values = operator.itemgetter(*_OVERLAP_SUM_KEYS)
+    _accuracy_values = operator.itemgetter(*_ACCURACY_SUM_KEYS)
 
     def __init__(self):
         self.status = {"evaluated": 0, "error": 0, "no_response": 0}
@@ -159,10 +207,10 @@ class FunnelTotals(object):
         self.plausible = 0
         self.station_exact = 0
         self.bands = {"worse": 0, "better": 0, "same": 0}
-        self.overlap_sums = [0.0] * 5   # line IoU, station IoU, score, label, deviation
+        self.overlap_sums = Sums([0.0] * 5)   # line IoU, station IoU, score, label, deviation
         self.exact = 0
         self.accurate = {"distance": 0, "time": 0, "fare": 0, "transfer": 0, "overall": 0}
-        self.accuracy_sums = [0.0] * 5  # distance, time, fare MAPE, score, label
+        self.accuracy_sums = Sums([0.0] * 5)  # distance, time, fare MAPE, score, label
 
     def add(self, record):
         self.status[record["status"]] += 1
@@ -177,18 +225,14 @@ class FunnelTotals(object):
         self.plausible += bool(record["distance_plausibility"])
         self.station_exact += bool(record["station_iou_exact"])
         self.bands[record["score_band"]] += 1
-        sums = self.overlap_sums
-        for index, key in enumerate(_OVERLAP_SUM_KEYS):
-            sums[index] += _number(record[key])
+        self.overlap_sums.add(_values(self._overlap_values, record))
         if not record["exact_match"]:
             return
         self.exact += 1
         accurate = self.accurate
-        for key in ("distance", "time", "fare", "transfer", "overall"):
-            accurate[key] += bool(record[key + "_accurate"])
-        sums = self.accuracy_sums
-        for index, key in enumerate(_ACCURACY_SUM_KEYS):
-            sums[index] += _number(record[key])
+        for key, name in _ACCURATE_KEYS:
+            accurate[name] += bool(record[key])
+        self.accuracy_sums.add(_values(self._accuracy_values, record))
 
     def counts(self):
         status = self.status
@@ -268,9 +312,12 @@ class _Addends(list):
 
 def _defer(value):
     # Every float sum of a totals object (a float: totals start their sums at
-    # 0.0 and their counts at 0) becomes an _Addends, every count 0.
+    # 0.0 and their counts at 0) becomes an _Addends, every Sums a SumRows,
+    # every count 0.
     if type(value) is float:
         return _Addends()
+    if type(value) is Sums:
+        return SumRows()
     if type(value) is int:
         return 0
     if type(value) is dict:
@@ -281,9 +328,10 @@ def _defer(value):
 
 
 def _totals_state(value):
-    # Picklable: containers as dicts and tuples, what was added as plain lists.
-    if type(value) is _Addends:
-        return list(value)
+    # Picklable: containers as dicts and tuples, what was added as plain lists
+    # (a SumRows as it is: a list of tuples).
+    if type(value) in (_Addends, SumRows):
+        return list(value) if type(value) is _Addends else value
     if type(value) is dict:
         return {key: _totals_state(item) for key, item in value.items()}
     if type(value) is list:
@@ -294,6 +342,13 @@ def _totals_state(value):
 def _merge_totals(current, incoming):
     if type(incoming) is list:                     # what a worker added, in order
         return plain_sum(incoming, current)
+    if type(incoming) is SumRows:                  # what a worker's Sums was given
+        # Column by column, each in row order: the same additions as add()
+        # row by row, in C (zip, functools.reduce) instead of a call per row.
+        if incoming:
+            current[:] = [plain_sum(column, total)
+                          for total, column in zip(current, zip(*incoming))]
+        return current
     if type(incoming) is dict:
         for key, value in incoming.items():
             current[key] = _merge_totals(current.get(key, 0), value)
@@ -339,7 +394,7 @@ class Aggregate(object):
     def state(self):
         """What a deferred Aggregate added, picklable, for merge()."""
         return [{name: _totals_state(value) for name, value in vars(totals).items()
-                 if type(value) in (int, _Addends, dict, list)}
+                 if type(value) in (int, _Addends, SumRows, dict, list)}
                 if totals is not None else None for totals in (self.funnel, self.scenario)]
 
     def merge(self, state):

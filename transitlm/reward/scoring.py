@@ -210,7 +210,7 @@ class Scorer(object):
                            "" if text is None else text,
                            row.get("req_type") if self.benchmark.needs_req_type else None)
         with self._lock:
-            record = next(self.judge.records(iter([sample])))
+            record = self.judge.record(sample)
             self.context.tally.clear()
         code = _error_code(record)
         if code in ROW_CODES:
@@ -324,7 +324,12 @@ def canonical_route(record):
         route = routes[key] or {}
         shown[key] = [route.get("lines"), route.get("stations"),
                       [route.get("start_mode"), route.get("end_mode")]]
-    return json.dumps(shown, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL_JSON.encode(shown)
+
+
+# json.dumps with these options would make an encoder on every call.
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
 
 
 def empty_values(failure=0.0, error_code=NOT_TEXT):
