@@ -14,10 +14,11 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import PARITY, REPO, common
+from tests.support import PARITY, REPO, common, run_evaluator
 import transitlm
 import transitlm.api
 import transitlm.records
+from transitlm.catalog import load_benchmark
 
 EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
               "general": "general_llm"}
@@ -45,25 +46,21 @@ def api_to_folder(short, folder, protocol, input_path=None):
     return report, rows
 
 
-def run_to_folder(short, folder, protocol, input_path=None, extra=()):
-    """Run an evaluator with --out; return (report, details rows, text report, stdout)."""
-    argv = [sys.executable, os.path.join(REPO, EVALUATORS[short], "evaluate.py"),
-            "--protocol", protocol, "--out", folder]
-    if input_path:
-        data = os.path.dirname(input_path)
-        argv += ["--input", input_path, "--station_info", os.path.join(data, "station_info.csv")]
-        if short == "general":
-            argv += ["--line_info", os.path.join(data, "line_info.csv")]
-    argv += list(extra)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+def run_to_folder(short, folder, protocol, extra=()):
+    """Run an evaluator's command line with --out (in-process: the programs
+    themselves run in test_cli and test_provenance) -> (report, details rows,
+    text report, stdout)."""
+    status, stdout, stderr = run_evaluator(
+        load_benchmark(EVALUATORS[short]),
+        ["--protocol", protocol, "--out", folder] + list(extra))
+    assert status == 0, stderr
     with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
         report = json.load(handle)
     with open(os.path.join(folder, "details.jsonl"), encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     with open(os.path.join(folder, "report.txt"), encoding="utf-8") as handle:
         text = handle.read()
-    return report, rows, text, done.stdout
+    return report, rows, text, stdout
 
 
 def code_problems(report, rows):

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.support import REPO, common, evaluate_to_files, run_evaluator
+from tests.support import REPO, common, evaluate_to_files
 from single_route.evaluate import SingleRoute
 
 BUNDLED = os.path.join(REPO, "data")

@@ -7,12 +7,12 @@ import json
 import os
 import socket
 import tempfile
-import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.support import (
-    PARITY, common, golden_differences, load_golden, parity_cases, run_evaluator)
+    PARITY, common, golden_differences, load_golden, parity_cases, run_evaluator,
+    serve_in_background, stop_serving)
 import transitlm.exit_status  # noqa: E402
 from general_llm import route_eval
 from general_llm import server as service
@@ -24,18 +24,14 @@ class ServerThread(object):
 
     def __init__(self, server):
         self.server = server
-        # A short poll interval keeps shutdown() quick (default 0.5 s).
-        self.thread = threading.Thread(target=server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = None
 
     def __enter__(self):
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
         return self.server
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        stop_serving(self.server, self.thread)
 
 
 def route_eval_server(folder):

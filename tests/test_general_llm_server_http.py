@@ -7,7 +7,6 @@ import http.client
 import os
 import socket
 import sys
-import threading
 import time
 import unittest
 
@@ -17,7 +16,8 @@ if REPO not in sys.path:
 
 from general_llm import server as service  # noqa: E402
 from tests.support import (  # noqa: E402
-    FramingChecks, ServerTestCase, fixture_lines, fixture_stations)
+    FramingChecks, ServerTestCase, fixture_lines, fixture_stations, serve_in_background,
+    stop_serving)
 
 BATCH = service.BATCH_PATH
 
@@ -203,16 +203,12 @@ class FramingTest(FramingChecks, unittest.TestCase):
         cls.log = []
         cls.server = service.make_server(fixture_lines(), fixture_stations(), "127.0.0.1", 0,
                                          log=cls.log.append, read_timeout=0.3)
-        cls.thread = threading.Thread(target=cls.server.serve_forever,
-                                      kwargs={"poll_interval": 0.05}, daemon=True)
-        cls.thread.start()
+        cls.thread = serve_in_background(cls.server)
         cls.port = cls.server.server_address[1]
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
-        cls.thread.join(10)
+        stop_serving(cls.server, cls.thread)
 
     def test_content_length_must_be_one_run_of_digits(self):
         for value in (b"+13", b"-1", b"13, 13", b"13,14", b" 1 3", b"0x0d", b"1e1", b"13.0",

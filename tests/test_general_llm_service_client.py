@@ -19,6 +19,7 @@ from general_llm import server as service  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 from general_llm.service_client import (  # noqa: E402
     BATCH_PATH, RouteEvalClient, ServiceUnavailable, batch_url)
+from tests.support import serve_in_background, stop_serving  # noqa: E402
 
 SHENZHEN = "深圳"
 WALK = "步行"
@@ -160,15 +161,8 @@ class ClientTestCase(unittest.TestCase):
 
     def serve(self, script=(), default="ok"):
         server = ScriptedServer(script, default)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                  daemon=True)
-        thread.start()
-
-        def stop():
-            server.shutdown()
-            server.server_close()
-            thread.join(10)
-        self.addCleanup(stop)
+        thread = serve_in_background(server)
+        self.addCleanup(stop_serving, server, thread)
         host, port = server.server_address[:2]
         return server, "http://%s:%d" % (host, port)
 
@@ -552,9 +546,7 @@ class RealServerTest(ClientTestCase):
     def test_round_trip(self):
         lines, stations = fixture()
         server = service.make_server(lines, stations, "127.0.0.1", 0, log=lambda line: None)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                  daemon=True)
-        thread.start()
+        thread = serve_in_background(server)
         try:
             client, _ = self.client(server.url, batch_size=4)
             cases = numbered_cases(10) + ["not a case"]
@@ -567,9 +559,7 @@ class RealServerTest(ClientTestCase):
             self.assertIn("lone surrogate", results[1]["error"])
             self.assertNotIn("error", results[0])
         finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(10)
+            stop_serving(server, thread)
 
 
 class HostileServiceTest(ClientTestCase):

@@ -5,24 +5,22 @@ error line, the evaluator's exit status passed on."""
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
 from tests.support import (
-    B1, REPO, StandIn, answers_from, read_csv, read_lines, run_generate)
+    B1, REPO, StandIn, answers_from, read_csv, read_lines, run_evaluator, run_generate)
+from transitlm.catalog import load_benchmark
 from transitlm.generate import runner
 
 
 def evaluator_run(benchmark, argv, folder):
-    """Run an evaluator script with --out FOLDER -> (report, details rows)."""
-    command = [sys.executable, os.path.join(REPO, benchmark, "evaluate.py")] + argv + [
-        "--out", folder, "--quiet"]
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if result.returncode != 0:
-        raise AssertionError("%s exit %d: %s" % (benchmark, result.returncode,
-                                                  result.stderr.decode()))
+    """Run an evaluator's command line (in-process) with --out FOLDER ->
+    (report, details rows)."""
+    status, _, stderr = run_evaluator(load_benchmark(benchmark),
+                                      argv + ["--out", folder, "--quiet"])
+    if status != 0:
+        raise AssertionError("%s exit %s: %s" % (benchmark, status, stderr))
     return read_run(folder)
 
 

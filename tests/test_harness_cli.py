@@ -2,8 +2,6 @@
 and says how to run it; the benchmark of a file is inferred or given; every
 problem is exit status 2 with one line, and nothing is written."""
 
-import contextlib
-import io
 import os
 import shutil
 import subprocess
@@ -11,7 +9,7 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO
+from tests.support import REPO, run_in_process
 
 DATA = os.path.join(REPO, "data")
 B1 = os.path.join(DATA, "benchmark1_single_route_example.csv")
@@ -29,13 +27,7 @@ def harness(*argv, cwd=None):
 def harness_in_process(*argv):
     """harness.py's main in this process -> (exit status, stdout, stderr)."""
     from transitlm.harness.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(list(argv))
-        except SystemExit as exc:             # argparse's usage errors
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
+    return run_in_process(main, list(argv))
 
 
 class CommandTest(unittest.TestCase):

@@ -5,30 +5,31 @@ import csv
 import datetime
 import json
 import os
-import subprocess
-import sys
 import tempfile
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DATA = os.path.join(REPO, "data")
-SCRIPT = os.path.join(DATA, "import_gtfs.py")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from tests import real_feeds  # noqa: E402
-from tests.support import BASE_FEED, write_feed  # noqa: E402
+from tests.support import BASE_FEED, run_in_process, write_feed  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 
 
 def run_import(feed, out, *extra, city="Test City"):
-    """Run the importer (with --city unless city is None or --city is in extra)."""
-    args = [sys.executable, SCRIPT, feed, "--out", out] + list(extra)
+    """Run the importer's command line in-process (with --city unless city is
+    None or --city is in extra) -> .returncode, .stdout, .stderr.  The
+    program itself runs in tests/real_feeds.py and test_provenance."""
+    args = [feed, "--out", out] + list(extra)
     if city is not None and "--city" not in extra:
         args += ["--city", city]
-    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    status, stdout, stderr = run_in_process(gtfs.main, args)
+    return types.SimpleNamespace(returncode=status, stdout=stdout, stderr=stderr)
 
 
 def read_csv(path):

@@ -3,7 +3,6 @@ inputs: every input the tests build themselves, small and in temporary folders.
 Each class of damage gives one line and exit status 2 (or a counted skip), never a
 traceback or a hang; limits are refused by name; text reaches the terminal escaped."""
 
-import contextlib
 import csv
 import datetime
 import io
@@ -30,7 +29,7 @@ from transitlm.networks import benchmark_builder as mb  # noqa: E402
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from transitlm.networks import limits  # noqa: E402
 from transitlm.networks.demo import build as make_demo  # noqa: E402
-from tests.support import BASE_FEED, write_feed  # noqa: E402
+from tests.support import BASE_FEED, run_in_process, write_feed  # noqa: E402
 
 
 def run(script, *args, timeout=60):
@@ -52,13 +51,7 @@ HOPS = "line_name,from_stop_id,to_stop_id,run_min,dwell_min,trips,pickup,drop_of
 
 def in_process(main, *args):
     """(status, stdout, stderr) of a tool's main() run in this process (fast)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(list(args))
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
+    return run_in_process(main, list(args))
 
 
 def zip_bytes(files, method=zipfile.ZIP_DEFLATED):

@@ -4,24 +4,27 @@ the four benchmarks (each in a frame): the page's script runs without a
 JavaScript error, and a checking script measures the page laid out in a
 900-pixel window: no wider than the window, verdict cells apart, map labels
 not overlapping, Chinese text drawn with real glyphs (not boxes), the
-benchmark-3 route switch showing one route alone.
+benchmark-3 route switch showing one route alone.  The evaluators (as
+programs) and the browser run in the background as the module is loaded.
 
 Skips where Chromium is not installed (Debian: apt-get install chromium),
 except under CI (CI=true): there a missing browser fails, so a broken
 install in .ci/run is noticed."""
 
+import atexit
 import json
 import os
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import unittest
 import zlib
 
 from tests.support import (
-    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, chromium_command, in_ci, page_record,
-    page_report, page_route, require_installed, run_evaluator, run_frames, with_script,
+    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, REPO, Background, chromium_command, in_ci,
+    page_record, page_report, page_route, require_installed, run_frames, with_script,
     write_details)
 
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
@@ -151,14 +154,20 @@ def unfilter(kind, line, previous, bpp):
 
 
 def pages_of(benchmarks, folder):
-    """{benchmark: report.html} of the evaluators run in-process (bundled examples)."""
-    from transitlm.catalog import load_benchmark
-    pages = {}
+    """{benchmark: report.html} of the evaluators run as programs, side by
+    side (bundled examples)."""
+    runs = {}
     for benchmark in benchmarks:
         out = os.path.join(folder, "run_" + benchmark)
-        status, _, err = run_evaluator(load_benchmark(benchmark), ["--quiet", "--out", out])
-        if status:
-            raise AssertionError("%s/evaluate.py failed: %s" % (benchmark, err[-500:]))
+        runs[benchmark] = (out, subprocess.Popen(
+            [sys.executable, os.path.join(REPO, benchmark, "evaluate.py"), "--quiet",
+             "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    pages = {}
+    for benchmark, (out, run) in runs.items():
+        _, err = run.communicate(timeout=BROWSER_TIMEOUT_S)
+        if run.returncode:
+            raise AssertionError("%s/evaluate.py failed: %s"
+                                 % (benchmark, err.decode("utf-8", "replace")[-500:]))
         pages[benchmark] = os.path.join(out, "report.html")
     return pages
 
@@ -188,38 +197,51 @@ def crowded_page(folder):
     return path
 
 
+def render_pages():
+    """The pages of the four evaluators and a crowded page, in Chromium ->
+    (the screenshot's path, the browser's log, the findings of the checking
+    script per page); None where Chromium is not installed."""
+    if not CHROMIUM:
+        return None
+    folder = tempfile.mkdtemp(prefix="html_browser_")
+    atexit.register(shutil.rmtree, folder, True)
+    pages = pages_of(EVALUATORS, folder)
+    # Two Chromium runs side by side: a screenshot (painting works; the page
+    # of benchmark 1), and every page with the checking script, each in a
+    # frame of one page.
+    png = os.path.join(folder, "single_route.png")
+    frames = []
+    for benchmark in EVALUATORS:
+        checked = with_check_script(pages[benchmark], folder, benchmark)
+        frames.append((benchmark, os.path.basename(checked), FRAME_WIDTH))
+    crowded = with_check_script(crowded_page(folder), folder, "crowded")
+    frames.append(("crowded", os.path.basename(crowded), FRAME_WIDTH))
+    screenshot = subprocess.Popen(
+        chromium_command("file://" + pages["single_route"], tempfile.mkdtemp(dir=folder),
+                         "--screenshot=" + png, "--window-size=1280,1400",
+                         "--enable-logging=stderr", "--v=0"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        found = run_frames(folder, frames, height=1400)
+        _, log = screenshot.communicate(timeout=BROWSER_TIMEOUT_S)
+    finally:
+        if screenshot.poll() is None:
+            screenshot.kill()
+            screenshot.wait()
+    return png, log.decode("utf-8", "replace"), found
+
+
+RENDERED = Background(render_pages)
+
+
 class BrowserTest(unittest.TestCase):
     def setUp(self):
         require_installed(CHROMIUM, "the browser checks", "chromium")
-        self.folder = tempfile.mkdtemp(prefix="html_browser_")
-        self.addCleanup(shutil.rmtree, self.folder, True)
 
     def test_pages_render_and_lay_out(self):
-        pages = pages_of(EVALUATORS, self.folder)
-        # Two Chromium runs side by side: a screenshot (painting works; the
-        # page of benchmark 1), and every page with the checking script, each
-        # in a frame of one page.
-        png = os.path.join(self.folder, "single_route.png")
-        frames = []
-        for benchmark in EVALUATORS:
-            checked = with_check_script(pages[benchmark], self.folder, benchmark)
-            frames.append((benchmark, os.path.basename(checked), FRAME_WIDTH))
-        crowded = with_check_script(crowded_page(self.folder), self.folder, "crowded")
-        frames.append(("crowded", os.path.basename(crowded), FRAME_WIDTH))
-        screenshot = subprocess.Popen(
-            chromium_command("file://" + pages["single_route"], tempfile.mkdtemp(dir=self.folder),
-                             "--screenshot=" + png, "--window-size=1280,1400",
-                             "--enable-logging=stderr", "--v=0"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            found = run_frames(self.folder, frames, height=1400)
-            _, log = screenshot.communicate(timeout=BROWSER_TIMEOUT_S)
-        finally:
-            if screenshot.poll() is None:
-                screenshot.kill()
-                screenshot.wait()
+        png, log, found = RENDERED.result()
         with self.subTest(screenshot="single_route"):
-            self.check_screenshot(png, log.decode("utf-8", "replace"))
+            self.check_screenshot(png, log)
         for benchmark in EVALUATORS:
             with self.subTest(benchmark=benchmark):
                 self.check_layout(benchmark, found.get(benchmark))

@@ -221,14 +221,17 @@ class Version(unittest.TestCase):
     def test_every_script_answers_version(self):
         scripts = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
             os.path.join("general_llm", "server.py"), "generate.py", "compare.py", "harness.py",
-            os.path.join("data", "import_gtfs.py"), os.path.join("data", "make_benchmark.py"),
-            os.path.join("data", "make_demo.py")]
-        for script in scripts:
+            "reward.py", os.path.join("data", "import_gtfs.py"),
+            os.path.join("data", "make_benchmark.py"), os.path.join("data", "make_demo.py")]
+        # Side by side: the answers are read in order once all have started.
+        runs = [(script, subprocess.Popen([sys.executable, os.path.join(REPO, script),
+                                           "--version"], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, universal_newlines=True))
+                for script in scripts]
+        for script, run in runs:
             with self.subTest(script=script):
-                done = subprocess.run([sys.executable, os.path.join(REPO, script), "--version"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      universal_newlines=True, timeout=60)
-                self.assertEqual((done.returncode, done.stdout, done.stderr),
+                out, err = run.communicate(timeout=60)
+                self.assertEqual((run.returncode, out, err),
                                  (0, "transitlm %s\n" % common.VERSION, ""))
 
 
@@ -246,10 +249,6 @@ class ProgressCount(unittest.TestCase):
         self.assertTrue(lines)
         self.assertTrue(all(line.lstrip().split()[0].endswith("/7") for line in lines), lines)
         self.assertNotIn("%", stream.getvalue())
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class ProgressWithPredictions(unittest.TestCase):
@@ -325,3 +324,7 @@ class NoCredentialsInRunFolders(unittest.TestCase):
             with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
                 self.assertIn("http://<redacted>@127.0.0.1:%d" % port,
                               json.load(handle)["command"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -13,12 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO, Background
+from tests.support import REPO, Background, serve_in_background, stop_serving
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
@@ -112,7 +111,7 @@ def run_readme_commands():
                     answers[row["sft_prompt"]] = row["sft_label"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
     server.answers = answers
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    thread = serve_in_background(server)
     url = "http://127.0.0.1:%d/v1" % server.server_address[1]
     env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
     env.pop("OPENAI_API_KEY", None)
@@ -134,8 +133,7 @@ def run_readme_commands():
             if done.returncode != 0:
                 break
     finally:
-        server.shutdown()
-        server.server_close()
+        stop_serving(server, thread)
     return sandbox, results
 
 

@@ -117,16 +117,23 @@ def write_samples(path, rows, columns=("index_id", "sft_prompt", "sft_label",
                              for value in (row.get(col, "") for col in columns)])
 
 
-def run_evaluator(benchmark, argv):
-    """Run an evaluator in-process -> (exit status, stdout, stderr)."""
-    import transitlm.cli
+def run_in_process(function, *args):
+    """A command's function called in this process (from the main thread:
+    the streams are swapped for the whole process) -> (exit status, stdout,
+    stderr); argparse's usage errors (SystemExit) give their status."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = transitlm.cli.run(benchmark, argv)
-        except SystemExit as exc:         # argparse usage errors
+            status = function(*args)
+        except SystemExit as exc:
             status = exc.code
     return status, out.getvalue(), err.getvalue()
+
+
+def run_evaluator(benchmark, argv):
+    """Run an evaluator in-process -> (exit status, stdout, stderr)."""
+    import transitlm.cli
+    return run_in_process(transitlm.cli.run, benchmark, argv)
 
 
 def evaluate_to_files(benchmark, argv, folder):
@@ -319,13 +326,7 @@ def metrics_of(benchmark, protocol, records):
 def run_compare(argv):
     """compare_cli.main in-process -> (exit status, stdout, stderr)."""
     from transitlm.compare import cli as compare_cli
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = compare_cli.main(list(argv))
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
+    return run_in_process(compare_cli.main, list(argv))
 
 
 COMPARE = os.path.join(REPO, "compare.py")

@@ -5,7 +5,6 @@ ServerTestCase, the framing checks every JSON service gets); the reward's
 rows and chat template; generate.py's stand-in and hostile chat servers.
 """
 
-import contextlib
 import csv
 import http.client
 import io
@@ -17,7 +16,7 @@ import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO, common
+from tests.support import REPO, common, run_in_process
 
 # ---------------------------------------------------------------------------
 # general_llm/route_eval.py: a line table from hand-written rows
@@ -101,16 +100,11 @@ class ServerTestCase(unittest.TestCase):
     def setUp(self):
         self.log = []
         self.server = self.make_server()
-        # A short poll interval keeps shutdown() in tearDown quick.
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
         self.host, self.port = self.server.server_address[:2]
 
     def tearDown(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
+        stop_serving(self.server, self.thread)
 
     def request(self, method, path, body=None, headers=None, connection=None):
         """-> (status, headers, decoded JSON body or None)."""
@@ -244,22 +238,16 @@ def run_reward(argv, environ=None):
     """reward.py's command line in-process, with ``environ`` added to the
     environment -> (exit status, stdout, stderr)."""
     from transitlm.reward import cli as reward_cli
-    out, err = io.StringIO(), io.StringIO()
     saved = {name: os.environ.get(name) for name in environ or {}}
     os.environ.update(environ or {})
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = reward_cli.main(list(argv))
-            except SystemExit as exc:         # argparse usage errors
-                status = exc.code
+        return run_in_process(reward_cli.main, list(argv))
     finally:
         for name, value in saved.items():
             if value is None:
                 del os.environ[name]
             else:
                 os.environ[name] = value
-    return status, out.getvalue(), err.getvalue()
 
 
 def chatml(messages):
@@ -298,13 +286,25 @@ def fenced(text):
 # The stand-in server
 # ---------------------------------------------------------------------------
 
+# serve_forever() notices shutdown() only between polls (0.5 s by default);
+# at 5 ms the suite's 150-odd servers stop without a wait worth counting.
+POLL_INTERVAL_S = 0.005
+
+
 def serve_in_background(server):
-    """Serve ``server`` (a socketserver) from a daemon thread -> the thread; a
-    short poll interval keeps its shutdown() quick (the default is 0.5 s)."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    """Serve ``server`` (a socketserver) from a daemon thread -> the thread."""
+    thread = threading.Thread(target=server.serve_forever,
+                              kwargs={"poll_interval": POLL_INTERVAL_S}, daemon=True)
     thread.start()
     return thread
+
+
+def stop_serving(server, thread=None):
+    """Stop a server started by serve_in_background and close its socket."""
+    server.shutdown()
+    server.server_close()
+    if thread is not None:
+        thread.join(10)
 
 
 class _QueueingServer(ThreadingHTTPServer):
@@ -344,8 +344,7 @@ class StandIn(object):
         self.thread = serve_in_background(self.server)
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        stop_serving(self.server)
 
     def users(self):
         with self.lock:
@@ -505,8 +504,7 @@ class HostileServer(object):
         return "%s/%s/v1" % (self.base, case)
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        stop_serving(self.server)
 
     def seen(self, case):
         with self.lock:
