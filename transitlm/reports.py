@@ -354,7 +354,7 @@ def short_hash(hex_digest):
 
 def signature_line(report):
     """One line naming what makes two runs' figures comparable (as sacreBLEU's
-    signature): transitlm:1.2.0|single_route|protocol:reference|
+    signature): transitlm:1.3.0|single_route|protocol:reference|
     field:generate_results|rows:38|stations:889a5dbf|input:da737ae5, plus lines,
     service and any figure option that is not at its default.
 
