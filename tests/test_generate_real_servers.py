@@ -9,6 +9,7 @@ empty and cut answers are counted, reasoning is recorded apart from the
 answer, connections are kept open and opened again when a server closes
 them, and the model name the server reports is recorded."""
 
+import gc
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ import socketserver
 import tempfile
 import threading
 import unittest
+import warnings
 
 from tests.support import (read_lines, run_generate, serve_in_background, stop_serving,
                            write_input)
@@ -576,6 +578,24 @@ class RealServerRuns(unittest.TestCase):
             theirs.close()
             self.assertTrue(_closed_by_server(Held(ours)))        # the server closed it
         self.assertTrue(_closed_by_server(Held(None)))
+
+    def test_every_connection_is_closed_when_the_run_ends(self):
+        """Run in-process (the Python API, a notebook), generate.py leaves no
+        socket open: after a stop on the first answers too, where workers may
+        still be asking when the run returns (each closes its own)."""
+        for answer, extra in ((litellm_invalid_model, ("--concurrency", "3")),
+                              (lambda request: llama_cpp_python_ok(request, "Hello"),
+                               ("--concurrency", "2"))):
+            server = self.serve(answer)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ResourceWarning)
+                self.generate(server, *extra)
+                for thread in threading.enumerate():
+                    if thread.name.startswith("ask-"):
+                        thread.join(10)
+                gc.collect()
+            leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+            self.assertEqual(leaks, [])
 
     def test_a_connection_the_server_dropped_while_idle_is_opened_again(self):
         """uvicorn closes an idle connection after 5 s: the next request on it

@@ -399,6 +399,12 @@ class KeepAliveClient(object):
         for connection in connections:
             connection.close()
 
+    def release(self):
+        """Close the calling thread's connection (a thread that sends no more)."""
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            self._discard(held[1])
+
     def _through_proxy(self, url):
         parts = urllib.parse.urlsplit(url)
         if not self._proxies.get(parts.scheme.lower()):
@@ -455,6 +461,8 @@ class KeepAliveClient(object):
 
     def _discard(self, connection):
         connection.close()
+        with self._lock:
+            self._open.discard(connection)
         held = getattr(self._local, "held", None)
         if held is not None and held[1] is connection:
             self._local.held = None

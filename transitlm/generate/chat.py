@@ -296,6 +296,10 @@ class ChatTransport(object):
     def close(self):
         self.client.close()
 
+    def release(self):
+        """Close the calling thread's connection."""
+        self.client.release()
+
     def _failure(self, reason, start, connecting=False, url="the API"):
         # DNS failures, certificate errors and unsupported URLs do not heal by
         # retrying: they stop the run like a 404 would.

@@ -661,6 +661,14 @@ class Run(object):
         self.stop.set()
 
     def _worker(self):
+        try:
+            self._ask_until_done()
+        finally:         # a worker that asks no more closes its connection
+            release = getattr(self.transport, "release", None)
+            if release is not None:
+                release()
+
+    def _ask_until_done(self):
         while True:
             item = self.work.get()
             if item is None or self.stop.is_set():
