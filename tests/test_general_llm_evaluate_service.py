@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.support import (
     PARITY, common, golden_differences, load_golden, parity_cases, run_evaluator,
-    serve_in_background, stop_serving)
+    send_json, serve_in_background, stop_serving)
 import transitlm.exit_status  # noqa: E402
 from general_llm import route_eval
 from general_llm import server as service
@@ -61,12 +61,7 @@ class FlakyHandler(BaseHTTPRequestHandler):
                                                                state["stations"])})
 
     def reply(self, status, payload):
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, payload)
 
     def log_message(self, *args):
         pass

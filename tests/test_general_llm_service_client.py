@@ -19,7 +19,7 @@ from general_llm import server as service  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 from general_llm.service_client import (  # noqa: E402
     BATCH_PATH, RouteEvalClient, ServiceUnavailable, batch_url)
-from tests.support import serve_in_background, stop_serving  # noqa: E402
+from tests.support import send_json, serve_in_background, stop_serving  # noqa: E402
 
 SHENZHEN = "深圳"
 WALK = "步行"
@@ -120,15 +120,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self.answer(200, {"results": evaluate_cases(cases, *self.server.network)})
 
     def answer(self, status, payload):
-        if isinstance(payload, bytes):
-            body = payload
-        else:
-            body = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, status, payload)
 
     def log_message(self, format, *args):
         pass

@@ -17,7 +17,7 @@ import unittest
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO, Background, serve_in_background, stop_serving
+from tests.support import REPO, Background, send_json, serve_in_background, stop_serving
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
@@ -44,13 +44,8 @@ class _Chat(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])).decode("utf-8"))
         answer = self.server.answers.get(body["messages"][-1]["content"], "{}")
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer},
-                                        "finish_reason": "stop"}]}).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, {"choices": [{"message": {"role": "assistant", "content": answer},
+                                           "finish_reason": "stop"}]})
 
     def log_message(self, *args):
         pass

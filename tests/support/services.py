@@ -286,6 +286,22 @@ def fenced(text):
 # The stand-in server
 # ---------------------------------------------------------------------------
 
+def send_json(handler, status, payload, headers=None):
+    """Answer a request of a BaseHTTPRequestHandler with ``payload``: an
+    object (sent as JSON), or text or bytes sent as they are."""
+    if isinstance(payload, bytes):
+        data = payload
+    else:
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 # serve_forever() notices shutdown() only between polls (0.5 s by default);
 # at 5 ms the suite's 150-odd servers stop without a wait worth counting.
 POLL_INTERVAL_S = 0.005
@@ -407,15 +423,8 @@ class StandIn(object):
 
     @staticmethod
     def send(handler, code, obj, headers=None):
-        data = json.dumps(obj).encode("utf-8")
         try:
-            handler.send_response(code)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            handler.wfile.write(data)
+            send_json(handler, code, obj, headers)
         except OSError:
             pass      # the client gave up (timeout test)
 
