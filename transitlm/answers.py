@@ -37,8 +37,8 @@ Standard library only; Python 3.8+.
 import json
 import re
 
-from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, RowError, decode_json, json_too_deep,
-                    loads_stripped)
+from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, SCAN_CHUNK, RowError, decode_json,
+                    json_too_deep, loads_stripped)
 
 # Tokens a chat template ends a turn with; never part of an answer.
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>",
@@ -49,17 +49,21 @@ REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
                   ("<reasoning>", "</reasoning>"), ("<reflection>", "</reflection>"),
                   ("<seed:think>", "</seed:think>"),
                   ("\u25c1think\u25b7", "\u25c1/think\u25b7"))          # Kimi's
-# gpt-oss (harmony): the answer follows the last final-channel marker.
+# gpt-oss (harmony): the answer follows the last final-channel marker; its
+# reasoning (the analysis channel) is a block that only a final channel closes.
 FINAL_CHANNEL_MARKERS = ("<|channel|>final<|message|>",)
+ANALYSIS_CHANNEL_MARKERS = ("<|channel|>analysis<|message|>",)
 
 READ_WINDOW = 4096             # characters a candidate object is first decoded from
 READ_BUDGET_FACTOR = 8         # at most this many times the text is handed to the decoder
 READ_BUDGET_MIN = 1 << 20
 
-_OPEN_RE = re.compile("|".join(re.escape(open_) for open_, _ in REASONING_TAGS), re.IGNORECASE)
-_CLOSE_RE = re.compile("|".join(re.escape(close) for _, close in REASONING_TAGS)
-                       + "|" + "|".join(re.escape(marker) for marker in FINAL_CHANNEL_MARKERS),
-                       re.IGNORECASE)
+_OPENINGS = tuple(open_ for open_, _ in REASONING_TAGS) + ANALYSIS_CHANNEL_MARKERS
+_CLOSINGS = tuple(close for _, close in REASONING_TAGS) + FINAL_CHANNEL_MARKERS
+_OPEN_RE = re.compile("|".join(map(re.escape, _OPENINGS)), re.IGNORECASE)
+_CLOSE_RE = re.compile("|".join(map(re.escape, _CLOSINGS)), re.IGNORECASE)
+# Characters one search reads at a time (see common.SCAN_CHUNK).
+_SEARCH_CHUNK = SCAN_CHUNK
 _DECODER = json.JSONDecoder()
 
 
@@ -117,17 +121,36 @@ def answer_text(text, what="prediction"):
         if token in text:
             text = text.replace(token, "")
     last = None
-    for last in _CLOSE_RE.finditer(text):
+    for last in _matches(_CLOSE_RE, _CLOSINGS, text):
         pass
     reasoning = last is not None
     if reasoning:
         text = text[last.end():]
-    opened = _OPEN_RE.search(text)
+    opened = next(_matches(_OPEN_RE, _OPENINGS, text), None)
     if opened is not None:
         raise RowError("%s opens a reasoning block (%s) that is never closed: the model "
                        "stopped before it answered" % (what, opened.group(0)),
                        "unclosed_reasoning")
     return text, reasoning
+
+
+def _matches(pattern, tags, text, chunk=None):
+    """The matches of ``pattern`` (the alternatives ``tags``, literal) in
+    ``text``, as ``pattern.finditer(text)`` finds them, each search over at
+    most ``chunk`` characters (and a tag's length) in C."""
+    chunk = chunk or _SEARCH_CHUNK
+    overlap = max(map(len, tags)) - 1
+    start, length = 0, len(text)
+    while start < length:
+        end = min(length, start + chunk + overlap)
+        found = pattern.search(text, start, end)
+        if found is not None:
+            yield found
+            start = found.end()
+        elif end == length:
+            return
+        else:
+            start = end - overlap        # a tag may begin in the last ``overlap`` characters
 
 
 def first_json_object(text):

@@ -22,17 +22,13 @@ Standard library only; Python 3.8+.
 import json
 import re
 
-from common import MAX_JSON_DEPTH, json_too_deep
+from common import MAX_JSON_DEPTH, json_outside_strings, json_too_deep
 
 MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
 MAX_INT_DIGITS = 4000
-# A JSON string, without a step per character (as common.json_too_deep).
-_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# The tokens of the shape scan: a structural character, or a whole JSON
-# string (skipped, so brackets and commas inside it do not count).  The
-# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` takes seconds
-# and a gigabyte on one 10 MB string.
-_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
+# The tokens of the shape scan, read outside strings (common.json_outside_strings:
+# linear whatever the text holds, so brackets and commas inside strings do not count).
+_SHAPE_TOKEN_RE = re.compile(r"[\[\]{},]")
 
 
 def parse_int(digits):
@@ -48,8 +44,10 @@ def value_count_over(text, limit):
     the whole text has fewer."""
     if text.count(",") + text.count("[") + text.count("{") <= limit:
         return False
-    bare = _STRING_RE.sub("", text)
-    return bare.count(",") + bare.count("[") + bare.count("{") > limit
+    count = 0
+    for bare in json_outside_strings(text):
+        count += bare.count(",") + bare.count("[") + bare.count("{")
+    return count > limit
 
 
 def _no_constant(name):
@@ -126,8 +124,7 @@ def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
     if few_commas and text.count("[") + text.count("{") <= max_depth:
         return None                      # no array can be too long, nor nesting too deep
     commas = []                          # per open container: commas so far (None: object)
-    for token in _SHAPE_TOKEN_RE.finditer(text):
-        char = text[token.start()]
+    for char in _structure(text):
         if char == ",":
             if max_items is not None and commas and commas[-1] is not None:
                 commas[-1] += 1
@@ -137,6 +134,13 @@ def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
             commas.append(0 if char == "[" else None)
             if len(commas) > max_depth:
                 return "too_deep", "nested more than %d levels deep" % max_depth
-        elif char != '"' and commas:
+        elif commas:
             commas.pop()
     return None
+
+
+def _structure(text):
+    """The brackets and commas of JSON text outside its strings, one at a time."""
+    for piece in json_outside_strings(text):
+        for char in _SHAPE_TOKEN_RE.findall(piece):
+            yield char
