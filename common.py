@@ -945,17 +945,24 @@ def json_outside_strings(text, chunk=SCAN_CHUNK):
             escaped = stop < end                      # a backslash ends the chunk
             start = end
             continue
-        kept = _STRING_OR_OPEN_RE.sub(r"\1", text[start:end])
-        quote = kept.find('"')       # what a closed string left, only an open one can hold
-        if quote < 0:
-            yield kept
-        else:
-            yield kept[:quote]
-            opened = [kept[quote:]]
-            escaped = _STRING_BODY_RE.match(kept, quote + 1).end() < len(kept)
+        # [outside, None (a closed string), outside, ..., the open string or None, ""]
+        parts = _STRING_OR_OPEN_RE.split(text[start:end])
+        tail = parts[-2] if len(parts) > 1 else None
+        if tail is not None:
+            del parts[-2:]
+            opened = [tail]
+            escaped = _STRING_BODY_RE.match(tail, 1).end() < len(tail)
+        yield "".join(filter(None, parts))
         start = end
     for piece in opened or ():
         yield piece
+
+
+def count_of(text, characters, chunk=SCAN_CHUNK):
+    """How many of ``characters`` (each one character) ``text`` holds,
+    counted at most ``chunk`` characters at a time (see SCAN_CHUNK)."""
+    return sum(text.count(character, start, start + chunk)
+               for start in range(0, len(text), chunk) for character in characters)
 
 
 def json_too_deep(text, limit=MAX_JSON_DEPTH):
@@ -966,7 +973,8 @@ def json_too_deep(text, limit=MAX_JSON_DEPTH):
     strings do not count (see json_outside_strings); any closing bracket
     closes a level.
     """
-    if text.count("[") + text.count("{") <= limit:
+    if (text.count("[") + text.count("{") if len(text) <= SCAN_CHUNK
+            else count_of(text, "[{")) <= limit:
         return False
     depth = 0
     for piece in json_outside_strings(text):

@@ -22,7 +22,7 @@ Standard library only; Python 3.8+.
 import json
 import re
 
-from common import MAX_JSON_DEPTH, json_outside_strings, json_too_deep
+from common import MAX_JSON_DEPTH, count_of, json_outside_strings, json_too_deep
 
 MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
 MAX_INT_DIGITS = 4000
@@ -42,7 +42,7 @@ def value_count_over(text, limit):
     """Do the commas, ``[`` and ``{`` of ``text`` outside its strings (about
     one per value) number more than ``limit``?  Answered by three counts when
     the whole text has fewer."""
-    if text.count(",") + text.count("[") + text.count("{") <= limit:
+    if count_of(text, ",[{") <= limit:
         return False
     count = 0
     for bare in json_outside_strings(text):
@@ -120,8 +120,8 @@ def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
     items is refused after ``max_items`` steps.  Invalid JSON is not judged
     here (decoding reports it).
     """
-    few_commas = max_items is None or text.count(",") < max_items
-    if few_commas and text.count("[") + text.count("{") <= max_depth:
+    few_commas = max_items is None or count_of(text, ",") < max_items
+    if few_commas and count_of(text, "[{") <= max_depth:
         return None                      # no array can be too long, nor nesting too deep
     commas = []                          # per open container: commas so far (None: object)
     for char in _structure(text):

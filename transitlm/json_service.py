@@ -42,7 +42,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from common import MAX_JSON_DEPTH
-from transitlm.bounded_json import json_shape_problem, parse_int
+from transitlm.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
 from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
 from transitlm.terminal import one_line
 
@@ -558,7 +558,8 @@ def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items")
 
 def decode_body(body, max_items, items):
     """Request body bytes -> the decoded JSON value; RequestProblem (4xx) when
-    it is not UTF-8, too costly to decode (body_shape_problem) or not JSON.
+    it is not UTF-8, too costly to decode (body_shape_problem, or more than
+    MAX_JSON_VALUES values: 413) or not JSON.
     A number of more than 4,000 digits becomes a float (inf): only the value
     that holds it is wrong, not the whole body."""
     try:
@@ -568,6 +569,11 @@ def decode_body(body, max_items, items):
     problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items)
     if problem:
         raise RequestProblem(*problem)
+    if value_count_over(text, MAX_JSON_VALUES):
+        # json.loads runs in C without letting other threads run: a body of
+        # millions of values would hold every other request (/healthz too).
+        raise RequestProblem(413, "body holds more than %d JSON values: send smaller batches"
+                             % MAX_JSON_VALUES)
     try:
         return json.loads(text, parse_int=parse_int)
     except (ValueError, RecursionError) as exc:
