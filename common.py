@@ -918,9 +918,11 @@ _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 SCAN_CHUNK = 1 << 16
 
 
-def json_outside_strings(text, chunk=SCAN_CHUNK):
+def json_outside_strings(text, chunk=SCAN_CHUNK, spans=None):
     """The text of JSON ``text`` outside its strings, yielded in pieces (in
-    order) of at most ``chunk`` characters each.
+    order) of at most ``chunk`` characters each.  A list ``spans`` receives
+    (start, end) of each closed string that runs past the end of a chunk
+    (with its quotes; every string of more than ``chunk`` characters is one).
 
     A quote opens a string that ends at the next quote not escaped by a
     backslash; a string opened and never closed is kept, with everything
@@ -940,6 +942,8 @@ def json_outside_strings(text, chunk=SCAN_CHUNK):
             if stop < end and text[stop] == '"':
                 opened = None                         # closed: the string is left out
                 start = stop + 1
+                if spans is not None:
+                    spans.append((opened_at, start))
                 continue
             opened.append(text[start:end])
             escaped = stop < end                      # a backslash ends the chunk
@@ -950,7 +954,7 @@ def json_outside_strings(text, chunk=SCAN_CHUNK):
         tail = parts[-2] if len(parts) > 1 else None
         if tail is not None:
             del parts[-2:]
-            opened = [tail]
+            opened, opened_at = [tail], end - len(tail)
             escaped = _STRING_BODY_RE.match(tail, 1).end() < len(tail)
         yield "".join(filter(None, parts))
         start = end

@@ -8,8 +8,8 @@ import tempfile
 import time
 import unittest
 
-from tests.support import common, evaluate_to_files, prompt, route, write_samples
-from tests.support import write_station_file
+from tests.support import (READING_PATTERNS, common, evaluate_to_files, example_rows, prompt,
+                           reading_text, route, write_samples, write_station_file)
 from transitlm.answers import END_OF_TURN_TOKENS, REASONING_TAGS, read_answer
 import transitlm.api  # noqa: E402
 import transitlm.reports  # noqa: E402
@@ -71,6 +71,25 @@ class ReadingTest(unittest.TestCase):
                      "<reasoning>never closed"):
             self.assertEqual(code_of(text), "unclosed_reasoning", text)
 
+    def test_a_block_cut_off_in_every_format_is_unclosed_reasoning(self):
+        # Each format's block opened, a route drafted inside it, and the text
+        # cut before the block closes: never read as the answer.
+        cut = ["%s I will answer %s" % (opening, ROUTE_TEXT) for opening, _ in REASONING_TAGS]
+        cut += ["<THINKING>%s" % ROUTE_TEXT, "<Reasoning>\n%s<|im_end|>" % ROUTE_TEXT]
+        # gpt-oss: its analysis channel with no final channel after it.
+        analysis = "<|channel|>analysis<|message|>draft %s" % ROUTE_TEXT
+        cut += [analysis, analysis + "<|end|>", analysis + "<|end|><|start|>assistant",
+                "<|channel|>final<|message|>%s<|end|><|start|>assistant%s"
+                % (ROUTE_TEXT, analysis)]
+        for text in cut:
+            self.assertEqual(code_of(text), "unclosed_reasoning", text)
+        for opening, closing in REASONING_TAGS:        # closed: the route after it is read
+            answer = read_answer("%s %s %s%s" % (opening, DRAFT, closing, ROUTE_TEXT))
+            self.assertEqual(answer.value, ROUTE, opening)
+        answer = read_answer(analysis + "<|end|><|start|>assistant<|channel|>final<|message|>"
+                             + ROUTE_TEXT + "<|return|>")
+        self.assertEqual((answer.value, answer.reasoning), (ROUTE, True))
+
     def test_no_answer_after_the_reasoning(self):
         self.assertEqual(code_of("<think>all thinking</think>  "), "invalid_json")
         self.assertEqual(code_of(""), "invalid_json")
@@ -111,6 +130,57 @@ class ReadingTest(unittest.TestCase):
             started = time.perf_counter()
             self.assertIsNotNone(code_of(text))
             self.assertLess(time.perf_counter() - started, 5.0)
+
+
+class LinearTimeTest(unittest.TestCase):
+    """Issue 38: every adversarial pattern (tests/support's READING_PATTERNS)
+    is read in time linear in its length -- by read_answer (the evaluators
+    and the reward), by the reward's score(), by loads_bounded and by a
+    service's scan of a body (common.json_too_deep, bounded_json) -- compared
+    at two sizes: the larger takes at most LINEAR_SLACK times the ratio of
+    the sizes.  A reader of quadratic time takes the square of that ratio (64
+    here; 3 s at 32 KB for escaped quotes before); the times at 1 MB are
+    bench/bench_reading.py's."""
+
+    SMALL, LARGE = 32 * 1024, 256 * 1024
+    LINEAR_SLACK = 3.0
+    FLOOR_S = 0.001        # a smaller time is measured as this (the clock's and the machine's noise)
+
+    def best_times(self, function, texts, rounds=2):
+        """The best time of ``function`` on each text, the texts taken in
+        turns so that a spell of load falls on both."""
+        best = [None] * len(texts)
+        for _ in range(rounds):
+            for index, text in enumerate(texts):
+                started = time.perf_counter()
+                function(text)
+                elapsed = time.perf_counter() - started
+                best[index] = elapsed if best[index] is None else min(best[index], elapsed)
+        return best
+
+    def test_every_pattern_at_two_sizes(self):
+        from transitlm.bounded_json import json_shape_problem, loads_bounded
+        from transitlm.reward import score
+        row = example_rows("single_route")[0]
+        score("{}", row, benchmark="single_route")     # the scorer, made before the clock
+
+        def loads(text):
+            try:
+                loads_bounded(text)
+            except ValueError:
+                pass
+        readers = {"read_answer": code_of, "loads_bounded": loads,
+                   "json_shape_problem": lambda text: json_shape_problem(text, 2048),
+                   "score": lambda text: score(text, row, benchmark="single_route")}
+        limit = self.LINEAR_SLACK * self.LARGE / self.SMALL
+        for pattern in READING_PATTERNS:
+            texts = [reading_text(pattern, self.SMALL), reading_text(pattern, self.LARGE)]
+            for name, reader in readers.items():
+                small, large = self.best_times(reader, texts)
+                with self.subTest(pattern=pattern, reader=name):
+                    self.assertLess(large / max(small, self.FLOOR_S), limit,
+                                    "%.4f s at %d KB, %.4f s at %d KB" % (
+                                        small, self.SMALL // 1024, large, self.LARGE // 1024))
 
 
 class EvaluatorReadingTest(unittest.TestCase):

@@ -30,6 +30,7 @@ cleanly (requests under way are answered) with exit status 130/143.
 Standard library only; Python 3.8+.
 """
 
+import codecs
 import io
 import json
 import math
@@ -41,8 +42,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from common import MAX_JSON_DEPTH
-from transitlm.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
+from common import MAX_JSON_DEPTH, json_outside_strings
+from transitlm.bounded_json import (LOADS_AT_ONCE, MAX_JSON_VALUES, json_shape_problem,
+                                   loads_in_steps, value_count_over)
 from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
 from transitlm.terminal import one_line
 
@@ -539,14 +541,14 @@ def body_framing(headers, version="HTTP/1.1", max_body_bytes=MAX_BODY_BYTES):
     return ("length", int(declared))
 
 
-def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items"):
+def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items", outside=None):
     """(status, message) when a body would be costly to decode, else None.
 
     413 when some array holds more than ``max_items`` items (the request's
     list of ``items``, such as "cases", is one), 400 when the nesting is
     deeper than ``max_depth``; see ``bounded_json.json_shape_problem``.
     """
-    problem = json_shape_problem(text, max_items, max_depth)
+    problem = json_shape_problem(text, max_items, max_depth, outside)
     if problem is None:
         return None
     kind, message = problem
@@ -556,6 +558,17 @@ def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items")
     return 400, "body is %s" % message
 
 
+def _utf8_text(body):
+    """body.decode("utf-8"), a megabyte at a time (each a call in C)."""
+    if len(body) <= LOADS_AT_ONCE:
+        return body.decode("utf-8")
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts = [decoder.decode(body[start:start + LOADS_AT_ONCE])
+             for start in range(0, len(body), LOADS_AT_ONCE)]
+    parts.append(decoder.decode(b"", True))
+    return "".join(parts)
+
+
 def decode_body(body, max_items, items):
     """Request body bytes -> the decoded JSON value; RequestProblem (4xx) when
     it is not UTF-8, too costly to decode (body_shape_problem, or more than
@@ -563,19 +576,23 @@ def decode_body(body, max_items, items):
     A number of more than 4,000 digits becomes a float (inf): only the value
     that holds it is wrong, not the whole body."""
     try:
-        text = body.decode("utf-8")
+        text = _utf8_text(body)
     except UnicodeDecodeError:
         raise RequestProblem(400, "body is not UTF-8 text")
-    problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items)
+    outside = spans = None
+    if len(text) > LOADS_AT_ONCE:    # read outside its strings once, for the three steps
+        spans = []
+        outside = list(json_outside_strings(text, spans=spans))
+    problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items, outside)
     if problem:
         raise RequestProblem(*problem)
-    if value_count_over(text, MAX_JSON_VALUES):
+    if value_count_over(text, MAX_JSON_VALUES, outside):
         # json.loads runs in C without letting other threads run: a body of
         # millions of values would hold every other request (/healthz too).
         raise RequestProblem(413, "body holds more than %d JSON values: send smaller batches"
                              % MAX_JSON_VALUES)
     try:
-        return json.loads(text, parse_int=parse_int)
+        return loads_in_steps(text, spans=spans)     # json.loads, never long in C
     except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
 
