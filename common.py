@@ -922,7 +922,8 @@ def json_outside_strings(text, chunk=SCAN_CHUNK, spans=None):
     """The text of JSON ``text`` outside its strings, yielded in pieces (in
     order) of at most ``chunk`` characters each.  A list ``spans`` receives
     (start, end) of each closed string that runs past the end of a chunk
-    (with its quotes; every string of more than ``chunk`` characters is one).
+    (with its quotes; every string of more than ``chunk`` characters is one),
+    and (start, None) of a string left open where the text ends.
 
     A quote opens a string that ends at the next quote not escaped by a
     backslash; a string opened and never closed is kept, with everything
@@ -958,6 +959,8 @@ def json_outside_strings(text, chunk=SCAN_CHUNK, spans=None):
             escaped = _STRING_BODY_RE.match(tail, 1).end() < len(tail)
         yield "".join(filter(None, parts))
         start = end
+    if opened is not None and spans is not None:
+        spans.append((opened_at, None))
     for piece in opened or ():
         yield piece
 

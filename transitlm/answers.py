@@ -16,8 +16,9 @@ before it answers, and its text carries that thinking::
    (``</think>``, ``</thinking>``, ``</reasoning>``, ...; also when only the
    closing tag is there, as the Qwen3 and DeepSeek-R1 chat templates put the
    opening one in the prompt), or after gpt-oss's final-channel marker; a
-   reasoning block opened and never closed is an error (code
-   ``unclosed_reasoning``): the model ran out of tokens before it answered;
+   reasoning block opened and never closed (gpt-oss: its analysis channel
+   with no final channel after it) is an error (code ``unclosed_reasoning``):
+   the model ran out of tokens before it answered;
 3. the route is the answer when it is JSON, else the first JSON object in
    it (a ```json fence, a sentence around it).
 
@@ -29,7 +30,9 @@ The reading takes time linear in the text: each candidate object is decoded
 from a window of the text that grows only while the object may run past it,
 and the total decoded is bounded (READ_BUDGET_FACTOR times the text), so
 text made of a million broken objects costs a bounded, linear time and is an
-``invalid_json`` error row.
+``invalid_json`` error row.  No step is a long call in C (a service's other
+threads run between two): the tags are searched a chunk at a time, and a
+text over a megabyte is decoded in steps (transitlm.json_steps).
 
 Standard library only; Python 3.8+.
 """
@@ -39,6 +42,7 @@ import re
 
 from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, SCAN_CHUNK, RowError, decode_json,
                     json_too_deep, loads_stripped)
+from transitlm.json_steps import AT_ONCE, loads_in_steps, raw_decode_in_steps
 
 # Tokens a chat template ends a turn with; never part of an answer.
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>",
@@ -98,7 +102,8 @@ def read_answer(text, what="prediction", strict=False):
         raise RowError("%s is nested more than %d levels deep" % (what, MAX_JSON_DEPTH),
                        "too_deep")
     try:
-        return Answer(loads_stripped(stripped), reasoning)
+        return Answer(loads_stripped(stripped) if len(stripped) <= AT_ONCE
+                      else loads_in_steps(stripped), reasoning)
     except ValueError as exc:
         error = getattr(exc, "msg", None) or str(exc)
     found = first_json_object(stripped)
@@ -171,8 +176,10 @@ def first_json_object(text):
             budget -= end - start
             if budget < 0:
                 return None
+            candidate = text[start:end]
             try:
-                value, _ = _DECODER.raw_decode(text[start:end])
+                value, _ = (_DECODER.raw_decode(candidate) if len(candidate) <= AT_ONCE
+                            else raw_decode_in_steps(candidate))
             except ValueError as exc:
                 if end < len(text) and _may_run_past(exc, end - start):
                     window *= 4

@@ -20,12 +20,9 @@ Standard library only; Python 3.8+.
 """
 
 import json
-import json.decoder
-import json.scanner
 import re
-import secrets
 
-from common import MAX_JSON_DEPTH, SCAN_CHUNK, count_of, json_outside_strings, json_too_deep
+from common import MAX_JSON_DEPTH, count_of, json_outside_strings, json_too_deep
 
 MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
 MAX_INT_DIGITS = 4000
@@ -149,89 +146,3 @@ def _structure(outside):
         for char in _SHAPE_TOKEN_RE.findall(piece):
             yield char
 
-
-# ---------------------------------------------------------------------------
-# Decoding a large text in steps: json.loads runs in C without letting other
-# threads run (about 50 ms for 16 MB); a service decodes a large body so that
-# no step reads more than about SCAN_CHUNK characters in C.
-# ---------------------------------------------------------------------------
-
-LOADS_AT_ONCE = 1 << 20          # characters json.loads decodes in one call (a few ms)
-# One token of a string's text: a run of characters, or an escape -- a
-# surrogate pair's two escapes together, a high surrogate only when what
-# follows is seen and is not a low one -- so that a piece cut after a token
-# decodes as it would within the whole string.
-_ESCAPE = (r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-           r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?=[^\\]|\\[^u]|\\u(?:[0-9a-ce-fA-CE-F]|[dD][0-9abAB]))"
-           r"|\\u(?![dD][89abAB])[0-9a-fA-F]{4}|\\[^u]")
-_STRING_PIECE_RE = re.compile(r"[^\\]*(?:(?:%s)[^\\]*)*" % _ESCAPE, re.DOTALL)
-
-
-class _Pairs(list):
-    """An object's (key, value) pairs as decoded, in order (duplicates kept)."""
-
-
-def loads_in_steps(text, parse_int=parse_int, chunk=SCAN_CHUNK, spans=None):
-    """``json.loads(text, parse_int=parse_int)`` -- the same value, or a
-    ValueError -- decoded so that no call in C reads more than about
-    ``chunk`` characters: every string that crosses a chunk's end is taken
-    out of the text (common.json_outside_strings) and decoded a piece at a
-    time, the rest by the json module's Python scanner, one value at a time.
-    A text of at most LOADS_AT_ONCE characters is decoded by json.loads.
-    ``spans``: those strings' spans when the text was read already."""
-    if len(text) <= LOADS_AT_ONCE:
-        return json.loads(text, parse_int=parse_int)
-    if spans is None:
-        spans = []
-        for _ in json_outside_strings(text, chunk, spans):
-            pass
-    nonce = "\u2063%s-" % secrets.token_hex(8)     # cannot stand in the text by chance
-    strings, parts, last = {}, [], 0
-    for number, (start, end) in enumerate(spans):
-        value = _string_in_steps(text, start, end, chunk)
-        if value is None:                             # not a valid string: json.loads says why
-            return json.loads(text, parse_int=parse_int)
-        strings[nonce + str(number)] = value
-        parts.extend((text[last:start], '"%s%d"' % (nonce, number)))
-        last = end
-    parts.append(text[last:])
-    decoder = json.JSONDecoder(parse_int=parse_int, object_pairs_hook=_Pairs)
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
-    try:
-        value = decoder.decode("".join(parts))
-    except ValueError:
-        return json.loads(text, parse_int=parse_int)  # the message of the text itself
-    return _put_back(value, strings)
-
-
-def _string_in_steps(text, start, end, chunk):
-    """The JSON string text[start:end] (quotes included) decoded a piece of
-    at most ``chunk`` characters at a time; None when it is not valid."""
-    pieces, position, stop = [], start + 1, end - 1
-    try:
-        while position < stop:
-            cut = _STRING_PIECE_RE.match(text, position, min(stop, position + chunk)).end()
-            if position + chunk >= stop:
-                cut = stop                            # the last piece: the rest
-            elif cut == position:
-                return None                           # an escape that is not JSON's
-            pieces.append(json.decoder.scanstring('"%s"' % text[position:cut], 1)[0])
-            position = cut
-    except ValueError:
-        return None
-    return "".join(pieces)
-
-
-def _put_back(value, strings):
-    """The decoded value with the strings taken out put back (objects made
-    from their pairs, in order, as json.loads makes them)."""
-    if isinstance(value, str):
-        return strings.get(value, value)
-    if isinstance(value, _Pairs):
-        result = {}
-        for key, item in value:
-            result[strings.get(key, key)] = _put_back(item, strings)
-        return result
-    if isinstance(value, list):
-        return [_put_back(item, strings) for item in value]
-    return value

@@ -43,8 +43,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from common import MAX_JSON_DEPTH, json_outside_strings
-from transitlm.bounded_json import (LOADS_AT_ONCE, MAX_JSON_VALUES, json_shape_problem,
-                                   loads_in_steps, value_count_over)
+from transitlm.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
+from transitlm.json_steps import AT_ONCE, loads_in_steps
 from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
 from transitlm.terminal import one_line
 
@@ -560,11 +560,11 @@ def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items",
 
 def _utf8_text(body):
     """body.decode("utf-8"), a megabyte at a time (each a call in C)."""
-    if len(body) <= LOADS_AT_ONCE:
+    if len(body) <= AT_ONCE:
         return body.decode("utf-8")
     decoder = codecs.getincrementaldecoder("utf-8")()
-    parts = [decoder.decode(body[start:start + LOADS_AT_ONCE])
-             for start in range(0, len(body), LOADS_AT_ONCE)]
+    parts = [decoder.decode(body[start:start + AT_ONCE])
+             for start in range(0, len(body), AT_ONCE)]
     parts.append(decoder.decode(b"", True))
     return "".join(parts)
 
@@ -580,7 +580,7 @@ def decode_body(body, max_items, items):
     except UnicodeDecodeError:
         raise RequestProblem(400, "body is not UTF-8 text")
     outside = spans = None
-    if len(text) > LOADS_AT_ONCE:    # read outside its strings once, for the three steps
+    if len(text) > AT_ONCE:          # read outside its strings once, for the three steps
         spans = []
         outside = list(json_outside_strings(text, spans=spans))
     problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items, outside)
@@ -592,7 +592,8 @@ def decode_body(body, max_items, items):
         raise RequestProblem(413, "body holds more than %d JSON values: send smaller batches"
                              % MAX_JSON_VALUES)
     try:
-        return loads_in_steps(text, spans=spans)     # json.loads, never long in C
+        # json.loads, never long in C (transitlm.json_steps)
+        return loads_in_steps(text, parse_int=parse_int, spans=spans)
     except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
 
