@@ -30,6 +30,7 @@ from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchm
                                line_file, load_benchmark, station_file)
 from transitlm.engine import Context, Options, RowJudge
 from transitlm.inputs import SampleRow
+from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.terms import metric_terms
 
 TERMS = ("conn", "sg", "dp", "lo", "sso", "rem", "ea", "pc", "rd")
@@ -49,11 +50,6 @@ LINE_ENV = "TRANSITLM_LINE_INFO"
 ROW_CODES = {"invalid_prompt": "sft_prompt", "invalid_label": "sft_label",
              "invalid_req_type": "req_type"}
 NOT_TEXT = "invalid_completion"
-
-
-class RowDataError(ValueError):
-    """A row that cannot be scored against (the user's data, not the model's
-    completion): names the field."""
 
 
 # ---------------------------------------------------------------------------
@@ -91,21 +87,6 @@ def _content_text(content):
                  if isinstance(part, dict) and isinstance(part.get("text"), str)]
         return "".join(parts)
     return None
-
-
-def row_dict(row):
-    """A row of the release as a dict: a dict as it is, JSON text decoded."""
-    if isinstance(row, dict):
-        return row
-    if isinstance(row, (str, bytes, bytearray)):
-        try:
-            value = json.loads(row)
-        except (ValueError, RecursionError):
-            raise RowDataError("the row is text that is not JSON")
-        if isinstance(value, dict):
-            return value
-    raise RowDataError("the row is %s, expected a dict with sft_prompt and sft_label (or its "
-                       "JSON text)" % type(row).__name__)
 
 
 def benchmark_of(row, benchmark=None):
@@ -204,6 +185,7 @@ class Scorer(object):
 
     def record(self, completion, row):
         """The row's record (a details.jsonl line) for this completion."""
+        row = trainer_row(row)
         text = completion_text(completion)
         sample = SampleRow(1, str(row.get("index_id", row.get("indexid", "")) or ""),
                            row.get("sft_prompt"), row.get("sft_label"),
@@ -350,7 +332,7 @@ def score(completion, row, benchmark=None, protocol="reference", station_info=No
     label) raises RowDataError naming the field; an unknown benchmark,
     protocol, shaping or weight raises ValueError.
     """
-    row = row_dict(row)
+    row = trainer_row(row)
     name = benchmark_of(row, benchmark)
     scorer = scorer_for(name, protocol, station_info, line_info)
     if shaping not in SHAPINGS:
