@@ -9,7 +9,7 @@ its CSV original gives, so that it scores exactly as that original:
 
 - ``sft_prompt``, ``sft_label``: text as it is; bytes as UTF-8; a decoded
   value re-encoded as JSON (compact, its keys in their order), which the
-  evaluator decodes back to the same value.  A missing cell, a value JSON
+  evaluator decodes back to the same value.  A missing or empty cell, a value JSON
   cannot hold, or JSON nested deeper than the evaluators read
   (common.MAX_JSON_DEPTH) raises RowDataError naming the field.
 - ``req_type``: a whole number (2, 2.0, a numpy integer) as its digits; a
@@ -160,6 +160,8 @@ def json_cell(value, field):
         except (TypeError, ValueError) as exc:
             raise RowDataError("the row's %s holds a value JSON cannot hold (%s)"
                                % (field, str(exc)[:200]))
+    if not text.strip():
+        raise RowDataError("the row's %s is empty" % field)
     if json_too_deep(text):
         raise RowDataError("the row's %s is nested more than %d levels deep"
                            % (field, MAX_JSON_DEPTH))

@@ -184,12 +184,28 @@ class Scorer(object):
         self._lock = threading.Lock()
 
     def record(self, completion, row):
-        """The row's record (a details.jsonl line) for this completion."""
+        """The row's record (a details.jsonl line) for this completion.
+
+        RowDataError when the row cannot be scored against, whatever the
+        completion: a completion the evaluator stopped at before it judged
+        the whole row (empty, not JSON) has the row judged with its own label
+        as the answer, so a broken row never passes for a completion's
+        failure."""
         row = trainer_row(row)
         text = completion_text(completion)
+        record = self._judged(row, "" if text is None else text)
+        if record.get("status") != "evaluated" and row.get("sft_label") != text:
+            self._judged(row, row.get("sft_label"))     # raises for a broken row
+        if text is None:
+            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
+                          error="the completion holds no text (%s)" % type(completion).__name__)
+        return record
+
+    def _judged(self, row, text):
+        """The record of ``text`` as the answer to ``row`` (a row as the CSV
+        gives it); RowDataError naming the field the evaluator refused."""
         sample = SampleRow(1, str(row.get("index_id", row.get("indexid", "")) or ""),
-                           row.get("sft_prompt"), row.get("sft_label"),
-                           "" if text is None else text,
+                           row.get("sft_prompt"), row.get("sft_label"), text,
                            row.get("req_type") if self.benchmark.needs_req_type else None)
         with self._lock:
             record = self.judge.record(sample)
@@ -198,9 +214,6 @@ class Scorer(object):
         if code in ROW_CODES:
             raise RowDataError("the row's %s cannot be scored against: %s"
                                % (ROW_CODES[code], record.get("error")))
-        if text is None:
-            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
-                          error="the completion holds no text (%s)" % type(completion).__name__)
         return record
 
     def terms(self, record):
