@@ -25,13 +25,14 @@ The calling conventions, as the trainers' sources have them (read 2026-11):
 
 import csv
 import json
+import math
 import os
 import random
 import time
 import unittest
 
 from tests.support import REPO
-from transitlm.reward import openrlhf, scoring, trl, verl  # noqa: E402
+from transitlm.reward import batch, openrlhf, scoring, settings, trl, verl  # noqa: E402
 
 DATA = os.path.join(REPO, "data")
 EXAMPLES = {"single_route": "benchmark1_single_route_example.csv",
@@ -225,6 +226,91 @@ class NeverRaisesTest(unittest.TestCase):
                          "invalid_json")
         self.assertEqual(scoring.score(12, row, benchmark="single_route")["error_code"],
                          "invalid_completion")
+
+    def test_no_adapter_raises_or_gives_nan_for_any_completion(self):
+        row = release_rows("single_route")[0]
+        deep = []
+        for _ in range(5000):
+            deep = [deep]
+
+        class Hostile(object):
+            """Every method a reader might call raises."""
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+
+            def __eq__(self, other):
+                raise RuntimeError("eq")
+
+            __hash__ = __str__ = __repr__ = None
+
+        class RaisingDict(dict):
+            def get(self, *args):
+                raise RuntimeError("get")
+
+        completions = [{1: 2, "a": 3}, {(1, 2): "x", "content": row["sft_label"]}, deep,
+                       [{"role": "assistant", "content": deep}], b"\xff", object(), Hostile(),
+                       10 ** 5000, float("nan"), -float("inf"), RaisingDict(content="x"),
+                       [RaisingDict(role="assistant")], {"content": Hostile()}, [{1: 2}]]
+        columns = {key: [row[key]] for key in ("sft_prompt", "sft_label", "task_id")}
+        label = json.dumps(row, ensure_ascii=False)
+        for completion in completions:
+            with self.subTest(completion=type(completion).__name__):
+                values = [trl.route_reward(prompts=["p"], completions=[completion], **columns),
+                          trl.route_rem(prompts=["p"], completions=[completion], **columns),
+                          trl.route_format(prompts=["p"], completions=[completion],
+                                           **columns)]
+                values.append([verl.compute_score("transitlm/single_route", completion, label,
+                                                  {})["score"]])
+                values.append([result["score"] for result in verl.compute_score_batch(
+                    ["transitlm/single_route"], [completion], [label], [None])])
+                answer = openrlhf.reward_func([completion], ["p"], [label])
+                values += [answer["rewards"], answer["scores"]]
+                values += list(answer["extra_logs"].values())
+                for value in values:
+                    self.assertEqual(len(value), 1)
+                    self.assertTrue(math.isfinite(value[0]), value)
+        # The label's own text in a dict with other keys is still read as the content.
+        self.assertEqual(trl.route_reward(completions=[{1: 2, "content": row["sft_label"]}],
+                                          **columns), [1.0])
+
+    def test_the_batch_memo_compares_only_what_it_can(self):
+        self.assertEqual(batch.memo_key({"a": [1, 2.0, None]}),
+                         ("dict", ("a", ("list", ("int", 1), ("float", 2.0), ("NoneType", None)))))
+        self.assertNotEqual(batch.memo_key([1]), batch.memo_key([1.0]))
+        self.assertNotEqual(batch.memo_key([1]), batch.memo_key([True]))
+        deep = []
+        for _ in range(batch.MEMO_DEPTH + 1):
+            deep = [deep]
+        for value in (deep, [object()], {1j: "x"}, [{"a": set()}]):
+            with self.assertRaises(batch.Unkeyable):
+                batch.memo_key(value)
+
+    def test_weights_and_failure_give_a_finite_score(self):
+        row = release_rows("single_route")[0]
+        for weights in ({"rem": 1e308}, {"rem": float("inf")}, {"rem": float("nan")},
+                        {"rem": 1e-300}, {"rem": -1}, {"rem": "x"}, {"rem": None},
+                        {"rem": True}, {"speed": 1}, [("rem", 1)], "rem=2"):
+            with self.subTest(weights=weights):
+                with self.assertRaises(ValueError):
+                    scoring.weights_of(weights)
+                with self.assertRaises(ValueError):
+                    settings.settings(weights=weights)
+                with self.assertRaises(ValueError):
+                    verl.compute_score("transitlm/single_route", "{}", row, None,
+                                       weights=weights)
+        for failure in (float("nan"), float("inf"), "-inf", "low"):
+            with self.assertRaises(ValueError):
+                settings.settings(failure=failure)
+        # At the bounds, every key weighed to the largest or smallest allowed:
+        # finite, and the same score as unit weights (only ratios count).
+        for bound in (scoring.MIN_WEIGHT, scoring.MAX_WEIGHT):
+            weights = dict.fromkeys(scoring.WEIGHTED, bound)
+            for text in (row["sft_label"], row["generate_results"], "{}", "[1]"):
+                got = scoring.score(text, row, weights=weights)["score"]
+                self.assertAlmostEqual(got, scoring.score(text, row)["score"], places=9)
+        mixed = {"format": scoring.MIN_WEIGHT, "rem": scoring.MAX_WEIGHT, "conn": 0}
+        self.assertTrue(math.isfinite(scoring.score(row["sft_label"], row,
+                                                    weights=mixed)["score"]))
 
     def test_a_broken_row_names_its_field(self):
         row = release_rows("single_route")[0]

@@ -61,7 +61,14 @@ def completion_text(completion):
     list of {"role", "content"}: the last assistant message's, else the last
     message's content; content parts of type "text" joined); None (nothing
     generated) as empty text.  None for a value that holds no text (a number,
-    an object of another shape)."""
+    an object of another shape, or one that fails when read)."""
+    try:
+        return _completion_text(completion)
+    except Exception:           # an object whose methods raise, nesting past the stack
+        return None
+
+
+def _completion_text(completion):
     if isinstance(completion, str):
         return completion
     if completion is None:                        # nothing was generated
@@ -294,20 +301,49 @@ _SHAPED_KEYS = {term: [key for key in WEIGHTED
 _UNIT_WEIGHTS = dict.fromkeys(WEIGHTED, 1.0)     # read only: the weights when none are set
 
 
+# A weight is 0 or between these: any sum of weighted terms stays finite (no
+# overflow to inf, which makes the score NaN) and every term still counts (no
+# underflow to 0).  Only the ratios between weights matter.
+MIN_WEIGHT = 1e-6
+MAX_WEIGHT = 1e6
+
+
 def weights_of(weights):
     """The weights of dense and gated: 1 for every key, or as given (a dict
-    not to be changed)."""
+    not to be changed).  ValueError for an unknown key or a weight that is
+    not 0 or a number between MIN_WEIGHT and MAX_WEIGHT."""
     if not weights:
         return _UNIT_WEIGHTS
     weight = dict.fromkeys(WEIGHTED, 1.0)
-    for key, value in (weights or {}).items():
-        if key not in weight:
-            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
-        value = float(value)
-        if not value >= 0.0 or value == float("inf"):
-            raise ValueError("weight %s must be a number 0 or more, not %r" % (key, value))
-        weight[key] = value
+    weight.update(checked_weights(weights))
     return weight
+
+
+def checked_weights(weights):
+    """The weights given (a mapping: a dict, verl's DictConfig) as a plain dict
+    {key: float}, or None when none are given; ValueError naming the one that
+    cannot be used."""
+    if not weights:
+        return None
+    try:
+        items = list(weights.items())
+    except Exception:
+        raise ValueError("weights must be a mapping {key: number}, not %s"
+                         % type(weights).__name__)
+    checked = {}
+    for key, value in items:
+        if key not in _UNIT_WEIGHTS:
+            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or isinstance(value, bool) or not (
+                number == 0.0 or MIN_WEIGHT <= number <= MAX_WEIGHT):
+            raise ValueError("weight %s must be 0 or a number from %g to %g, not %r"
+                             % (key, MIN_WEIGHT, MAX_WEIGHT, value))
+        checked[key] = number
+    return checked
 
 
 def canonical_route(record):
