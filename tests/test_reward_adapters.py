@@ -100,6 +100,25 @@ class TrlTest(unittest.TestCase):
             self.assertEqual(self.call(function, completions, rows),
                              [direct(c, r)[key] for c, r in zip(completions, rows)], key)
 
+    def test_the_component_recipe_logs_every_key_once_per_batch(self):
+        rows = release_rows("single_route")[:4]
+        completions = [row["generate_results"] + " " for row in rows]    # a batch of its own
+        logged = []
+        for function in (trl.route_format, trl.route_conn, trl.route_rem, trl.route_ea):
+            self.call(function, completions, rows,
+                      log_metric=lambda name, value: logged.append((function.__name__, name)))
+        names = {"transitlm/" + key for key in scoring.KEYS if key not in ("error_code", "pred")}
+        # The first function scored the batch and logged it; the others reused it.
+        self.assertEqual(logged, [("route_format", name) for name in sorted(names)])
+        # A batch the memo does not keep is logged by each (the same means:
+        # TRL averages them).
+        logged = []
+        odd = [[{"role": "assistant", "content": object()}]] * 4
+        for function in (trl.route_format, trl.route_conn):
+            self.call(function, odd, rows,
+                      log_metric=lambda name, value: logged.append((function.__name__, name)))
+        self.assertEqual(len(logged), 2 * len(names))
+
     def test_make_reward_and_a_missing_column(self):
         rows = release_rows("single_route")[:3]
         gated = trl.make_reward("gated_paper", shaping="gated", protocol="paper")

@@ -46,18 +46,23 @@ class BatchMemo(object):
         self._results = None
 
     def results(self, completions, rows, options):
+        return self.scored(completions, rows, options)[0]
+
+    def scored(self, completions, rows, options):
+        """-> (the results, whether they were scored by this call rather than
+        kept from the last one)."""
         try:
             key = (memo_key(completions), memo_key(rows), memo_key(options))
         except Unkeyable:
-            return [score(completion, row, **options)
-                    for completion, row in zip(completions, rows)]
+            key = None
         with self._lock:
-            if key == self._key:
-                return self._results
+            if key is not None and key == self._key:
+                return self._results, False
         results = [score(completion, row, **options) for completion, row in zip(completions, rows)]
-        with self._lock:
-            self._key, self._results = key, results
-        return results
+        if key is not None:
+            with self._lock:
+                self._key, self._results = key, results
+        return results, True
 
 
 # How deep a batch's values are compared for the memo (a chat completion
