@@ -50,6 +50,8 @@ LINE_ENV = "TRANSITLM_LINE_INFO"
 ROW_CODES = {"invalid_prompt": "sft_prompt", "invalid_label": "sft_label",
              "invalid_req_type": "req_type"}
 NOT_TEXT = "invalid_completion"
+# Rows a Scorer remembers as sound (judged with their own label) at most.
+SOUND_ROWS = 1024
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +191,7 @@ class Scorer(object):
         self.judge = RowJudge(self.benchmark, self.context)
         self.scenario_term = SCENARIO_TERMS.get(benchmark)
         self._lock = threading.Lock()
+        self._sound_rows = set()
 
     def record(self, completion, row):
         """The row's record (a details.jsonl line) for this completion.
@@ -202,11 +205,24 @@ class Scorer(object):
         text = completion_text(completion)
         record = self._judged(row, "" if text is None else text)
         if record.get("status") != "evaluated" and row.get("sft_label") != text:
-            self._judged(row, row.get("sft_label"))     # raises for a broken row
+            self._check_row(row)
         if text is None:
             record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
                           error="the completion holds no text (%s)" % type(completion).__name__)
         return record
+
+    def _check_row(self, row):
+        """RowDataError when the row judged with its own label as the answer
+        is refused; rows found sound are remembered (a few: a GRPO batch
+        holds each row once per generation)."""
+        key = (row.get("sft_prompt"), row.get("sft_label"),
+               row.get("req_type") if self.benchmark.needs_req_type else None)
+        if key in self._sound_rows:
+            return
+        self._judged(row, row.get("sft_label"))
+        if len(self._sound_rows) >= SOUND_ROWS:
+            self._sound_rows.clear()
+        self._sound_rows.add(key)
 
     def _judged(self, row, text):
         """The record of ``text`` as the answer to ``row`` (a row as the CSV
