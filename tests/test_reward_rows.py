@@ -164,7 +164,7 @@ class BrokenRowTest(unittest.TestCase):
 
     def test_a_req_type_that_is_not_a_whole_number(self):
         row = csv_rows("personalized")[0]
-        for value in (2.5, float("inf"), True, "2.0", "two", [2], {"t": 2}):
+        for value in (2.5, float("inf"), True, "2.0", "two", [2], {"t": 2}, 10 ** 5000):
             self.assert_refused(dict(row, req_type=value), "req_type", "personalized")
         # A missing req_type is what the CSV's empty cell is: read as 0.
         for value in (None, NAN):

@@ -125,17 +125,17 @@ def text_cell(value):
         return bytes(value).decode("utf-8", "replace")
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        if math.isfinite(number) and number.is_integer():
-            return str(int(number))
-        return repr(number)
     try:
+        if isinstance(value, numbers.Integral):
+            return str(int(value))
+        if isinstance(value, numbers.Real):
+            number = float(value)
+            if math.isfinite(number) and number.is_integer():
+                return str(int(number))
+            return repr(number)
         return str(value)
-    except Exception:
-        return type(value).__name__
+    except Exception:       # an integer too long to write, an object whose str() raises
+        return "(%s that cannot be written)" % type(value).__name__
 
 
 def json_cell(value, field):
