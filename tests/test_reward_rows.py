@@ -7,6 +7,7 @@ Plain Python values stand in for the third-party ones."""
 import csv
 import json
 import math
+import numbers
 import os
 import unittest
 
@@ -37,6 +38,19 @@ class FakeInt64(object):
 
     def __index__(self):
         return self.value
+
+
+class FakeFloat32(object):
+    """numpy.float32: registered as a real number, no float subclass."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __float__(self):
+        return self.value
+
+
+numbers.Real.register(FakeFloat32)
 
 
 class FakeArray(FakeInt64):
@@ -167,7 +181,7 @@ class BrokenRowTest(unittest.TestCase):
         for value in (2.5, float("inf"), True, "2.0", "two", [2], {"t": 2}, 10 ** 5000):
             self.assert_refused(dict(row, req_type=value), "req_type", "personalized")
         # A missing req_type is what the CSV's empty cell is: read as 0.
-        for value in (None, NAN):
+        for value in (None, NAN, FakeFloat32(NAN)):
             self.assertEqual(scoring.score(row["sft_label"], dict(row, req_type=value),
                                            benchmark="personalized"),
                              scoring.score(row["sft_label"], dict(row, req_type=""),

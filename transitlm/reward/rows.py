@@ -94,8 +94,11 @@ def is_missing(value):
     """None, NaN, pandas' NA: a cell with nothing in it."""
     if value is None:
         return True
-    if isinstance(value, float):
-        return math.isnan(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        try:
+            return math.isnan(value)         # a float, or numpy's float32 NaN
+        except (TypeError, ValueError, OverflowError):
+            return False
     return type(value).__name__ in MISSING_TYPES
 
 
