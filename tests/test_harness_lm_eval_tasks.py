@@ -188,7 +188,8 @@ class FolderTest(unittest.TestCase):
             "sft_label": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
                                          "sft_label": "[" * 150 + "]" * 150}], "single_route"),
             "sft_prompt": (toy_rows() + [{"index_id": "bad", "sft_label": route(),
-                                          "sft_prompt": '{"start": %s}' % ("[" * 150 + "]" * 150)}],
+                                          "sft_prompt": '{"start": %s}' % ("[" * 150
+                                                                          + "]" * 150)}],
                            "single_route"),
         }
         for name, (rows, benchmark) in cases.items():
