@@ -20,7 +20,8 @@ The calling conventions, as the trainers' sources have them (read 2026-11):
   reward_func([query], [prompt], [label]) -- three positional lists of one
   entry; the query is the templated prompt then the response, decoded with
   its special tokens; extra_logs values become tensors (numbers only); the
-  later HTTP servers of several get empty lists.
+  HTTP requests go to several URLs in turn (0.11.2; earlier, the later
+  servers got empty lists).
 """
 
 import csv

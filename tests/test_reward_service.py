@@ -10,7 +10,9 @@ OpenRLHF's side of the exchange, as its sources have it
 (openrlhf/utils/agent.py, SingleTurnAgentExecutor.execute): one POST per
 sample, ``{"query": [query], "prompts": [prompt], "labels": [label]}``, the
 query being the templated prompt and the response decoded with its special
-tokens; the servers after the first get empty lists; the reply's
+tokens; given several URLs, 0.11.2 sends each request to the next in turn
+(SingleTurnAgentExecutor._fetch_rewards_via_http; 0.11.0 sent the servers
+after the first empty lists, still answered); the reply's
 ``rewards``, ``scores`` and ``extra_logs`` (numbers only) are read
 (openrlhf/trainer/ppo_utils/samples_generator.py)."""
 

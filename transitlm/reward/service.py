@@ -9,7 +9,8 @@
 A POST is answered exactly as transitlm.reward.openrlhf.reward_func answers
 the same three lists in process (it is called), with the settings the
 service was started with.  Empty lists are answered with empty lists
-(OpenRLHF sends them to every URL but the first).  A request of the wrong
+(OpenRLHF 0.11.0 and earlier sent them to every URL but the first; 0.11.2
+sends each one-sample request to the next of its URLs in turn).  A request of the wrong
 shape is a 400 naming what is wrong (the body not JSON, a list missing, not
 a list, lists of different lengths, a query or prompt that is not text); a
 row that cannot be scored against (transitlm.reward.scoring.RowDataError:
