@@ -318,6 +318,8 @@ class NeverRaisesTest(unittest.TestCase):
                 with self.assertRaises(ValueError):
                     verl.compute_score("transitlm/single_route", "{}", row, None,
                                        weights=weights)
+                with self.assertRaises(ValueError):
+                    trl.make_reward("weighted", weights=weights)
         for failure in (float("nan"), float("inf"), "-inf", "low"):
             with self.assertRaises(ValueError):
                 settings.settings(failure=failure)

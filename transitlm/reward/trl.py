@@ -53,6 +53,7 @@ def make_reward(name="route_reward", key="score", **options):
     if unknown:
         raise ValueError("unknown setting(s) %s (known: %s)" % (", ".join(unknown),
                                                               ", ".join(_SETTINGS)))
+    settings(**options)      # weights and failure checked when set, not mid-training
 
     def reward(prompts=None, completions=None, completion_ids=None, log_metric=None,
                log_extra=None, trainer_state=None, **columns):
