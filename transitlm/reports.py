@@ -11,6 +11,7 @@ import re
 
 from common import TRANSFER_DISTANCE_TOLERANCE_KM, VERSION
 from transitlm.catalog import METRICS
+from transitlm.prompts import signature_part
 from transitlm.records import NO_RESPONSE, failure_codes, row_failed
 from transitlm.terminal import BIDI_CONTROLS, encodable, printable
 
@@ -354,21 +355,27 @@ def short_hash(hex_digest):
 
 def signature_line(report):
     """One line naming what makes two runs' figures comparable (as sacreBLEU's
-    signature): transitlm:1.3.0|single_route|protocol:reference|
-    field:generate_results|rows:38|stations:889a5dbf|input:da737ae5, plus lines,
+    signature): transitlm:1.3.0|single_route|protocol:reference|rows:38|
+    stations:889a5dbf|input:da737ae5|prompt:column#ab12cd34, plus lines,
     service and any figure option that is not at its default.
 
-    It names the test, not the model: two models scored on the same test file
-    and station file share it.  The predictions' hash is in
+    It names the test and the question, not the model: two models scored on
+    the same test file and station file, asked with the same system prompts,
+    share it.  The prompt part (transitlm.prompts.signature_part) is
+    ``prompt:none`` for the labels scored as answers and ``prompt:unknown``
+    when nothing records it; compare.py compares it only between runs that
+    name one.  The input field (which column was scored) is provenance,
+    ``inputs.input_field``, not part of it; the predictions' hash is in
     ``inputs.sha256.predictions``."""
     inputs = report["inputs"]
     sha = inputs["sha256"]
     options = inputs["options"]
     parts = ["transitlm:" + report["version"], report["benchmark"],
-             "protocol:" + report["protocol"], "field:" + options["input_field"],
+             "protocol:" + report["protocol"],
              "rows:%d" % report["counts"]["samples"],
              "stations:" + short_hash(sha.get("station_info")),
-             "input:" + short_hash(sha.get("input"))]
+             "input:" + short_hash(sha.get("input")),
+             signature_part(inputs.get("prompt"))]
     if sha.get("line_info"):
         parts.append("lines:" + short_hash(sha["line_info"]))
     if inputs.get("api_url"):
