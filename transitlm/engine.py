@@ -421,7 +421,8 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         context = Context(options, protocol, network)
         context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
-        aggregate = Aggregate(benchmark, protocol)
+        # The labels scored as answers: rows by failure code (the labels check).
+        aggregate = Aggregate(benchmark, protocol, count_codes=prediction_column == "sft_label")
         sinks = sinks_for(aggregate)
         context.route_drawings = sinks.details is not None or sinks.collect is not None
         samples = iter(source)
