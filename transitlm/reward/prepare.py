@@ -5,8 +5,10 @@ Every row becomes a chat ``prompt`` -- its system prompt and its
 ``sft_prompt`` as the user message, chosen as generate.py and harness.py
 lm-eval choose them (transitlm.prompts: --system_prompt_file, else the
 row's ``system_prompt`` cell, else the benchmark's default prompt) -- and
-carries the release row the reward scores against: ``index_id``, ``task_id``, ``req_type`` (when the file has
-it), ``sft_prompt`` and ``sft_label``.
+carries the release row the reward scores against: ``index_id``,
+``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
+``sft_label``.  The summary names the record of the system prompts
+(``prompt:SOURCE#HASH``, as a run's signature does).
 
     trl       {"prompt": [messages], "index_id", "task_id", "req_type",
                "sft_prompt", "sft_label"}: the columns TRL hands to
