@@ -7,6 +7,7 @@ with text, the benchmark's default); the record of a run's prompt and its
 part of the signature; compare.py tells runs asked different questions
 apart and lets the labels (asked nothing) agree with any."""
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -22,8 +23,10 @@ from transitlm import prompts
 from transitlm.compare.comparability import comparability_notes, shared_signature
 from transitlm.generate import chat
 from transitlm.generate import cli as generate_cli
+from transitlm.harness.cli import main as harness_main
 from transitlm.harness.lm_eval_tasks import task_file_names, write_task_folder
 from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.reward.cli import main as reward_main
 from transitlm.reward.prepare import prepare
 
 DATA = os.path.join(REPO, "data")
@@ -165,6 +168,44 @@ class SameMessagesEverywhere(unittest.TestCase):
             handle.write("")
         sent, record, _ = self.check_all_three("single_route", path, "file", mine)
         self.assertTrue(all(len(messages) == 1 for messages in sent))
+
+
+class PromptFileFlags(unittest.TestCase):
+    """--system_prompt_file of harness.py lm-eval and reward.py prepare."""
+
+    def test_a_prompt_file_in_each_command(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            mine = os.path.join(tmp, "mine.txt")
+            with open(mine, "w", encoding="utf-8") as handle:
+                handle.write("Plan it.")
+            path = os.path.join(DATA, BUNDLED["single_route"])
+            out, err = io.StringIO(), io.StringIO()
+            status = harness_main(["lm-eval", "--input", path, "--out",
+                                   os.path.join(tmp, "tasks"), "--system_prompt_file", mine],
+                                  out, err)
+            self.assertEqual(status, 0, err.getvalue())
+            with open(os.path.join(tmp, "tasks", "transitlm_tasks.json")) as handle:
+                task = json.load(handle)["tasks"]["transitlm_single_route"]
+            self.assertEqual(task["prompt"], {"source": "file", "sha256": sha("Plan it.")})
+            status = harness_main(["lm-eval", "--input", path, "--out",
+                                   os.path.join(tmp, "t2"), "--system_prompt_file",
+                                   os.path.join(tmp, "absent")], out, err)
+            self.assertEqual(status, 2)
+            self.assertIn("cannot read --system_prompt_file", err.getvalue())
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                status = reward_main(["prepare", "--input", path, "--format", "trl", "--out",
+                                      os.path.join(tmp, "p.jsonl"), "--benchmark",
+                                      "single_route", "--system_prompt_file", mine])
+            self.assertEqual(status, 0)
+            self.assertIn("system prompts: prompt:file#" + sha("Plan it.")[:8],
+                          printed.getvalue())
+            with contextlib.redirect_stderr(io.StringIO()) as errors:
+                status = reward_main(["prepare", "--input", path, "--format", "trl", "--out",
+                                      mine, "--system_prompt_file", mine])
+            self.assertEqual(status, 2)
+            self.assertEqual(errors.getvalue().count("\n"), 1)
+            with open(mine, encoding="utf-8") as handle:
+                self.assertEqual(handle.read(), "Plan it.")           # not written over
 
 
 class Rule(unittest.TestCase):
