@@ -13,6 +13,7 @@ from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_inf
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
+from transitlm.prompts import DEFAULT, read_prompt_file
 from transitlm.terminal import CommandParser, one_line, positive_int, printable
 
 PROG = "harness.py"
@@ -50,6 +51,11 @@ def build_parser():
     lm_eval.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                          help="reference: the published evaluator's rules (default); paper: "
                               "the TransitLM paper's definitions")
+    lm_eval.add_argument("--system_prompt_file", metavar="PATH",
+                         help="system prompt for every row instead of the system_prompt "
+                              "column (UTF-8 text; an empty file sends none), as generate.py "
+                              "takes it. Without it a row without a system_prompt cell gets "
+                              "the benchmark's default prompt")
     lm_eval.add_argument("--max_gen_toks", type=positive_int, default=MAX_GEN_TOKS,
                          metavar="N",
                          help="most tokens per answer (default %d: room for a reasoning "
@@ -92,9 +98,11 @@ def chosen_inputs(args):
 
 def lm_eval_command(args, out):
     chosen = chosen_inputs(args)
+    system_prompt = (read_prompt_file(args.system_prompt_file)
+                     if args.system_prompt_file else None)
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
-                                 args.max_gen_toks, args.overwrite)
+                                 args.max_gen_toks, args.overwrite, system_prompt)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)
@@ -102,9 +110,9 @@ def lm_eval_command(args, out):
         task = settings["tasks"][TASKS[benchmark]]
         out.write("  %-*s  %5d rows  %s  (%s)\n" % (width, TASKS[benchmark], task["rows"],
                                                    printable(path), why))
-        if task["system_prompt"] == "default":
-            out.write("  %-*s  the file has no system_prompt column: the default system "
-                      "prompt is sent (docs/harness.md)\n" % (width, ""))
+        if DEFAULT in task["prompt"]["source"].split("+"):
+            out.write("  %-*s  rows without a system_prompt cell are sent the default system "
+                      "prompt (docs/harness.md)\n" % (width, ""))
     out.write("  group %s, protocol %s, stations %s\n"
               % (GROUP, settings["protocol"], printable(settings["station_info"])))
     out.write("Run it (any model backend; here an OpenAI-compatible chat server):\n  %s\n"
