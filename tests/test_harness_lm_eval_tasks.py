@@ -189,14 +189,22 @@ class FolderTest(unittest.TestCase):
             "req_type": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
                                         "sft_label": route(), "req_type": "soon"}],
                          "personalized"),
+            # Issue 38: nesting too deep is the row's fault, not the answer's.
+            "sft_label": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
+                                         "sft_label": "[" * 150 + "]" * 150}], "single_route"),
+            "sft_prompt": (toy_rows() + [{"index_id": "bad", "sft_label": route(),
+                                          "sft_prompt": '{"start": %s}' % ("[" * 150
+                                                                          + "]" * 150)}],
+                           "single_route"),
         }
         for name, (rows, benchmark) in cases.items():
             with self.subTest(name):
                 path = os.path.join(self.tmp, name + ".csv")
                 write_samples(path, rows, columns=("index_id", "sft_prompt", "sft_label",
                                                    "req_type"))
-                with self.assertRaisesRegex(InputError, r"row 4 \(index_id bad\)"):
+                with self.assertRaisesRegex(InputError, r"row 4 \(index_id bad\)") as caught:
                     write_task_folder(self.out, [(benchmark, path)], station_info=station)
+                self.assertIn(name, str(caught.exception))
                 self.assertFalse(os.path.exists(self.out))
         path = os.path.join(self.tmp, "short.csv")
         write_samples(path, toy_rows())

@@ -45,6 +45,7 @@ from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
                                system_prompt_for)
+from transitlm.reward.row_check import label_record
 from transitlm.terminal import quoted
 
 FORMATS = ("trl", "verl", "openrlhf")
@@ -53,6 +54,9 @@ DATA_SOURCE_PREFIX = "transitlm/"
 ABILITY = "transit_route_planning"
 OPENRLHF_INPUT_KEY = "input"
 OPENRLHF_LABEL_KEY = "label"
+# OpenRLHF groups its evaluation figures by this field of a line
+# (openrlhf/datasets/prompts_dataset.py; ppo_trainer.py, compute_eval_metrics).
+OPENRLHF_DATASOURCE_KEY = "datasource"
 REQUIRED = ("sft_prompt", "sft_label")
 
 
@@ -124,11 +128,11 @@ class Preparer(object):
         if benchmark == "personalized" and columns.req_type is None:
             raise InputError("input file %s lacks the req_type column that benchmark 2 "
                              "(personalized) rows are scored with" % self.path)
-        row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark}
-        if columns.req_type is not None:
-            row["req_type"] = cells[columns.req_type]
-        row["sft_prompt"] = cells[columns.prompt]
-        row["sft_label"] = cells[columns.label]
+        row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark,
+               "req_type": cells[columns.req_type] if columns.req_type is not None else "",
+               "sft_prompt": cells[columns.prompt], "sft_label": cells[columns.label]}
+        label_record(row, benchmark, "input file %s row %d (index_id %s)"
+                     % (self.path, number, row["index_id"]))
         system = cells[columns.system] if columns.system is not None else None
         self.prompts.add(*system_prompt_for(system, benchmark, self.system_prompt))
         prompt = row_messages(system, row["sft_prompt"], benchmark, self.system_prompt)
@@ -144,7 +148,7 @@ class Preparer(object):
                                    "index_id": row["index_id"], "task_id": row["task_id"],
                                    "benchmark": benchmark}}
         return {OPENRLHF_INPUT_KEY: prompt, OPENRLHF_LABEL_KEY: ground_truth,
-                "index_id": row["index_id"]}
+                "index_id": row["index_id"], OPENRLHF_DATASOURCE_KEY: data_source(benchmark)}
 
     def write(self, handle):
         """Read the input and write every row's line to ``handle``."""

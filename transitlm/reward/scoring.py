@@ -30,6 +30,7 @@ from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchm
                                line_file, load_benchmark, station_file)
 from transitlm.engine import Context, Options, RowJudge
 from transitlm.inputs import SampleRow
+from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.terms import metric_terms
 
 TERMS = ("conn", "sg", "dp", "lo", "sso", "rem", "ea", "pc", "rd")
@@ -49,11 +50,8 @@ LINE_ENV = "TRANSITLM_LINE_INFO"
 ROW_CODES = {"invalid_prompt": "sft_prompt", "invalid_label": "sft_label",
              "invalid_req_type": "req_type"}
 NOT_TEXT = "invalid_completion"
-
-
-class RowDataError(ValueError):
-    """A row that cannot be scored against (the user's data, not the model's
-    completion): names the field."""
+# Rows a Scorer remembers as sound (judged with their own label) at most.
+SOUND_ROWS = 1024
 
 
 # ---------------------------------------------------------------------------
@@ -65,7 +63,14 @@ def completion_text(completion):
     list of {"role", "content"}: the last assistant message's, else the last
     message's content; content parts of type "text" joined); None (nothing
     generated) as empty text.  None for a value that holds no text (a number,
-    an object of another shape)."""
+    an object of another shape, or one that fails when read)."""
+    try:
+        return _completion_text(completion)
+    except Exception:           # an object whose methods raise, nesting past the stack
+        return None
+
+
+def _completion_text(completion):
     if isinstance(completion, str):
         return completion
     if completion is None:                        # nothing was generated
@@ -91,21 +96,6 @@ def _content_text(content):
                  if isinstance(part, dict) and isinstance(part.get("text"), str)]
         return "".join(parts)
     return None
-
-
-def row_dict(row):
-    """A row of the release as a dict: a dict as it is, JSON text decoded."""
-    if isinstance(row, dict):
-        return row
-    if isinstance(row, (str, bytes, bytearray)):
-        try:
-            value = json.loads(row)
-        except (ValueError, RecursionError):
-            raise RowDataError("the row is text that is not JSON")
-        if isinstance(value, dict):
-            return value
-    raise RowDataError("the row is %s, expected a dict with sft_prompt and sft_label (or its "
-                       "JSON text)" % type(row).__name__)
 
 
 def benchmark_of(row, benchmark=None):
@@ -201,13 +191,44 @@ class Scorer(object):
         self.judge = RowJudge(self.benchmark, self.context)
         self.scenario_term = SCENARIO_TERMS.get(benchmark)
         self._lock = threading.Lock()
+        self._sound_rows = set()
 
     def record(self, completion, row):
-        """The row's record (a details.jsonl line) for this completion."""
+        """The row's record (a details.jsonl line) for this completion.
+
+        RowDataError when the row cannot be scored against, whatever the
+        completion: a completion the evaluator stopped at before it judged
+        the whole row (empty, not JSON) has the row judged with its own label
+        as the answer, so a broken row never passes for a completion's
+        failure."""
+        row = trainer_row(row)
         text = completion_text(completion)
+        record = self._judged(row, "" if text is None else text)
+        if record.get("status") != "evaluated" and row.get("sft_label") != text:
+            self._check_row(row)
+        if text is None:
+            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
+                          error="the completion holds no text (%s)" % type(completion).__name__)
+        return record
+
+    def _check_row(self, row):
+        """RowDataError when the row judged with its own label as the answer
+        is refused; rows found sound are remembered (a few: a GRPO batch
+        holds each row once per generation)."""
+        key = (row.get("sft_prompt"), row.get("sft_label"),
+               row.get("req_type") if self.benchmark.needs_req_type else None)
+        if key in self._sound_rows:
+            return
+        self._judged(row, row.get("sft_label"))
+        if len(self._sound_rows) >= SOUND_ROWS:
+            self._sound_rows.clear()
+        self._sound_rows.add(key)
+
+    def _judged(self, row, text):
+        """The record of ``text`` as the answer to ``row`` (a row as the CSV
+        gives it); RowDataError naming the field the evaluator refused."""
         sample = SampleRow(1, str(row.get("index_id", row.get("indexid", "")) or ""),
-                           row.get("sft_prompt"), row.get("sft_label"),
-                           "" if text is None else text,
+                           row.get("sft_prompt"), row.get("sft_label"), text,
                            row.get("req_type") if self.benchmark.needs_req_type else None)
         with self._lock:
             record = self.judge.record(sample)
@@ -216,9 +237,6 @@ class Scorer(object):
         if code in ROW_CODES:
             raise RowDataError("the row's %s cannot be scored against: %s"
                                % (ROW_CODES[code], record.get("error")))
-        if text is None:
-            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
-                          error="the completion holds no text (%s)" % type(completion).__name__)
         return record
 
     def terms(self, record):
@@ -299,20 +317,49 @@ _SHAPED_KEYS = {term: [key for key in WEIGHTED
 _UNIT_WEIGHTS = dict.fromkeys(WEIGHTED, 1.0)     # read only: the weights when none are set
 
 
+# A weight is 0 or between these: any sum of weighted terms stays finite (no
+# overflow to inf, which makes the score NaN) and every term still counts (no
+# underflow to 0).  Only the ratios between weights matter.
+MIN_WEIGHT = 1e-6
+MAX_WEIGHT = 1e6
+
+
 def weights_of(weights):
     """The weights of dense and gated: 1 for every key, or as given (a dict
-    not to be changed)."""
+    not to be changed).  ValueError for an unknown key or a weight that is
+    not 0 or a number between MIN_WEIGHT and MAX_WEIGHT."""
     if not weights:
         return _UNIT_WEIGHTS
     weight = dict.fromkeys(WEIGHTED, 1.0)
-    for key, value in (weights or {}).items():
-        if key not in weight:
-            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
-        value = float(value)
-        if not value >= 0.0 or value == float("inf"):
-            raise ValueError("weight %s must be a number 0 or more, not %r" % (key, value))
-        weight[key] = value
+    weight.update(checked_weights(weights))
     return weight
+
+
+def checked_weights(weights):
+    """The weights given (a mapping: a dict, verl's DictConfig) as a plain dict
+    {key: float}, or None when none are given; ValueError naming the one that
+    cannot be used."""
+    if not weights:
+        return None
+    try:
+        items = list(weights.items())
+    except Exception:
+        raise ValueError("weights must be a mapping {key: number}, not %s"
+                         % type(weights).__name__)
+    checked = {}
+    for key, value in items:
+        if key not in _UNIT_WEIGHTS:
+            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or isinstance(value, bool) or not (
+                number == 0.0 or MIN_WEIGHT <= number <= MAX_WEIGHT):
+            raise ValueError("weight %s must be 0 or a number from %g to %g, not %r"
+                             % (key, MIN_WEIGHT, MAX_WEIGHT, value))
+        checked[key] = number
+    return checked
 
 
 def canonical_route(record):
@@ -350,7 +397,7 @@ def score(completion, row, benchmark=None, protocol="reference", station_info=No
     label) raises RowDataError naming the field; an unknown benchmark,
     protocol, shaping or weight raises ValueError.
     """
-    row = row_dict(row)
+    row = trainer_row(row)
     name = benchmark_of(row, benchmark)
     scorer = scorer_for(name, protocol, station_info, line_info)
     if shaping not in SHAPINGS:
