@@ -258,14 +258,22 @@ class Scorer(object):
                 "in_order": float(in_order), "paper_rem": paper_rem, "paper_ea": paper_ea,
                 "all_reachable": float(bool(record.get("all_routes_reachable", True)))}
 
-    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+    def verdicts(self, completion, row):
+        """-> (record, values, checks): the row's record, its terms with
+        ``format`` and ``acc``, and the shaping's checks (None for a
+        completion that could not be read)."""
         record = self.record(completion, row)
         values = self.terms(record)
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
         values["acc"] = values["rem"]
-        values["score"] = (shaped(values, self.checks(completion, row, record, values),
-                                  shaping, weights, self.scenario_term)
+        checks = self.checks(completion, row, record, values) if readable else None
+        return record, values, checks
+
+    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+        record, values, checks = self.verdicts(completion, row)
+        readable = checks is not None
+        values["score"] = (shaped(values, checks, shaping, weights, self.scenario_term)
                            if readable else float(failure))
         values["error_code"] = "" if readable else _error_code(record) or "no_response"
         values["pred"] = canonical_route(record) if readable else ""
@@ -345,8 +353,8 @@ def credited(values, checks):
     return credit, accepted
 
 
-# The terms accepted() needs at 1.0 besides the exact match and the accuracy.
-_FUNNEL_BEST = ("conn", "sg", "dp", "lo", "sso")
+# What a route accepted in full has at 1.0 besides the exact match and the accuracy.
+_FUNNEL_BEST = ("format", "conn", "sg", "dp", "lo", "sso")
 
 
 def _first_route(record, key):
