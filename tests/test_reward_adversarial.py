@@ -42,10 +42,11 @@ class SearchTest(unittest.TestCase):
         self.assertLess(search.best["dense"], 1.0)
         self.assertEqual(search.best["sparse"], 0.0)
 
-    def weakened(self, credited, benchmarks, steps=0):
+    def weakened(self, credited, benchmarks):
+        # The fixed mutations of a few rows, under reference, are enough.
         with mock.patch.object(scoring, "credited", credited):
-            return reward_search.Search(benchmarks=benchmarks, steps=steps, seed=SEED,
-                                        limit=6).run().findings
+            return reward_search.Search(benchmarks=benchmarks, protocols=("reference",),
+                                        steps=0, seed=SEED, limit=4).run().findings
 
     def test_the_search_finds_what_a_weaker_shaping_lets_through(self):
         # A test that cannot fail is a defect: each rule of the shaping
@@ -90,7 +91,7 @@ class MonotoneTest(unittest.TestCase):
                     for key in reward_search.VERDICTS}
 
         checked = 0
-        for _ in range(3000):
+        for _ in range(1000):
             low = draw()
             high = {key: max(value, rng.choice(levels)) for key, value in low.items()}
             weights = ({key: rng.choice((0.0, 0.5, 1.0, 3.0)) for key in scoring.WEIGHTED}
@@ -102,7 +103,7 @@ class MonotoneTest(unittest.TestCase):
                     self.assertGreaterEqual(got[1], got[0] - 1e-12, (low, high, weights,
                                                                      term, shaping))
                     checked += 1
-        self.assertEqual(checked, 3000 * 9)
+        self.assertEqual(checked, 1000 * 9)
 
     def test_the_top_needs_every_verdict(self):
         best = dict.fromkeys(reward_search.VERDICTS, 1.0)

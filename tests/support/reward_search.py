@@ -90,7 +90,6 @@ def fixed_mutations(route, other):
     middle = len(seq) // 2
     out = [
         ("reversed", _with(route, station_sequence=seq[::-1], line_sequence=lines[::-1])),
-        ("reversed stations", _with(route, station_sequence=seq[::-1])),
         ("reversed, modes swapped", _with(route, station_sequence=seq[::-1],
                                           line_sequence=lines[::-1],
                                           start_transfer_mode=route.get("end_transfer_mode"),
@@ -109,7 +108,6 @@ def fixed_mutations(route, other):
         ("there and back, lines too", _with(route, station_sequence=seq + seq[::-1][1:],
                                             line_sequence=lines + lines[::-1])),
         ("thrice", _with(route, station_sequence=seq * 3)),
-        ("thrice, lines too", _with(route, station_sequence=seq * 3, line_sequence=lines * 3)),
         ("one station twice", _with(route, station_sequence=[first, first])),
         ("one station across a transfer", _with(route, station_sequence=[first, TRANSFER,
                                                                          first])),
@@ -129,7 +127,6 @@ def fixed_mutations(route, other):
         ("numbers +5%", _shift_numbers(route, 1.05)),
         ("numbers -8%", _shift_numbers(route, 0.92)),
         ("numbers +30%", _shift_numbers(route, 1.3)),
-        ("numbers halved", _shift_numbers(route, 0.5)),
         ("time only -20%", _shift_numbers(route, 0.8, ("total_time",))),
         ("time's minutes dropped", _with(route, total_time=_MINUTES_RE.sub(
             "", route.get("total_time") or "") if _HOURS_RE.search(
@@ -378,22 +375,28 @@ class Search(object):
             other_row = rows[(index + 1 + self.rng.randrange(len(rows) - 1)) % len(rows)]
             other = json.loads(other_row["sft_label"])
             where = "%s %s row %s" % (benchmark, protocol, row["index_id"])
+            judged_texts = {}                        # a text judged once a row
+
+            def judge(name, text):
+                judged = judged_texts.get(text)
+                if judged is None:
+                    judged = judged_texts[text] = Judged(scorer, name, text, row)
+                    self.check(scorer, judged, own, row, where, seen)
+                return judged
+
             own = Judged(scorer, "label", row["sft_label"], row)
             self.check(scorer, own, own, row, where, seen)
             best, best_completion = None, None
             for name, text, completion in row_completions(label, benchmark, other):
-                judged = Judged(scorer, name, text, row)
-                self.check(scorer, judged, own, row, where, seen)
+                judged = judge(name, text)
                 if completion is not None and judged.scores["sparse"] < TOP and (
                         best is None or judged.scores["dense"] > best.scores["dense"]):
                     best, best_completion = judged, completion
             start = best
             for step in range(self.steps if best is not None else 0):
                 name, completion = greedy_step(best_completion, benchmark, self.rng, other)
-                judged = Judged(scorer, "greedy step %d (%s) from %s" % (step + 1, name,
-                                                                         start.name),
-                                _text(completion), row)
-                self.check(scorer, judged, own, row, where, seen)
+                judged = judge("greedy step %d (%s) from %s" % (step + 1, name, start.name),
+                               _text(completion))
                 if judged.scores["sparse"] < TOP and judged.scores["dense"] >= best.scores[
                         "dense"]:
                     best, best_completion = judged, completion

@@ -238,15 +238,19 @@ class Scorer(object):
         return values
 
     def checks(self, completion, row, record, values):
-        """{check: 0.0 or 1.0} (CHECKS) of this completion, beside its terms
+        """{check: value in [0, 1]} (CHECKS) of this completion, beside its terms
         ``values``: what the shaping reads beyond the published aggregation.
-        Under ``reference`` the paper protocol's verdicts come from its own
-        Scorer (the evaluator's code, on the same network), asked only for
-        a route that is an exact match in the label's order (both 0.0
-        otherwise: nothing can raise them)."""
+        The paper protocol's verdicts (paper_rem, paper_ea) are this
+        Scorer's terms under ``paper``; under ``reference`` they come from
+        the paper protocol's own Scorer (the evaluator's code, on the same
+        network), asked only for a route that is an exact match in the
+        label's order (both 0.0 otherwise: the shaping credits neither
+        without that)."""
         in_order = values["rem"] == 1.0 and in_label_order(record)
-        if self.protocol == "paper" or not in_order:
+        if self.protocol == "paper":
             paper_rem, paper_ea = values["rem"], values["ea"]
+        elif not in_order:
+            paper_rem, paper_ea = 0.0, 0.0
         else:
             paper = scorer_for(self.name, "paper", *self.files)
             try:
