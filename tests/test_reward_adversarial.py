@@ -66,7 +66,13 @@ class SearchTest(unittest.TestCase):
         def rd_with_unreachable_routes(values, checks):
             return real(values, dict(checks, all_reachable=1.0))
 
+        def station_iou_backwards(values, checks):      # not monotone
+            credit, accepted = real(values, checks)
+            credit["sso"] = 1.0 - credit["sso"] if checks["route"] else 0.0
+            return credit, accepted
+
         cases = ((published_exact_match, ("single_route",), "not the label's in order"),
+                 (station_iou_backwards, ("single_route",), "monotone credit broken"),
                  (own_protocol_only, ("single_route",),
                   "the paper protocol says not overall_accurate"),
                  (entries_not_stations, ("single_route",), "fewer than two distinct stations"),

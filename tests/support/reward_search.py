@@ -465,5 +465,6 @@ class Search(object):
             lowered = tuple(score + 1e-12 for score in scores)
             for other, other_scores in items:
                 if any(map(below, lowered, other_scores)) and at_least(vector, other):
-                    self.findings.append("%s: verdicts %s score %s, below %s's %s"
+                    self.findings.append("%s: monotone credit broken: verdicts %s score %s, "
+                                         "below %s's %s"
                                          % (where, vector, scores, other, other_scores))
