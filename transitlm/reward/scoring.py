@@ -38,10 +38,15 @@ KEYS = ("score", "format") + TERMS + ("acc", "error_code", "pred")
 SHAPINGS = ("dense", "gated", "sparse")
 # dense and gated: each key's weight in the weighted mean (all 1 unless set).
 WEIGHTED = ("format",) + TERMS
-# dense and gated: a route of fewer stations earns only its format.
+# A route visiting fewer distinct stations earns only its format.
 MIN_ROUTE_STATIONS = 2
 # gated: these count only once the route is reachable and grounded.
-GATED_TERMS = ("lo", "sso", "rem", "ea", "pc", "rd")
+GATED_TERMS = ("dp", "lo", "sso", "rem", "ea", "pc", "rd")
+# The verdicts the shaping reads besides the terms (Scorer.checks): the route
+# visits MIN_ROUTE_STATIONS distinct stations; it is the label's, station for
+# station, with the same access mode at each end; the paper protocol's exact
+# match and accuracy (its rem and ea terms); every route reachable (benchmark 3).
+CHECKS = ("route", "in_order", "paper_rem", "paper_ea", "all_reachable")
 # The term each benchmark adds to the shared funnel.
 SCENARIO_TERMS = {"personalized": "pc", "diversity": "rd"}
 STATION_ENV = "TRANSITLM_STATION_INFO"
@@ -177,6 +182,7 @@ class Scorer(object):
         self.protocol = protocol
         self.benchmark = load_benchmark(benchmark)
         station, line = network_files(station_info, line_info)
+        self.files = (station, line)                # the paper protocol's scorer: checks()
         values = {"protocol": protocol, "station_info": station, "quiet": True, "workers": 1}
         if benchmark == "general_llm":
             values["line_info"] = line_file(line, station, "line_info=")
@@ -249,14 +255,47 @@ class Scorer(object):
                 values[key] = float(numerator) / denominator
         return values
 
-    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+    def checks(self, completion, row, record, values):
+        """{check: value in [0, 1]} (CHECKS) of this completion, beside its terms
+        ``values``: what the shaping reads beyond the published aggregation.
+        The paper protocol's verdicts (paper_rem, paper_ea) are this
+        Scorer's terms under ``paper``; under ``reference`` they come from
+        the paper protocol's own Scorer (the evaluator's code, on the same
+        network), asked only for a route that is an exact match in the
+        label's order (both 0.0 otherwise: the shaping credits neither
+        without that)."""
+        in_order = values["rem"] == 1.0 and in_label_order(record)
+        if self.protocol == "paper":
+            paper_rem, paper_ea = values["rem"], values["ea"]
+        elif not in_order:
+            paper_rem, paper_ea = 0.0, 0.0
+        else:
+            paper = scorer_for(self.name, "paper", *self.files)
+            try:
+                paper_values = paper.terms(paper.record(completion, row))
+            except RowDataError:        # a label only the paper's rules cannot read
+                paper_values = dict.fromkeys(TERMS, 0.0)
+            paper_rem, paper_ea = paper_values["rem"], paper_values["ea"]
+        return {"route": float(distinct_stations(record) >= MIN_ROUTE_STATIONS),
+                "in_order": float(in_order), "paper_rem": paper_rem, "paper_ea": paper_ea,
+                "all_reachable": float(bool(record.get("all_routes_reachable", True)))}
+
+    def verdicts(self, completion, row):
+        """-> (record, values, checks): the row's record, its terms with
+        ``format`` and ``acc``, and the shaping's checks (None for a
+        completion that could not be read)."""
         record = self.record(completion, row)
         values = self.terms(record)
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
         values["acc"] = values["rem"]
-        values["score"] = (shaped(values, shaping, weights, self.scenario_term,
-                                  route_stations(record) >= MIN_ROUTE_STATIONS)
+        checks = self.checks(completion, row, record, values) if readable else None
+        return record, values, checks
+
+    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+        record, values, checks = self.verdicts(completion, row)
+        readable = checks is not None
+        values["score"] = (shaped(values, checks, shaping, weights, self.scenario_term)
                            if readable else float(failure))
         values["error_code"] = "" if readable else _error_code(record) or "no_response"
         values["pred"] = canonical_route(record) if readable else ""
@@ -272,42 +311,93 @@ def _error_code(record):
     return None
 
 
-def shaped(values, shaping="dense", weights=None, scenario_term=None, is_route=True):
-    """One number from a row's terms (``values``: format and the terms).
+def shaped(values, checks, shaping="dense", weights=None, scenario_term=None):
+    """One number from a row's terms (``values``: format and the terms) and
+    its ``checks`` (Scorer.checks) -- docs/reward.md#shaping gives the
+    formulas and why each departs from the published metric.
 
-    dense: the weighted mean of format and the terms -- partial credit down
-    the funnel, in [0, 1]; gated: the same, but lo, sso, rem, ea, pc and rd
-    count only when the route is reachable (conn 1) and grounded (sg 1);
-    sparse: 1.0 for an exact match (rem 1) with all three estimates accurate
-    (ea 1), else 0.0.  The terms a benchmark does not have (pc outside
-    benchmark 2, rd outside benchmark 3) take no part.  A completion whose
-    route holds fewer than two stations (``is_route`` False) earns only its
-    format: the published evaluator calls such a route reachable, grounded
-    and plausible (a quirk of its rules), and a reward that paid for that
-    would teach a model to answer ``{}``.
+    dense: the weighted mean of the credited terms (``credited``) -- partial
+    credit down the funnel, in [0, 1]; gated: the same, with dp, lo, sso,
+    rem, ea, pc and rd counting only when the route is reachable (conn 1)
+    and grounded (sg 1); sparse: 1.0 for a route the benchmark accepts in
+    full (``accepted``), else 0.0.  The terms a benchmark does not have (pc
+    outside benchmark 2, rd outside benchmark 3) take no part.
+
+    Every credited term is a non-decreasing function of the verdicts (the
+    terms and the checks) and the weights are not negative, so a completion
+    whose every verdict is at least another's never earns less; the top
+    score needs ``accepted`` (with every weight above 0).
     """
+    credit, accepted = credited(values, checks)
     if shaping == "sparse":
-        return 1.0 if values["rem"] == 1.0 and values["ea"] == 1.0 else 0.0
+        return 1.0 if accepted else 0.0
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
     weight = weights_of(weights)
     keys = _SHAPED_KEYS[scenario_term]
-    gate = 1.0
-    if shaping == "gated" and not (values["conn"] == 1.0 and values["sg"] == 1.0):
-        gate = 0.0
     total = sum(weight[key] for key in keys)
     if not total:
         return 0.0
-    if not is_route:
-        return weight["format"] * values["format"] / total
-    return sum(weight[key] * values[key] * (gate if key in GATED_TERMS else 1.0)
+    gate = 1.0
+    if shaping == "gated":
+        gate = values["conn"] * values["sg"]
+    return sum(weight[key] * credit[key] * (gate if key in GATED_TERMS else 1.0)
                for key in keys) / total
 
 
-def route_stations(record):
-    """How many stations the (first) predicted route holds."""
-    route = (record.get("prediction_routes") or {}).get("first") or {}
-    return len(route.get("stations") or ())
+def credited(values, checks):
+    """-> ({key: credit in [0, 1]}, accepted): what dense and gated count of
+    each key, and whether the route is accepted in full.
+
+    A route of fewer than MIN_ROUTE_STATIONS distinct stations is credited
+    its format only.  Otherwise each term as the evaluator gives it, except:
+    rem counts only for the label's route in the label's order that the
+    paper protocol also calls an exact match; ea is the lower of the two
+    protocols' accuracy, for such a route only; pc and rd count only for a
+    route accepted in full (rd also only when every route is reachable).
+    Accepted in full: every verdict of the funnel at its best -- reachable,
+    grounded, plausible, both IoUs 1, that exact match, all three estimates
+    accurate under both protocols.
+    """
+    route = checks["route"]
+    exact = values["rem"] * checks["in_order"] * checks["paper_rem"]
+    accurate = min(values["ea"], checks["paper_ea"]) * exact
+    accepted = bool(route and exact == 1.0 and accurate == 1.0
+                    and all(values[key] == 1.0 for key in _FUNNEL_BEST))
+    whole = 1.0 if accepted else 0.0
+    credit = {"format": values["format"], "conn": values["conn"], "sg": values["sg"],
+              "dp": values["dp"], "lo": values["lo"], "sso": values["sso"], "rem": exact,
+              "ea": accurate, "pc": values["pc"] * whole,
+              "rd": values["rd"] * whole * checks["all_reachable"]}
+    if not route:
+        credit = dict.fromkeys(credit, 0.0)
+        credit["format"] = values["format"]
+    return credit, accepted
+
+
+# What a route accepted in full has at 1.0 besides the exact match and the accuracy.
+_FUNNEL_BEST = ("format", "conn", "sg", "dp", "lo", "sso")
+
+
+def _first_route(record, key):
+    return (record.get(key) or {}).get("first") or {}
+
+
+def distinct_stations(record):
+    """How many distinct stations the (first) predicted route visits, as the
+    evaluator read them (its station list: 【换乘】 markers and empty entries
+    already left out; the general LLM's matched boarding/alighting names)."""
+    return len(set(_first_route(record, "prediction_routes").get("stations") or ()))
+
+
+def in_label_order(record):
+    """Is the (first) predicted route the label's, station for station: the
+    station list the evaluator read equals the label's (order and repeats
+    included), with the same access mode at each end (its
+    transfer_mode_match verdict)?  The published exact match compares sets."""
+    stations = _first_route(record, "prediction_routes").get("stations")
+    return (bool(stations) and stations == _first_route(record, "label_routes").get("stations")
+            and bool(record.get("transfer_mode_match")))
 
 
 # The keys dense and gated weigh, by the benchmark's own term (pc, rd or None).
