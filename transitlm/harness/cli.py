@@ -12,7 +12,9 @@ from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
+from transitlm.harness.lm_eval_import import import_run
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
+from transitlm.provenance import command_line
 from transitlm.terminal import CommandParser, one_line, positive_int, printable
 
 PROG = "harness.py"
@@ -60,6 +62,20 @@ def build_parser():
                               "as --include_path)")
     lm_eval.add_argument("--overwrite", action="store_true",
                          help="replace a task folder this command wrote before")
+    imports = commands.add_parser(
+        "import", help="turn an lm_eval run's output into run folders for compare.py",
+        description="Score the answers one `lm_eval ... --log_samples --output_path X` run "
+                    "logged for the TransitLM tasks with the evaluator's own engine: one run "
+                    "folder per task (report.json, details.jsonl, report.txt, report.html, "
+                    "run.json and the answers as predictions.jsonl), named by the task, as "
+                    "evaluate.py --predictions writes it; other tasks are left alone.")
+    imports.add_argument("lm_eval_output", metavar="LM_EVAL_OUTPUT",
+                         help="the harness's --output_path X, the model folder in it, or its "
+                              "results_<date>.json")
+    imports.add_argument("--out", required=True, metavar="DIR",
+                         help="folder of the run folders: DIR/<task> for each TransitLM task")
+    imports.add_argument("--overwrite", action="store_true",
+                         help="replace the runs the task folders already hold")
     return parser
 
 
@@ -112,11 +128,41 @@ def lm_eval_command(args, out):
     return EXIT_OK
 
 
+def import_command(args, out, command):
+    imported = import_run(args.lm_eval_output, args.out, args.overwrite, command)
+    model = imported.tasks[0][2]
+    out.write("Imported the lm-evaluation-harness run %s (model %s, lm_eval %s)\n"
+              % (printable(imported.run.results_path), printable(str(model["model"])),
+                 printable(str(model["lm_eval_version"]))))
+    width = max(len(plan.task) for plan, _, _ in imported.tasks)
+    for plan, report, generation in imported.tasks:
+        subset = ("" if plan.rows == plan.file_rows else
+                  "  (a subset: lm_eval --limit; scored as --sample_count %d)" % plan.rows)
+        out.write("  %-*s  %5d of %d rows  %s%s\n" % (width, plan.task, plan.rows,
+                                                     plan.file_rows, printable(plan.out), subset))
+        differ = [key for key, value in generation["harness_figures"].items()
+                  if value != report["metrics"].get(key)]
+        if differ:
+            out.write("  WARNING: %s differs from the harness's own figure (%s): was the task "
+                      "folder written by another version?\n" % (plan.task, ", ".join(differ)))
+    if imported.foreign:
+        out.write("  left alone: %d sample(s) of %d other task(s) (%s%s)\n"
+                  % (imported.foreign_samples, len(imported.foreign),
+                     printable(", ".join(imported.foreign[:3])),
+                     ", ..." if len(imported.foreign) > 3 else ""))
+    out.write("Compare them: python3 compare.py %s\n" % " ".join(
+        printable(shlex.quote(plan.out)) for plan, _, _ in imported.tasks))
+    return EXIT_OK
+
+
 def main(argv=None, out=None, err=None):
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
+    command = command_line() if argv is None else [PROG] + list(argv)
     try:
+        if args.command == "import":
+            return import_command(args, out, command)
         return lm_eval_command(args, out)
     except InputError as exc:
         err.write(one_line("%s %s: error: %s" % (PROG, args.command, exc)) + "\n")
