@@ -93,6 +93,9 @@ class ImportTest(unittest.TestCase):
             self.assertEqual({key: entry[key + ",none"] for key in report["metrics"]},
                              report["metrics"])
             self.assertEqual(report["counts"]["samples"], entry["sample_len"])
+            # The task's metadata (the harness's configs) carries the evaluator's signature.
+            self.assertEqual(results["configs"][TASKS[benchmark]]["metadata"]["signature"],
+                             report["signature"])
             generation = json.loads(read(os.path.join(run, "run.json")))["generation"]
             self.assertEqual(generation["harness_figures"], report["metrics"])
             self.assertEqual((generation["model"], generation["model_type"],

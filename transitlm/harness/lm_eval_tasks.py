@@ -32,12 +32,14 @@ import os
 
 from common import VERSION, InputError, file_sha256
 from transitlm.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, benchmark_metrics,
-                               line_file, station_file)
+                               line_file, load_benchmark, station_file)
+from transitlm.engine import Options
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
 from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.reports import signature_line
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
@@ -121,6 +123,21 @@ def read_rows(path, benchmark, scorer):
     if not docs:
         raise InputError("input file %s holds no rows" % path)
     return docs, sha256, "default" if prompts is None else "file"
+
+
+def evaluator_signature(benchmark, protocol, rows, hashes):
+    """The signature the evaluator prints for answers to a test file
+    (``evaluate.py --predictions``, every row): transitlm.reports's own
+    signature_line over the report fields it reads.  ``hashes``: the SHA-256
+    of the input, station_info and line_info files."""
+    options = {"protocol": protocol}
+    if benchmark == "general_llm":
+        options["api_url"] = None                # scored in-process, as the harness scores it
+    report = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
+              "counts": {"samples": rows},
+              "inputs": {"sha256": hashes, "api_url": None,
+                         "options": Options(load_benchmark(benchmark), **options).recorded()}}
+    return signature_line(report)
 
 
 # ---------------------------------------------------------------------------
@@ -253,6 +270,10 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
                     "station_info_sha256": file_sha256(station)}
         if benchmark == "general_llm":
             metadata.update(line_info=line, line_info_sha256=file_sha256(line))
+        metadata["signature"] = evaluator_signature(
+            benchmark, protocol, len(docs),
+            {"input": sha256, "station_info": metadata["station_info_sha256"],
+             "line_info": metadata.get("line_info_sha256")})
         files[data_name] = data_lines(docs)
         files[task_name] = task_yaml(benchmark, os.path.join(out, data_name), metadata,
                                      max_gen_toks)
