@@ -29,6 +29,7 @@ Standard library only; Python 3.8+.
 
 import json
 import os
+import re
 
 from common import VERSION, InputError, file_sha256
 from transitlm.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, benchmark_metrics,
@@ -144,9 +145,36 @@ def evaluator_signature(benchmark, protocol, rows, hashes):
 # The files
 # ---------------------------------------------------------------------------
 
+# Characters a YAML stream may not hold raw (YAML 1.1's printable set, as
+# PyYAML and libyaml check it), the line breaks a double-quoted scalar would
+# fold (\x85, U+2028, U+2029) and the byte-order mark: written as escapes.
+_YAML_ESCAPED_RE = re.compile("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+                              "\U00010000-\U0010ffff]|[\u2028\u2029\\\\\"]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _yaml_escape(match):
+    char = match.group()
+    if char in "\\\"":
+        return "\\" + char
+    code = ord(char)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
 def _scalar(value):
-    """A YAML scalar: JSON's literals and strings are YAML's too."""
-    return json.dumps(value)
+    """A YAML scalar: JSON's literals; text double-quoted, as UTF-8 (a
+    character outside the Basic Multilingual Plane as itself: YAML reads no
+    surrogate pair), escaping what YAML may not hold raw.  InputError for a
+    lone surrogate -- a byte of a name that is not UTF-8 -- which no YAML
+    file can carry."""
+    if not isinstance(value, str):
+        return json.dumps(value)
+    found = _SURROGATE_RE.search(value)
+    if found:
+        raise InputError("%s holds a byte that is not UTF-8 (\\u%04x here), which a YAML task "
+                         "file cannot carry: rename it" % (json.dumps(value)[:200],
+                                                          ord(found.group())))
+    return '"%s"' % _YAML_ESCAPED_RE.sub(_yaml_escape, value)
 
 
 def task_yaml(benchmark, data_path, metadata, max_gen_toks):
