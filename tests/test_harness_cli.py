@@ -54,11 +54,11 @@ class CommandTest(unittest.TestCase):
         self.assertEqual([line.split()[0] for line in lines[1:5]],
                          ["transitlm_single_route", "transitlm_personalized",
                           "transitlm_diversity", "transitlm_general"])
-        self.assertEqual(lines[5], "  group transitlm, protocol reference, stations "
+        self.assertEqual(lines[5], "  group transitlm_all, protocol reference, stations "
                          + os.path.join(DATA, "station_info.csv"))
-        self.assertIn(" --tasks transitlm --include_path %s --apply_chat_template " % self.out,
+        self.assertIn(" --tasks transitlm_all --include_path %s --apply_chat_template " % self.out,
                       lines[-1])
-        self.assertTrue(os.path.isfile(os.path.join(self.out, "transitlm.yaml")))
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "transitlm_all.yaml")))
 
     def test_the_benchmark_of_a_file_from_its_name_or_the_command_line(self):
         renamed = os.path.join(self.tmp, "transit-lm-benchmark2-test.csv")

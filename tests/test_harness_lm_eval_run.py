@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import (Background, StandIn, answers_from, evaluate_to_files, in_ci,
+from tests.support import (REPO, Background, StandIn, answers_from, evaluate_to_files, in_ci,
                            run_in_process)
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
@@ -73,11 +73,14 @@ def run_the_group(program):
              "base_url=%s/chat/completions,model=%s" % (server.url, MODEL),
              "--tasks", GROUP, "--include_path", tasks, "--apply_chat_template",
              "--output_path", os.path.join(tmp, "out"), "--log_samples"],
-            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, timeout=600)
     finally:
         server.close()
     requests = [body for _, _, body in server.requests]
+    # Run from the repository root, as the docs show it: no warning that "a
+    # local directory named 'transitlm' exists" (the group is transitlm_all).
+    assert "A local directory named" not in done.stderr, done.stderr[-2000:]
     if done.returncode != 0:
         raise AssertionError("lm_eval exit status %d: %s"
                              % (done.returncode, done.stderr[-3000:]))

@@ -65,7 +65,7 @@ class FolderTest(unittest.TestCase):
         self.assertEqual(settings["project"], REPO)
         self.assertEqual(json.loads(read_text(os.path.join(self.out, SETTINGS_FILE))), settings)
         group = read_text(os.path.join(self.out, GROUP + ".yaml"))
-        self.assertIn("group: transitlm\n", group)
+        self.assertIn("group: transitlm_all\n", group)
         self.assertEqual(re.findall(r"^  - (\S+)$", group, re.M),
                          [TASKS[name] for name in BENCHMARK_NAMES])
         self.assertNotRegex(group, r"(?m)^aggregate_metric_list")

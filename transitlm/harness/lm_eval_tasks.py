@@ -13,7 +13,7 @@ The folder holds, every path in it absolute:
                            message, greedy decoding, no stop string, a token
                            limit for a reasoning model; process_results and an
                            aggregation per metric (lm_eval_scoring)
-  transitlm.yaml           the group of the tasks written
+  transitlm_all.yaml       the group of the tasks written
   utils.py                 the functions the task files name (lm_eval_utils.py)
   transitlm_tasks.json     the settings utils.py reads: the project's folder,
                            the protocol, the station and line files, the inputs
@@ -46,7 +46,10 @@ from transitlm.reward.scoring import RowDataError, scorer_for
 # The task of each benchmark (the catalogue's names) and the group of them all.
 TASKS = {"single_route": "transitlm_single_route", "personalized": "transitlm_personalized",
          "diversity": "transitlm_diversity", "general_llm": "transitlm_general"}
-GROUP = "transitlm"
+# Not "transitlm": lm_eval run from this repository's root, where the folder
+# transitlm/ is, warns that "a local directory named 'transitlm' exists".
+GROUP = "transitlm_all"
+OLD_GROUP_FILES = ("transitlm.yaml",)          # the group file of versions before 1.4
 SETTINGS_FILE = "transitlm_tasks.json"         # the name lm_eval_utils.py reads
 UTILS_FILE = "utils.py"
 UTILS_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm_eval_utils.py")
@@ -66,7 +69,7 @@ def task_file_names(benchmark):
 
 def folder_names():
     """Every file name a task folder may hold (to replace an old one)."""
-    names = [GROUP + ".yaml", UTILS_FILE, SETTINGS_FILE]
+    names = [GROUP + ".yaml", UTILS_FILE, SETTINGS_FILE] + list(OLD_GROUP_FILES)
     for benchmark in BENCHMARK_NAMES:
         names.extend(task_file_names(benchmark))
     return names
