@@ -12,6 +12,7 @@ from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
+from transitlm.harness.context_fit import MIN_ANSWER_TOKENS
 from transitlm.harness.lm_eval_import import import_run
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
 from transitlm.provenance import command_line
@@ -57,6 +58,12 @@ def build_parser():
                          help="most tokens per answer (default %d: room for a reasoning "
                               "model; the harness's own default, 256, cuts answers short)"
                               % MAX_GEN_TOKS)
+    lm_eval.add_argument("--context_size", type=positive_int, metavar="N",
+                         help="the server's context in tokens (vLLM --max-model-len, "
+                              "llama-server -c): each task's max_gen_toks is set to what its "
+                              "longest prompt leaves (prompts estimated from above, a token "
+                              "per UTF-8 byte) and rows whose prompt alone may not fit are "
+                              "named")
     lm_eval.add_argument("--out", required=True, metavar="DIR",
                          help="the task folder to write (new or empty; give it to lm_eval "
                               "as --include_path)")
@@ -106,11 +113,30 @@ def chosen_inputs(args):
     return chosen
 
 
+def context_lines(task, width, fit, context_size):
+    """What --context_size made of a task: its max_gen_toks, the rows that may not fit."""
+    lines = "  %-*s  max_gen_toks %d: a %d-token context less the longest prompt, ~%d tokens " \
+            "(estimated from its UTF-8 bytes)\n" % (width, "", fit["max_gen_toks"],
+                                                   context_size, fit["longest_prompt_tokens"])
+    if fit["max_gen_toks"] < MIN_ANSWER_TOKENS:
+        lines += ("  WARNING: %s: %d tokens may cut a route's answer short: give the server a "
+                  "larger context\n" % (task, fit["max_gen_toks"]))
+    if fit["rows_too_long"]:
+        rows = fit["rows_too_long"]
+        lines += ("  WARNING: %s: %d row(s) whose prompt alone may not fit a %d-token context "
+                  "(estimated from UTF-8 bytes, an upper bound): row %s%s; a server refuses "
+                  "such a request, which ends the lm_eval run: give the server a larger "
+                  "context, or shorten or drop the rows\n"
+                  % (task, len(rows), context_size, ", ".join(map(str, rows[:8])),
+                     ", ..." if len(rows) > 8 else ""))
+    return lines
+
+
 def lm_eval_command(args, out):
     chosen = chosen_inputs(args)
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
-                                 args.max_gen_toks, args.overwrite)
+                                 args.max_gen_toks, args.overwrite, args.context_size)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)
@@ -121,6 +147,9 @@ def lm_eval_command(args, out):
         if task["system_prompt"] == "default":
             out.write("  %-*s  the file has no system_prompt column: the default system "
                       "prompt is sent (docs/harness.md)\n" % (width, ""))
+        if "context" in task:
+            out.write(context_lines(TASKS[benchmark], width, task["context"],
+                                    settings["context_size"]))
     out.write("  group %s, protocol %s, stations %s\n"
               % (GROUP, settings["protocol"], printable(settings["station_info"])))
     out.write("Run it (any model backend; here an OpenAI-compatible chat server):\n  %s\n"

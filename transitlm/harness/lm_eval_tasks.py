@@ -36,6 +36,7 @@ from transitlm.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, ben
                                line_file, load_benchmark, station_file)
 from transitlm.engine import Options
 from transitlm.files import Outputs, overwrite_problem
+from transitlm.harness.context_fit import fit_context, prompt_tokens
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
@@ -241,6 +242,20 @@ def data_lines(docs):
     return "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs)
 
 
+def context_fit(task, docs, context_size, max_gen_toks):
+    """The task's Fit in the server's context (transitlm.harness.context_fit),
+    None without a context size; InputError when no row's prompt fits."""
+    if context_size is None:
+        return None
+    fit = fit_context(docs, context_size, max_gen_toks)
+    if fit is None:
+        raise InputError("no prompt of %s fits a %d-token context (estimated from its UTF-8 "
+                         "bytes, an upper bound; the shortest ~%d tokens): give the server's "
+                         "real context size" % (task, context_size,
+                                               min(prompt_tokens(doc) for doc in docs)))
+    return fit
+
+
 # ---------------------------------------------------------------------------
 # The folder
 # ---------------------------------------------------------------------------
@@ -265,11 +280,12 @@ def check_out_folder(out, overwrite):
 
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
-                      max_gen_toks=MAX_GEN_TOKS, overwrite=False):
+                      max_gen_toks=MAX_GEN_TOKS, overwrite=False, context_size=None):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
-    problem with the inputs or the folder."""
+    problem with the inputs or the folder.  ``context_size``: the server's
+    context, which each task's max_gen_toks is fitted into (context_fit)."""
     out = os.path.abspath(out)
     check_out_folder(out, overwrite)
     station = os.path.abspath(station_file(station_info))
@@ -305,12 +321,16 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
             benchmark, protocol, len(docs),
             {"input": sha256, "station_info": metadata["station_info_sha256"],
              "line_info": metadata.get("line_info_sha256")})
+        fit = context_fit(TASKS[benchmark], docs, context_size, max_gen_toks)
         files[data_name] = data_lines(docs)
         files[task_name] = task_yaml(benchmark, os.path.join(out, data_name), metadata,
-                                     max_gen_toks)
+                                     fit.max_gen_toks if fit else max_gen_toks)
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
                                                "system_prompt": system}
+        if fit:
+            settings["context_size"] = context_size
+            settings["tasks"][TASKS[benchmark]]["context"] = fit.record()
     files[GROUP + ".yaml"] = group_yaml(benchmarks)
     with open(UTILS_SOURCE, encoding="utf-8") as handle:
         files[UTILS_FILE] = handle.read()
