@@ -211,6 +211,8 @@ class FolderTest(unittest.TestCase):
         with self.assertRaisesRegex(InputError, "--overwrite replaces it"):
             write_task_folder(self.out, BUNDLED)
         before = read_text(os.path.join(self.out, SETTINGS_FILE))
+        with open(os.path.join(self.out, "transitlm.yaml"), "w") as handle:
+            handle.write("group: transitlm\n")          # an earlier version's group file
         # Replaced: a single task now; the old folder's other tasks are gone.
         write_task_folder(self.out, BUNDLED[1:2], overwrite=True)
         self.assertEqual(sorted(os.listdir(self.out)), sorted(

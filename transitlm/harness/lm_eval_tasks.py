@@ -50,7 +50,7 @@ TASKS = {"single_route": "transitlm_single_route", "personalized": "transitlm_pe
 # Not "transitlm": lm_eval run from this repository's root, where the folder
 # transitlm/ is, warns that "a local directory named 'transitlm' exists".
 GROUP = "transitlm_all"
-OLD_GROUP_FILES = ("transitlm.yaml",)          # the group file of versions before 1.4
+OLD_GROUP_FILES = ("transitlm.yaml",)          # the group file of earlier versions
 SETTINGS_FILE = "transitlm_tasks.json"         # the name lm_eval_utils.py reads
 UTILS_FILE = "utils.py"
 UTILS_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm_eval_utils.py")
