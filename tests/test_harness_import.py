@@ -7,16 +7,20 @@ own figures; a --limit run, foreign tasks, the three ways to name the run;
 every problem refused with one line before anything is written; and
 compare.py over imported runs and an evaluator run."""
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 import unittest
 
-from tests.support import REPO, answers_from, run_compare, run_evaluator, run_in_process
+from tests.support import (answers_from, run_compare, run_evaluator, run_in_process,
+                           write_samples)
+from tests.support.services import read_csv
 from tests.support.harness_runs import harness_output
 from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info, load_benchmark
 from transitlm.harness.lm_eval_tasks import TASKS, write_task_folder
+from transitlm.networks.prompts import benchmark_system_prompt
 
 BUNDLED = [(name, os.path.join(DATA_DIR, benchmark_info(name).default_input))
            for name in BENCHMARK_NAMES]
@@ -77,7 +81,7 @@ class ImportTest(unittest.TestCase):
         for benchmark, path in BUNDLED:
             run = os.path.join(imported, TASKS[benchmark])
             self.assertEqual(sorted(os.listdir(run)), sorted(RUN_FILES + (
-                "run.json", "predictions.jsonl")))
+                "run.json", "predictions.jsonl", "predictions.jsonl.settings.json")))
             # evaluate.py --predictions on the same answers: the same files, byte for byte.
             again = os.path.join(self.work, "again-" + benchmark)
             status, _, stderr = run_evaluator(load_benchmark(benchmark), [
@@ -106,11 +110,33 @@ class ImportTest(unittest.TestCase):
             self.assertEqual(generation["generation_kwargs"]["max_gen_toks"], 16384)
             self.assertEqual(generation["rows"], {"scored": report["counts"]["samples"],
                                                   "in_file": report["counts"]["samples"]})
-            self.assertEqual(generation["prompt"]["system_prompt"], "file")
+            # The prompt: the rows' own system_prompt cells, one text for all.
+            self.assertEqual(generation["prompt"], {
+                "source": "column", "sha256": hashlib.sha256(read_csv(path)[0][
+                    "system_prompt"].encode("utf-8")).hexdigest()})
+            # The sidecar beside the answers: evaluate.py's run.json records the same.
+            self.assertEqual(json.loads(read(os.path.join(again, "run.json")))["generation"],
+                             generation)
             self.assertNotIn("sample_count:", report["signature"])
 
+    def test_a_file_without_system_prompts_records_the_default_prompt(self):
+        rows = read_csv(BUNDLED[0][1])
+        path = os.path.join(self.work, "b1 without prompts.csv")
+        write_samples(path, rows, columns=("index_id", "sft_prompt", "sft_label"))
+        tasks = os.path.join(self.work, "tasks")
+        write_task_folder(tasks, [("single_route", path)])
+        out = os.path.join(self.work, "out")
+        harness_output(out, tasks, lambda benchmark, doc: self.answers[doc["sft_prompt"]])
+        imported = os.path.join(self.work, "imported")
+        status, _, stderr = harness("import", out, "--out", imported)
+        self.assertEqual((status, stderr), (0, ""))
+        generation = json.loads(read(os.path.join(imported, "transitlm_single_route",
+                                                  "run.json")))["generation"]
+        self.assertEqual(generation["prompt"], {"source": "default", "sha256": hashlib.sha256(
+            benchmark_system_prompt("single_route").encode("utf-8")).hexdigest()})
+
     def test_the_run_named_three_ways_and_credentials_left_out(self):
-        out, folder = self.output(model_args={
+        out, folder = self.output(benchmarks=("single_route",), model_args={
             "base_url": "http://user:pw@127.0.0.1:8000/v1/chat/completions",
             "model": "org/model-a", "api_key": "sk-SECRET", "auth_token": "t0ken"})
         results = [name for name in os.listdir(folder) if name.startswith("results_")][0]

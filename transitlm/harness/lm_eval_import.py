@@ -8,7 +8,9 @@ ANSWERS`` scores them, into a run folder named by the task:
 
     OUT/<task>/report.json, details.jsonl, report.txt, report.html, run.json
     OUT/<task>/predictions.jsonl   the answers, in the test file's order, as a
-                                   predictions file (index_id, generate_results)
+                                   predictions file (index_id, generate_results),
+               predictions.jsonl.settings.json   and its settings sidecar, as
+                                   generate.py writes one: run.json's generation
 
 Each answer is joined to its row by the harness's ``doc_id`` (row number - 1)
 and checked against the row's ``index_id``; the task folder
@@ -30,10 +32,12 @@ import os
 
 from common import VERSION, InputError, file_sha256
 from transitlm.api import write_run_folder
-from transitlm.bounded_json import loads_bounded
+from transitlm.bounded_json import finite, loads_bounded
 from transitlm.catalog import BENCHMARK_NAMES, benchmark_metrics, load_benchmark
 from transitlm.engine import Options, RowSinks, evaluate_stream
-from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem
+from transitlm.files import (RUN_FOLDER_FILES, Outputs, overwrite_problem, settings_path,
+                             write_whole)
+from transitlm.generate.settings import settings_text
 from transitlm.harness.lm_eval_output import (
     find_run, model_record, read_results, read_samples)
 from transitlm.harness.lm_eval_tasks import SETTINGS_FILE
@@ -75,17 +79,37 @@ def sha256_text(text):
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def prompt_record(task_settings, first_doc):
-    """The prompt a task's rows were asked with: the system prompt's source
-    (``file``: each row's system_prompt cell, covered by the test file's
-    hash; ``default``: the benchmark's default text, hashed here) and the
-    user message (each row's sft_prompt).  (The lead reconciles this with
-    the project's prompt record.)"""
-    source = task_settings.get("system_prompt")
-    text = first_doc.get("system_prompt") if isinstance(first_doc, dict) else None
-    return {"system_prompt": source, "user_message": "sft_prompt",
-            "system_prompt_sha256": sha256_text(text) if source == "default"
-            and isinstance(text, str) else None}
+class PromptFold(object):
+    """The record of the system prompts a task's rows were asked with,
+    folded row by row from the docs the harness logged (their
+    ``system_prompt`` is the system message it sent; the user message is
+    each row's sft_prompt): {"source": "column" (the rows' cells) or
+    "default" (the benchmark's text), "sha256": of the text when every row
+    got the same one, else of the rows' texts' SHA-256s in row order}.  A
+    task folder that records the prompt itself (``prompt`` in its metadata)
+    is taken at its word.  (The lead reconciles this with transitlm.prompts.)"""
+
+    def __init__(self, metadata, task_settings):
+        recorded = metadata.get("prompt")
+        self.recorded = recorded if isinstance(recorded, dict) else None
+        self.source = "default" if task_settings.get("system_prompt") == "default" else "column"
+        self.first = None
+        self.same = True
+        self.digest = hashlib.sha256()
+
+    def add(self, doc):
+        text = doc.get("system_prompt")
+        sha = sha256_text(text if isinstance(text, str) else "")
+        if self.first is None:
+            self.first = sha
+        self.same = self.same and sha == self.first
+        self.digest.update(sha.encode("ascii") + b"\n")
+
+    def record(self):
+        if self.recorded is not None:
+            return self.recorded
+        return {"source": self.source,
+                "sha256": self.first if self.same else self.digest.hexdigest()}
 
 
 def _read_settings(path, task):
@@ -196,15 +220,14 @@ def plan_task(run, results, task, out):
 
 def write_predictions(plan, handle):
     """The answers as a predictions file, in the test file's order; -> the
-    first row's doc (the prompt record reads it)."""
-    first = None
+    record of the prompt they were asked with (PromptFold)."""
+    prompt = PromptFold(plan.metadata, plan.settings)
     with open(plan.samples.path, "rb") as source:
         for doc_id in range(plan.rows):
             offset, length = plan.samples.lines[doc_id]
             source.seek(offset)
             sample = json.loads(source.read(length).decode("utf-8"))
-            if first is None:
-                first = sample["doc"]
+            prompt.add(sample["doc"])
             line = {"index_id": plan.index_ids[doc_id],
                     "generate_results": sample["resps"][0][0]}
             try:
@@ -212,7 +235,7 @@ def write_predictions(plan, handle):
             except UnicodeEncodeError:               # a lone surrogate: as its escape
                 data = json.dumps(line).encode("ascii")
             handle.write(data + b"\n")
-    return first
+    return prompt.record()
 
 
 def harness_figures(results, plan):
@@ -222,8 +245,9 @@ def harness_figures(results, plan):
             for metric in benchmark_metrics(plan.benchmark)}
 
 
-def generation_record(run, results, plan, first_doc):
-    """run.json's ``generation``: who answered, how they were asked."""
+def generation_record(run, results, plan, prompt):
+    """run.json's ``generation`` (and the predictions' settings sidecar): who
+    answered, how they were asked."""
     record = {"tool": "lm-evaluation-harness", "version": VERSION}
     record.update(model_record(results))
     config = results["configs"][plan.task]
@@ -235,10 +259,10 @@ def generation_record(run, results, plan, first_doc):
         "num_fewshot": (results.get("n-shot") or {}).get(plan.task),
         "system_instruction_sha256": results.get("system_instruction_sha"),
         "chat_template_sha256": results.get("chat_template_sha"),
-        "prompt": prompt_record(plan.settings, first_doc),
+        "prompt": prompt,
         "rows": {"scored": plan.rows, "in_file": plan.file_rows},
         "harness_figures": harness_figures(results, plan)})
-    return record
+    return finite(record)
 
 
 def score_task(run, results, plan, overwrite, command):
@@ -249,24 +273,42 @@ def score_task(run, results, plan, overwrite, command):
     with Outputs() as outputs:
         outputs.make_folders(plan.out, "run folder")
         predictions = outputs.open(final, binary=True)
-        first = write_predictions(plan, predictions.handle)
+        generation = generation_record(run, results, plan,
+                                       write_predictions(plan, predictions.handle))
         predictions.handle.flush()
-        options = {"input": plan.metadata["input"], "predictions": predictions.temp,
-                   "protocol": plan.protocol, "station_info": plan.metadata["station_info"],
-                   "sample_count": plan.rows if plan.rows < plan.file_rows else None}
-        if plan.benchmark == "general_llm":
-            options.update(line_info=plan.metadata.get("line_info"), api_url=None)
-        records = []
-        report, _, network = evaluate_stream(
-            benchmark, Options(benchmark, **options),
-            lambda aggregate: RowSinks(aggregate, collect=records))
+        # The predictions' settings sidecar, as generate.py writes one: the
+        # evaluator reads it beside the predictions (run.json's generation).
+        sidecar = settings_text(generation)
+        outputs.write(settings_path(final), sidecar)
+        try:
+            write_whole(settings_path(predictions.temp), sidecar)
+            report, records, network = evaluate_answers(benchmark, plan, predictions.temp)
+        finally:
+            try:
+                os.remove(settings_path(predictions.temp))
+            except OSError:
+                pass
         # The answers are read from the folder's predictions file, renamed
         # into place with the run's files.
         report["inputs"]["predictions"] = final
-        generation = generation_record(run, results, plan, first)
         write_run_folder(plan.out, report, records, overwrite=overwrite, command=command,
                          generation=generation, network=network)
     return report, generation
+
+
+def evaluate_answers(benchmark, plan, predictions):
+    """The evaluator's engine over the test file and the answers, as
+    ``evaluate.py --predictions`` runs it -> (report, records, network)."""
+    options = {"input": plan.metadata["input"], "predictions": predictions,
+               "protocol": plan.protocol, "station_info": plan.metadata["station_info"],
+               "sample_count": plan.rows if plan.rows < plan.file_rows else None}
+    if plan.benchmark == "general_llm":
+        options.update(line_info=plan.metadata.get("line_info"), api_url=None)
+    records = []
+    report, _, network = evaluate_stream(
+        benchmark, Options(benchmark, **options),
+        lambda aggregate: RowSinks(aggregate, collect=records))
+    return report, records, network
 
 
 class Imported(object):
@@ -301,7 +343,8 @@ def import_run(path, out, overwrite=False, command=None):
     for plan in plans:
         check_run_folder(plan.out, overwrite)
         outputs += [("", os.path.join(plan.out, name))
-                    for name in RUN_FOLDER_FILES + (PREDICTIONS_FILE,)]
+                    for name in RUN_FOLDER_FILES + (PREDICTIONS_FILE,
+                                                    settings_path(PREDICTIONS_FILE))]
         inputs += [("the samples file", plan.samples.path)]
         inputs += [("the " + what, plan.metadata.get(key)) for key, what in TASK_FILES]
     problem = overwrite_problem(outputs, inputs)
