@@ -137,7 +137,7 @@ class ImportTest(unittest.TestCase):
 
     def test_the_run_named_three_ways_and_credentials_left_out(self):
         out, folder = self.output(benchmarks=("single_route",), model_args={
-            "base_url": "http://user:pw@127.0.0.1:8000/v1/chat/completions",
+            "base_url": "http://user:pw@127.0.0.1:8000/v1/chat/completions?api-key=QSECRET",
             "model": "org/model-a", "api_key": "sk-SECRET", "auth_token": "t0ken"})
         results = [name for name in os.listdir(folder) if name.startswith("results_")][0]
         for number, given in enumerate((out, folder, os.path.join(folder, results))):
@@ -152,6 +152,20 @@ class ImportTest(unittest.TestCase):
             generation = json.loads(text)["generation"]
             self.assertEqual(generation["model_args_removed"], ["api_key", "auth_token"])
             self.assertEqual(generation["model_args"]["model"], "org/model-a")
+            self.assertEqual(generation["model_args"]["base_url"], "http://<redacted>@127.0.0.1"
+                             ":8000/v1/chat/completions?<redacted>")
+
+    def test_a_figure_other_than_the_harnesss_is_warned_about(self):
+        out, folder = self.output(benchmarks=("single_route",))
+        results = [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith("results_")][0]
+        data = json.loads(read(results))
+        data["results"]["transitlm_single_route"]["ea,none"] = 0.5
+        with open(results, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+        status, stdout, _ = harness("import", out, "--out", os.path.join(self.work, "i"))
+        self.assertEqual(status, 0)
+        self.assertIn("  WARNING: transitlm_single_route: ea differs from the harness's own "
+                      "figure", stdout)
 
     def test_a_limit_run_imports_its_rows_and_says_so(self):
         out, _ = self.output(limit=5, benchmarks=("single_route", "personalized"),

@@ -172,8 +172,9 @@ def import_command(args, out, command):
         differ = [key for key, value in generation["harness_figures"].items()
                   if value != report["metrics"].get(key)]
         if differ:
-            out.write("  WARNING: %s differs from the harness's own figure (%s): was the task "
-                      "folder written by another version?\n" % (plan.task, ", ".join(differ)))
+            out.write("  WARNING: %s: %s differs from the harness's own figure (run.json "
+                      "harness_figures): did another version of the project score the "
+                      "harness's run?\n" % (plan.task, ", ".join(differ)))
     if imported.foreign:
         out.write("  left alone: %d sample(s) of %d other task(s) (%s%s)\n"
                   % (imported.foreign_samples, len(imported.foreign),

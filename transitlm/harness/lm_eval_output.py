@@ -32,6 +32,15 @@ MAX_SAMPLE_LINE_BYTES = 64 * 1024 * 1024  # a line: the row, the prompt, one ans
 DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$")
 # model_args keys that hold a credential: never written to a run folder.
 SECRET_KEY_RE = re.compile(r"(?i)(key|token|secret|password|passwd|auth|credential|cookie)")
+# The query of a URL (``?api-key=...``): may hold a credential too.
+_URL_QUERY_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^?#\s]*)[?#]\S*")
+
+
+def _safe_value(value):
+    """A model argument as recorded: a URL without user information or query."""
+    if not isinstance(value, str):
+        return value
+    return _URL_QUERY_RE.sub(r"\1?<redacted>", without_credentials(value))
 
 
 class HarnessRun(object):
@@ -198,10 +207,7 @@ def model_record(results):
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
     args = _model_args(config.get("model_args"))
     removed = sorted(key for key in args if SECRET_KEY_RE.search(str(key)))
-    kept = {}
-    for key, value in args.items():
-        if key not in removed:
-            kept[key] = without_credentials(value) if isinstance(value, str) else value
+    kept = {key: _safe_value(value) for key, value in args.items() if key not in removed}
     name = results.get("model_name")
     if not isinstance(name, str) or not name.strip():
         name = kept.get("model") or kept.get("pretrained") or config.get("model")

@@ -130,17 +130,18 @@ def read_rows(path, benchmark, scorer):
     return docs, sha256, "default" if prompts is None else "file"
 
 
-def evaluator_signature(benchmark, protocol, rows, hashes):
+def evaluator_signature(benchmark, protocol, rows, hashes, prompt=None):
     """The signature the evaluator prints for answers to a test file
     (``evaluate.py --predictions``, every row): transitlm.reports's own
     signature_line over the report fields it reads.  ``hashes``: the SHA-256
-    of the input, station_info and line_info files."""
+    of the input, station_info and line_info files; ``prompt``: the record
+    of the prompt the rows are asked with (report.json ``inputs.prompt``)."""
     options = {"protocol": protocol}
     if benchmark == "general_llm":
         options["api_url"] = None                # scored in-process, as the harness scores it
     report = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
               "counts": {"samples": rows},
-              "inputs": {"sha256": hashes, "api_url": None,
+              "inputs": {"sha256": hashes, "api_url": None, "prompt": prompt,
                          "options": Options(load_benchmark(benchmark), **options).recorded()}}
     return signature_line(report)
 
