@@ -226,6 +226,18 @@ class ImportTest(unittest.TestCase):
             refused(pattern)
         with open(samples, "w", encoding="utf-8") as handle:
             handle.write(original)
+        # A damaged results file: fields of the wrong kind.
+        good = read(results)
+        for damage in ({"dataset_kwargs": ["x"]}, {"metadata": {"benchmark": "single_route",
+                                                                 "input_sha256": "ab"}}):
+            data = json.loads(good)
+            data["configs"]["transitlm_single_route"].update(damage)
+            data["n-samples"] = ["x"]
+            with open(results, "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+            refused("task transitlm_single_route('s metadata)? names no ")
+        with open(results, "w", encoding="utf-8") as handle:
+            handle.write(good)
         # The files the rows were scored against: changed, or gone.
         station = json.loads(read(os.path.join(self.tasks, "transitlm_tasks.json")))[
             "station_info"]

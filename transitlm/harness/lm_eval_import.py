@@ -75,6 +75,11 @@ def is_transitlm_task(config):
             and isinstance(metadata.get("input_sha256"), str))
 
 
+def _dict(value):
+    """An object of the results JSON, or {} for anything else (a damaged file)."""
+    return value if isinstance(value, dict) else {}
+
+
 def sha256_text(text):
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -129,8 +134,7 @@ def _read_settings(path, task):
 
 def task_folder(task, config):
     """The task folder the harness read a task from (its data file's folder)."""
-    files = (config.get("dataset_kwargs") or {}).get("data_files") or {}
-    data = files.get("test") if isinstance(files, dict) else None
+    data = _dict(_dict(config.get("dataset_kwargs")).get("data_files")).get("test")
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if not isinstance(data, str) or not os.path.isabs(data):
@@ -162,7 +166,7 @@ def check_files(task, metadata):
                              "harness's" % (what, task, path, expected[:8], found[:8]))
 
 
-def test_file_ids(path, benchmark):
+def row_ids(path, benchmark):
     """The index_id of every row of a test file, read as the evaluator reads it."""
     with SampleReader(path, None, need_req_type=load_benchmark(benchmark).needs_req_type) \
             as reader:
@@ -189,7 +193,7 @@ def plan_task(run, results, task, out):
     if path is None:
         raise InputError("no samples file for task %s beside %s: run lm_eval with "
                          "--log_samples" % (task, run.results_path))
-    ids = test_file_ids(metadata["input"], metadata["benchmark"])
+    ids = row_ids(metadata["input"], metadata["benchmark"])
 
     def check(doc_id, doc):
         if doc_id >= len(ids):
@@ -211,7 +215,7 @@ def plan_task(run, results, task, out):
         raise InputError("the harness ran %d rows of task %s but not row %d: only a run of the "
                          "first rows (lm_eval --limit) can be imported" % (count, task,
                                                                           missing + 1))
-    effective = ((results.get("n-samples") or {}).get(task) or {}).get("effective")
+    effective = _dict(_dict(results.get("n-samples")).get(task)).get("effective")
     if effective is not None and effective != count:
         raise InputError("samples file %s holds %d rows, the results count %d: is it another "
                          "run's?" % (path, count, effective))
@@ -240,7 +244,7 @@ def write_predictions(plan, handle):
 
 def harness_figures(results, plan):
     """The harness's own figures of the task: {metric: value}."""
-    entry = results["results"].get(plan.task) or {}
+    entry = _dict(results["results"].get(plan.task))
     return {metric.key: entry.get(metric.key + ",none")
             for metric in benchmark_metrics(plan.benchmark)}
 
@@ -256,7 +260,7 @@ def generation_record(run, results, plan, prompt):
         "samples_sha256": file_sha256(plan.samples.path),
         "task": plan.task, "task_folder": plan.task_folder,
         "generation_kwargs": config.get("generation_kwargs"),
-        "num_fewshot": (results.get("n-shot") or {}).get(plan.task),
+        "num_fewshot": _dict(results.get("n-shot")).get(plan.task),
         "system_instruction_sha256": results.get("system_instruction_sha"),
         "chat_template_sha256": results.get("chat_template_sha"),
         "prompt": prompt,
@@ -351,10 +355,9 @@ def import_run(path, out, overwrite=False, command=None):
     if problem:
         raise InputError(problem)
     done = [(plan,) + score_task(run, results, plan, overwrite, command) for plan in plans]
-    counts = results.get("n-samples") or {}
+    counts = _dict(results.get("n-samples"))
     foreign_samples = 0
     for task in foreign:
-        effective = counts.get(task).get("effective") if isinstance(counts.get(task), dict) \
-            else None
+        effective = _dict(counts.get(task)).get("effective")
         foreign_samples += effective if effective.__class__ is int else 0
     return Imported(run, results, done, foreign, foreign_samples)
