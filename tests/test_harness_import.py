@@ -140,7 +140,13 @@ class ImportTest(unittest.TestCase):
             "base_url": "http://user:pw@127.0.0.1:8000/v1/chat/completions?api-key=QSECRET",
             "model": "org/model-a", "api_key": "sk-SECRET", "auth_token": "t0ken"})
         results = [name for name in os.listdir(folder) if name.startswith("results_")][0]
-        for number, given in enumerate((out, folder, os.path.join(folder, results))):
+        # lm_eval --output_path run.json writes run_<date>.json and the samples beside it.
+        as_file = os.path.join(self.work, "as-file")
+        shutil.copytree(folder, as_file)
+        os.rename(os.path.join(as_file, results),
+                  os.path.join(as_file, "run_" + results[len("results_"):]))
+        for number, given in enumerate((out, folder, os.path.join(folder, results),
+                                        os.path.join(as_file, "run.json"))):
             imported = os.path.join(self.work, "imported%d" % number)
             status, _, stderr = harness("import", given, "--out", imported,
                                         "--overwrite")

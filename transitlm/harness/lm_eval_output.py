@@ -68,9 +68,21 @@ def _results_files(folder):
             and os.path.isfile(os.path.join(folder, name))]
 
 
+def _dated_beside(path):
+    """The results files the harness wrote for ``--output_path X.json``:
+    X_<date>.json beside it."""
+    folder = os.path.dirname(path) or os.curdir
+    if not path.endswith(".json") or not os.path.isdir(folder):
+        return []
+    stem = os.path.basename(path)[:-len(".json")]
+    return [item for item in _results_files(folder)
+            if os.path.basename(item)[:-len(".json")].rsplit("_", 1)[0] == stem]
+
+
 def find_run(path):
     """The harness run at ``path`` -- the --output_path folder, the model
-    folder in it, or a results file -> HarnessRun.  InputError when there is
+    folder in it, or a results file (or ``X.json`` as --output_path named
+    it) -> HarnessRun.  InputError when there is
     none, or several (the same --output_path used for several models or runs)."""
     usage = ("give the --output_path of an `lm_eval ... --log_samples` run, the model folder "
              "in it, or its results_<date>.json")
@@ -80,6 +92,12 @@ def find_run(path):
                              "<date>.json): %s" % (path, usage))
         return HarnessRun(os.path.abspath(path))
     if not os.path.isdir(path):
+        beside = _dated_beside(path)
+        if len(beside) == 1:
+            return HarnessRun(os.path.abspath(beside[0]))
+        if len(beside) > 1:
+            raise InputError("%s holds %d harness runs (%s, ...): give one results file"
+                             % (path, len(beside), os.path.basename(beside[0])))
         raise InputError("%s: no such file or folder (%s)" % (path, usage))
     found = _results_files(path)
     if not found:
