@@ -337,6 +337,24 @@ class CompareImportedRunsTest(unittest.TestCase):
         self.assertIn("city", group["breakdowns"])
         self.assertEqual(len(result["main_table"]["columns"]), 2)
         self.assertIn("org/model-b", read(page))
+        # The same answers asked with another system prompt: told apart.
+        other_tasks = os.path.join(tmp, "other-prompt-tasks")
+        write_task_folder(other_tasks, BUNDLED[:1], system_prompt="Plan a route; answer in JSON.")
+        out = os.path.join(tmp, "other-prompt")
+        harness_output(out, other_tasks, lambda benchmark, doc: answers[doc["sft_prompt"]],
+                       model="org/model-c")
+        status, _, stderr = harness("import", out, "--out", os.path.join(tmp, "i", "other"))
+        self.assertEqual(status, 0, stderr)
+        status, stdout, stderr = run_compare([
+            os.path.join(runs[0], "transitlm_single_route"),
+            os.path.join(tmp, "i", "other", "transitlm_single_route"), "--json", "-",
+            "--bootstrap", "0"])
+        self.assertEqual(status, 0, stderr)
+        compared = json.loads(stdout)
+        self.assertIsNone(compared["signature"])
+        self.assertTrue(any("asked different questions" in note and "prompt:file#" not in note
+                            and "file#" in note and "column#" in note
+                            for note in compared["notes"]), compared["notes"])
         # The same answers scored under the paper protocol: another group.
         paper_tasks = os.path.join(tmp, "paper-tasks")
         write_task_folder(paper_tasks, BUNDLED[:1], protocol="paper")

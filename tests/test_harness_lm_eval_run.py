@@ -26,6 +26,7 @@ from tests.support import (REPO, Background, StandIn, answers_from, evaluate_to_
                            run_in_process)
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
+from transitlm.generate.runner import input_prompts  # noqa: E402
 from transitlm.harness.cli import main as harness_main  # noqa: E402
 from transitlm.harness.lm_eval_scoring import DRAWINGS  # noqa: E402
 from transitlm.harness.lm_eval_tasks import (  # noqa: E402
@@ -127,6 +128,9 @@ class HarnessRunTest(unittest.TestCase):
                         handle.write(json.dumps({"index_id": sample["doc"]["index_id"],
                                                  "generate_results": sample["resps"][0][0]},
                                                 ensure_ascii=False) + "\n")
+                # ... and the prompt they were asked, as generate.py records it.
+                with open(predictions + ".settings.json", "w", encoding="utf-8") as handle:
+                    json.dump({"prompt": input_prompts(path, benchmark).record()}, handle)
                 report, details, _ = evaluate_to_files(
                     load_benchmark(benchmark), ["--input", path, "--predictions", predictions,
                                                 "--quiet"], tmp)

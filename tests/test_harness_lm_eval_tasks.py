@@ -7,6 +7,7 @@ anything is written, and the folder's rules (new, empty or its own; never
 over an input; an old folder's other tasks removed)."""
 
 import csv
+import hashlib
 import importlib.util
 import json
 import os
@@ -151,15 +152,17 @@ class FolderTest(unittest.TestCase):
         for number, row in enumerate(rows):
             row["system_prompt"] = "Plan a route, row %d. {{not a template}}" % number
             row["indexid"] = row["index_id"]
-        rows[1]["system_prompt"] = ""                 # no system message, as generate.py
+        rows[1]["system_prompt"] = " "        # an empty cell is no cell: the default
         write_samples(path, rows, columns=("indexid", "system_prompt", "sft_prompt",
                                            "sft_label"))
         settings = write_task_folder(self.out, [("single_route", path)],
                                      station_info=self.toy_station())
-        self.assertEqual(settings["tasks"]["transitlm_single_route"]["system_prompt"], "file")
+        self.assertEqual(settings["tasks"]["transitlm_single_route"]["prompt"]["source"],
+                         "column+default")
         docs = read_jsonl(os.path.join(self.out, "transitlm_single_route.jsonl"))
         self.assertEqual([doc["system_prompt"] for doc in docs],
-                         [row["system_prompt"] for row in rows])
+                         [rows[0]["system_prompt"], system_prompt("b1", "zh"),
+                          rows[2]["system_prompt"]])
         self.assertEqual([doc["index_id"] for doc in docs], ["t1", "t2", "t3"])
 
     def test_a_file_without_system_prompts_gets_the_default(self):
@@ -168,10 +171,12 @@ class FolderTest(unittest.TestCase):
         settings = write_task_folder(self.out, [("general_llm", path)],
                                      station_info=self.toy_station(),
                                      line_info=os.path.join(DATA_DIR, "line_info.csv"))
-        self.assertEqual(settings["tasks"]["transitlm_general"]["system_prompt"], "default")
+        default = system_prompt("general", "zh")
+        self.assertEqual(settings["tasks"]["transitlm_general"]["prompt"],
+                         {"source": "default",
+                          "sha256": hashlib.sha256(default.encode("utf-8")).hexdigest()})
         docs = read_jsonl(os.path.join(self.out, "transitlm_general.jsonl"))
-        self.assertEqual({doc["system_prompt"] for doc in docs},
-                         {system_prompt("general", "zh")})
+        self.assertEqual({doc["system_prompt"] for doc in docs}, {default})
         self.assertEqual([doc["row"] for doc in docs], [1, 2, 3])
 
     def test_a_row_the_evaluator_could_not_judge_stops_it_before_anything_is_written(self):

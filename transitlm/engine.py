@@ -16,6 +16,8 @@ from common import (
 from transitlm import workers
 from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
+from transitlm.prompts import run_prompt
+from transitlm.provenance import read_generation
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
 from transitlm.catalog import benchmark_info, station_file
@@ -396,6 +398,10 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     protocol = PROTOCOLS[options.protocol]
     station_path = station_file(options.station_info)
     prediction_column = None if options.predictions else options.input_field
+    # What the answers were asked (transitlm.prompts): none for the labels,
+    # else what generate.py recorded beside a predictions file.
+    prompt = run_prompt(prediction_column == "sft_label",
+                        read_generation(options.predictions) if options.predictions else None)
     warnings = []
     worker_count = options.workers or os.cpu_count() or 1
     if rows is not None:
@@ -415,7 +421,8 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         context = Context(options, protocol, network)
         context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
-        aggregate = Aggregate(benchmark, protocol)
+        # The labels scored as answers: rows by failure code (the labels check).
+        aggregate = Aggregate(benchmark, protocol, count_codes=prediction_column == "sft_label")
         sinks = sinks_for(aggregate)
         context.route_drawings = sinks.details is not None or sinks.collect is not None
         samples = iter(source)
@@ -466,7 +473,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     inputs = {"input": options.input if rows is None else "<rows>",
               "input_field": options.input_field, "predictions": options.predictions,
               "station_info": station_path, "line_info": None,
-              "options": options.recorded(), "sha256": sha}
+              "options": options.recorded(), "sha256": sha, "prompt": prompt}
     inputs.update(benchmark.inputs(context))
     sha.update(benchmark.input_hashes(context))
     notes = {}

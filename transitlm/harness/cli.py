@@ -15,6 +15,7 @@ from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
 from transitlm.harness.context_fit import MIN_ANSWER_TOKENS
 from transitlm.harness.lm_eval_import import import_run
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
+from transitlm.prompts import DEFAULT, read_prompt_file
 from transitlm.provenance import command_line
 from transitlm.terminal import CommandParser, one_line, positive_int, printable
 
@@ -53,6 +54,11 @@ def build_parser():
     lm_eval.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                          help="reference: the published evaluator's rules (default); paper: "
                               "the TransitLM paper's definitions")
+    lm_eval.add_argument("--system_prompt_file", metavar="PATH",
+                         help="system prompt for every row instead of the system_prompt "
+                              "column (UTF-8 text; an empty file sends none), as generate.py "
+                              "takes it. Without it a row without a system_prompt cell gets "
+                              "the benchmark's default prompt")
     lm_eval.add_argument("--max_gen_toks", type=positive_int, default=MAX_GEN_TOKS,
                          metavar="N",
                          help="most tokens per answer (default %d: room for a reasoning "
@@ -134,9 +140,12 @@ def context_lines(task, width, fit, context_size):
 
 def lm_eval_command(args, out):
     chosen = chosen_inputs(args)
+    system_prompt = (read_prompt_file(args.system_prompt_file)
+                     if args.system_prompt_file else None)
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
-                                 args.max_gen_toks, args.overwrite, args.context_size)
+                                 args.max_gen_toks, args.overwrite, system_prompt,
+                                 args.context_size)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)
@@ -144,9 +153,9 @@ def lm_eval_command(args, out):
         task = settings["tasks"][TASKS[benchmark]]
         out.write("  %-*s  %5d rows  %s  (%s)\n" % (width, TASKS[benchmark], task["rows"],
                                                    printable(path), why))
-        if task["system_prompt"] == "default":
-            out.write("  %-*s  the file has no system_prompt column: the default system "
-                      "prompt is sent (docs/harness.md)\n" % (width, ""))
+        if DEFAULT in task["prompt"]["source"].split("+"):
+            out.write("  %-*s  rows without a system_prompt cell are sent the default system "
+                      "prompt (docs/harness.md)\n" % (width, ""))
         if "context" in task:
             out.write(context_lines(TASKS[benchmark], width, task["context"],
                                     settings["context_size"]))

@@ -26,7 +26,6 @@ folder, the prompt the rows were asked with and the harness's own figures.
 Standard library only; Python 3.8+.
 """
 
-import hashlib
 import json
 import os
 
@@ -42,6 +41,7 @@ from transitlm.harness.lm_eval_output import (
     find_run, model_record, read_results, read_samples)
 from transitlm.harness.lm_eval_tasks import SETTINGS_FILE
 from transitlm.inputs import SampleReader
+from transitlm.prompts import COLUMN, DEFAULT, PromptTally, valid_record
 from transitlm.provenance import check_run_folder
 
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -66,6 +66,7 @@ class TaskImport(object):
         self.rows = len(samples.lines)            # scored: the first ``rows`` of the file
         self.file_rows = len(index_ids)
         self.out = os.path.join(out, task)
+        self.prompt = None                        # what the rows were asked (PromptFold)
 
 
 def is_transitlm_task(config):
@@ -80,41 +81,35 @@ def _dict(value):
     return value if isinstance(value, dict) else {}
 
 
-def sha256_text(text):
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 class PromptFold(object):
-    """The record of the system prompts a task's rows were asked with,
-    folded row by row from the docs the harness logged (their
-    ``system_prompt`` is the system message it sent; the user message is
-    each row's sft_prompt): {"source": "column" (the rows' cells) or
-    "default" (the benchmark's text), "sha256": of the text when every row
-    got the same one, else of the rows' texts' SHA-256s in row order}.  A
-    task folder that records the prompt itself (``prompt`` in its metadata)
-    is taken at its word.  (The lead reconciles this with transitlm.prompts.)"""
+    """The record of the system prompts a task's rows were asked with
+    (transitlm.prompts: {"source", "sha256"}), folded with the project's
+    PromptTally from the docs the harness logged -- their ``system_prompt``
+    is the system message it sent.  The task folder's own record
+    (``prompt`` in the task's metadata) names the source; one that does not
+    match the logged prompts is refused.  A task folder of an earlier
+    version records only whether the rows had a system_prompt column."""
 
-    def __init__(self, metadata, task_settings):
-        recorded = metadata.get("prompt")
-        self.recorded = recorded if isinstance(recorded, dict) else None
-        self.source = "default" if task_settings.get("system_prompt") == "default" else "column"
-        self.first = None
-        self.same = True
-        self.digest = hashlib.sha256()
+    def __init__(self, task, metadata, task_settings):
+        self.task = task
+        self.recorded = valid_record(metadata.get("prompt"))
+        self.source = DEFAULT if task_settings.get("system_prompt") == DEFAULT else COLUMN
+        self.tally = PromptTally()
 
     def add(self, doc):
         text = doc.get("system_prompt")
-        sha = sha256_text(text if isinstance(text, str) else "")
-        if self.first is None:
-            self.first = sha
-        self.same = self.same and sha == self.first
-        self.digest.update(sha.encode("ascii") + b"\n")
+        self.tally.add(self.source, text if isinstance(text, str) else "")
 
     def record(self):
-        if self.recorded is not None:
-            return self.recorded
-        return {"source": self.source,
-                "sha256": self.first if self.same else self.digest.hexdigest()}
+        folded = self.tally.record()
+        if self.recorded is None:
+            return folded
+        if folded is not None and folded["sha256"] != self.recorded["sha256"]:
+            raise InputError("the system prompts the harness logged for %s are not the ones "
+                             "its task folder records (SHA-256 %s, logged %s): the task folder "
+                             "was written again since?" % (self.task, self.recorded["sha256"][:8],
+                                                           folded["sha256"][:8]))
+        return self.recorded
 
 
 def _read_settings(path, task):
@@ -219,27 +214,33 @@ def plan_task(run, results, task, out):
     if effective is not None and effective != count:
         raise InputError("samples file %s holds %d rows, the results count %d: is it another "
                          "run's?" % (path, count, effective))
-    return TaskImport(task, metadata, folder, task_settings, samples, ids, out)
+    plan = TaskImport(task, metadata, folder, task_settings, samples, ids, out)
+    fold = PromptFold(task, metadata, task_settings)
+    for _, sample in logged_samples(plan):
+        fold.add(sample["doc"])
+    plan.prompt = fold.record()
+    return plan
 
 
-def write_predictions(plan, handle):
-    """The answers as a predictions file, in the test file's order; -> the
-    record of the prompt they were asked with (PromptFold)."""
-    prompt = PromptFold(plan.metadata, plan.settings)
+def logged_samples(plan):
+    """The logged samples of a task in row order (each line read again: the
+    index keeps only where it is)."""
     with open(plan.samples.path, "rb") as source:
         for doc_id in range(plan.rows):
             offset, length = plan.samples.lines[doc_id]
             source.seek(offset)
-            sample = json.loads(source.read(length).decode("utf-8"))
-            prompt.add(sample["doc"])
-            line = {"index_id": plan.index_ids[doc_id],
-                    "generate_results": sample["resps"][0][0]}
-            try:
-                data = json.dumps(line, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:               # a lone surrogate: as its escape
-                data = json.dumps(line).encode("ascii")
-            handle.write(data + b"\n")
-    return prompt.record()
+            yield doc_id, json.loads(source.read(length).decode("utf-8"))
+
+
+def write_predictions(plan, handle):
+    """The answers as a predictions file, in the test file's order."""
+    for doc_id, sample in logged_samples(plan):
+        line = {"index_id": plan.index_ids[doc_id], "generate_results": sample["resps"][0][0]}
+        try:
+            data = json.dumps(line, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:                   # a lone surrogate: as its escape
+            data = json.dumps(line).encode("ascii")
+        handle.write(data + b"\n")
 
 
 def harness_figures(results, plan):
@@ -249,7 +250,7 @@ def harness_figures(results, plan):
             for metric in benchmark_metrics(plan.benchmark)}
 
 
-def generation_record(run, results, plan, prompt):
+def generation_record(run, results, plan):
     """run.json's ``generation`` (and the predictions' settings sidecar): who
     answered, how they were asked."""
     record = {"tool": "lm-evaluation-harness", "version": VERSION}
@@ -263,7 +264,7 @@ def generation_record(run, results, plan, prompt):
         "num_fewshot": _dict(results.get("n-shot")).get(plan.task),
         "system_instruction_sha256": results.get("system_instruction_sha"),
         "chat_template_sha256": results.get("chat_template_sha"),
-        "prompt": prompt,
+        "prompt": plan.prompt,
         "rows": {"scored": plan.rows, "in_file": plan.file_rows},
         "harness_figures": harness_figures(results, plan)})
     return finite(record)
@@ -277,8 +278,8 @@ def score_task(run, results, plan, overwrite, command):
     with Outputs() as outputs:
         outputs.make_folders(plan.out, "run folder")
         predictions = outputs.open(final, binary=True)
-        generation = generation_record(run, results, plan,
-                                       write_predictions(plan, predictions.handle))
+        write_predictions(plan, predictions.handle)
+        generation = generation_record(run, results, plan)
         predictions.handle.flush()
         # The predictions' settings sidecar, as generate.py writes one: the
         # evaluator reads it beside the predictions (run.json's generation).

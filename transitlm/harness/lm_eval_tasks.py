@@ -40,7 +40,7 @@ from transitlm.harness.context_fit import fit_context, prompt_tokens
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.prompts import PromptTally, system_prompt_for
 from transitlm.reports import signature_line
 from transitlm.reward.scoring import RowDataError, scorer_for
 
@@ -93,22 +93,22 @@ def _system_prompts(path):
         raise InputError(str(exc))
 
 
-def read_rows(path, benchmark, scorer):
+def read_rows(path, benchmark, scorer, override=None):
     """The rows of a test file as the harness's docs -> (docs, the file's
-    SHA-256, "file" or "default": where the system prompts come from).
+    SHA-256, the record of their system prompts: transitlm.prompts, as
+    generate.py chooses them; ``override`` the text of --system_prompt_file).
     InputError for a file the evaluator cannot read, or a row it could not
     judge (``scorer`` judges each row's label as its answer)."""
     needs_req_type = scorer.benchmark.needs_req_type
     prompts = _system_prompts(path)
-    default = benchmark_system_prompt(benchmark)
+    tally = PromptTally()
     docs = []
     with SampleReader(path, None, need_req_type=needs_req_type) as reader:
         for sample in reader:
             where = "input file %s row %d (index_id %s)" % (path, sample.row, sample.index_id)
             if sample.problem:
                 raise InputError("%s: %s" % (where, sample.problem[1]))
-            doc = {"row": sample.row, "index_id": sample.index_id, "system_prompt": default,
-                   "sft_prompt": sample.prompt, "sft_label": sample.label}
+            cell = None
             if prompts is not None:
                 same = (len(prompts) >= sample.row
                         and prompts[sample.row - 1][0] == sample.index_id
@@ -116,7 +116,11 @@ def read_rows(path, benchmark, scorer):
                 if not same:
                     raise InputError("%s: the file reads differently as a test file and as "
                                      "prompts; is it well-formed CSV?" % where)
-                doc["system_prompt"] = prompts[sample.row - 1][1]
+                cell = prompts[sample.row - 1][1]
+            source, system = system_prompt_for(cell, benchmark, override)
+            tally.add(source, system)
+            doc = {"row": sample.row, "index_id": sample.index_id, "system_prompt": system,
+                   "sft_prompt": sample.prompt, "sft_label": sample.label}
             if needs_req_type:
                 doc["req_type"] = sample.req_type
             try:
@@ -127,7 +131,7 @@ def read_rows(path, benchmark, scorer):
         sha256 = reader.finish()
     if not docs:
         raise InputError("input file %s holds no rows" % path)
-    return docs, sha256, "default" if prompts is None else "file"
+    return docs, sha256, tally.record()
 
 
 def evaluator_signature(benchmark, protocol, rows, hashes, prompt=None):
@@ -281,7 +285,8 @@ def check_out_folder(out, overwrite):
 
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
-                      max_gen_toks=MAX_GEN_TOKS, overwrite=False, context_size=None):
+                      max_gen_toks=MAX_GEN_TOKS, overwrite=False, system_prompt=None,
+                      context_size=None):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
@@ -311,24 +316,24 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
     files = {}
     for benchmark, path in inputs:
         scorer = scorer_for(benchmark, protocol, station, line)
-        docs, sha256, system = read_rows(path, benchmark, scorer)
+        docs, sha256, prompt = read_rows(path, benchmark, scorer, system_prompt)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
                     "input": path, "input_sha256": sha256, "station_info": station,
-                    "station_info_sha256": file_sha256(station)}
+                    "station_info_sha256": file_sha256(station), "prompt": prompt}
         if benchmark == "general_llm":
             metadata.update(line_info=line, line_info_sha256=file_sha256(line))
         metadata["signature"] = evaluator_signature(
             benchmark, protocol, len(docs),
             {"input": sha256, "station_info": metadata["station_info_sha256"],
-             "line_info": metadata.get("line_info_sha256")})
+             "line_info": metadata.get("line_info_sha256")}, prompt)
         fit = context_fit(TASKS[benchmark], docs, context_size, max_gen_toks)
         files[data_name] = data_lines(docs)
         files[task_name] = task_yaml(benchmark, os.path.join(out, data_name), metadata,
                                      fit.max_gen_toks if fit else max_gen_toks)
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
-                                               "system_prompt": system}
+                                               "prompt": prompt}
         if fit:
             settings["context_size"] = context_size
             settings["tasks"][TASKS[benchmark]]["context"] = fit.record()

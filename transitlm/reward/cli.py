@@ -12,7 +12,9 @@ import sys
 from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_ENV
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
+from transitlm.files import overwrite_problem
 from transitlm.json_service import add_listen_arguments
+from transitlm.prompts import read_prompt_file
 from transitlm.reward import prepare, service
 from transitlm.reward.scoring import LINE_ENV, SHAPINGS, STATION_ENV
 from transitlm.reward.settings import ENV
@@ -82,6 +84,9 @@ def build_parser():
     ready.add_argument("--benchmark", choices=BENCHMARK_NAMES,
                        help="the rows' benchmark (default: each row's task_id, else the "
                             "file's name)")
+    ready.add_argument("--system_prompt_file", metavar="PATH",
+                       help="system prompt for every row instead of the system_prompt column "
+                            "(UTF-8 text; an empty file sends none), as generate.py takes it")
     ready.add_argument("--split", default=prepare.DEFAULT_SPLIT, metavar="NAME",
                        help="verl's extra_info split (default: %(default)s)")
     ready.set_defaults(run=_prepare)
@@ -90,8 +95,15 @@ def build_parser():
 
 def _prepare(args):
     try:
+        system_prompt = None
+        if args.system_prompt_file:
+            problem = overwrite_problem([("--out", args.out)],
+                                        [("--system_prompt_file", args.system_prompt_file)])
+            if problem:
+                raise InputError(problem)
+            system_prompt = read_prompt_file(args.system_prompt_file)
         preparer = prepare.prepare(args.input, args.format, args.out, args.benchmark,
-                                   args.split)
+                                   args.split, system_prompt)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE

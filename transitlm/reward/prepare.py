@@ -1,12 +1,14 @@
 """``reward.py prepare``: the rows of a release CSV in a trainer's layout, one
 JSON object per line, each one what that trainer's adapter reads back.
 
-Every row becomes a chat ``prompt`` -- its ``system_prompt`` (a file or a
-cell without one gets the benchmark's prompt of transitlm.networks.prompts,
-in Chinese like the release's queries) and its ``sft_prompt`` as the user
-message, as generate.py sends them -- and carries the release row the reward
-scores against: ``index_id``, ``task_id``, ``req_type`` (when the file has
-it), ``sft_prompt`` and ``sft_label``.
+Every row becomes a chat ``prompt`` -- its system prompt and its
+``sft_prompt`` as the user message, chosen as generate.py and harness.py
+lm-eval choose them (transitlm.prompts: --system_prompt_file, else the
+row's ``system_prompt`` cell, else the benchmark's default prompt) -- and
+carries the release row the reward scores against: ``index_id``,
+``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
+``sft_label``.  The summary names the record of the system prompts
+(``prompt:SOURCE#HASH``, as a run's signature does).
 
     trl       {"prompt": [messages], "index_id", "task_id", "req_type",
                "sft_prompt", "sft_label"}: the columns TRL hands to
@@ -41,8 +43,8 @@ from common import InputError
 from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
 from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
-from transitlm.generate.chat import build_messages
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
+                               system_prompt_for)
 from transitlm.terminal import quoted
 
 FORMATS = ("trl", "verl", "openrlhf")
@@ -85,15 +87,16 @@ class Columns(object):
 class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
-    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT):
+    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None):
         self.path = path
+        self.system_prompt = system_prompt   # the text of --system_prompt_file, or None
         self.layout = layout
         self.benchmark = benchmark
         self.split = split
         self.file_benchmark = benchmark_of_task(os.path.basename(path))
         self.rows = 0
         self.by_benchmark = {}
-        self.default_prompts = 0         # rows given the benchmark's system prompt
+        self.prompts = PromptTally()     # the rows' system prompts (transitlm.prompts)
 
     def benchmark_of(self, task, number):
         """The benchmark of data row ``number`` whose task_id cell is ``task``."""
@@ -126,11 +129,9 @@ class Preparer(object):
             row["req_type"] = cells[columns.req_type]
         row["sft_prompt"] = cells[columns.prompt]
         row["sft_label"] = cells[columns.label]
-        system = cells[columns.system] if columns.system is not None else ""
-        if not system.strip():
-            system = benchmark_system_prompt(benchmark)
-            self.default_prompts += 1
-        prompt = build_messages(system, row["sft_prompt"])
+        system = cells[columns.system] if columns.system is not None else None
+        self.prompts.add(*system_prompt_for(system, benchmark, self.system_prompt))
+        prompt = row_messages(system, row["sft_prompt"], benchmark, self.system_prompt)
         self.rows += 1
         self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
         if self.layout == "trl":
@@ -164,9 +165,11 @@ class Preparer(object):
             raise InputError("input file %s has no rows: nothing to prepare" % self.path)
 
 
-def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
+def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
-    (whole or not at all) -> the Preparer, with its counts."""
+    (whole or not at all) -> the Preparer, with its counts and the record
+    of the system prompts (``system_prompt``: the text of
+    --system_prompt_file, or None)."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -174,7 +177,7 @@ def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
         raise InputError(problem)
     if os.path.isdir(path):
         raise InputError("cannot read input file %s: it is a folder" % path)
-    preparer = Preparer(path, layout, benchmark, split)
+    preparer = Preparer(path, layout, benchmark, split, system_prompt)
     with Outputs() as outputs:
         outputs.make_folders(os.path.dirname(os.path.abspath(out)))
         preparer.write(outputs.open(out))
@@ -189,9 +192,12 @@ def summary_lines(preparer, out):
     for name in BENCHMARK_NAMES:
         if name in preparer.by_benchmark:
             lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
-    if preparer.default_prompts:
-        lines.append("  %d row%s had no system prompt: given the benchmark's own (docs/reward.md)"
-                     % (preparer.default_prompts, "" if preparer.default_prompts == 1 else "s"))
+    lines.append("  system prompts: %s (docs/reward.md)"
+                 % signature_part(preparer.prompts.record()))
+    defaults = preparer.prompts.counts.get(DEFAULT, 0)
+    if defaults:
+        lines.append("  %d row%s had no system prompt: given the benchmark's own"
+                     % (defaults, "" if defaults == 1 else "s"))
     here = os.path.dirname(os.path.abspath(__file__))
     if preparer.layout == "verl":
         lines += ["next, the parquet verl reads (needs datasets, which verl installs):",
