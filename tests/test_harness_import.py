@@ -163,7 +163,8 @@ class ImportTest(unittest.TestCase):
 
     def test_a_figure_other_than_the_harnesss_is_warned_about(self):
         out, folder = self.output(benchmarks=("single_route",))
-        results = [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith("results_")][0]
+        results = [os.path.join(folder, name) for name in os.listdir(folder)
+                   if name.startswith("results_")][0]
         data = json.loads(read(results))
         data["results"]["transitlm_single_route"]["ea,none"] = 0.5
         with open(results, "w", encoding="utf-8") as handle:

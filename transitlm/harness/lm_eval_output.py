@@ -11,8 +11,8 @@ the model folder or the results file; ``read_results`` reads the results
 JSON (within a size limit); ``read_samples`` indexes a task's samples file
 line by line -- each line's ``doc_id``, ``doc`` (the row as the task folder
 holds it) and ``resps`` (the answer) checked -- keeping only where each
-line is, so memory stays bounded whatever the file holds.  ``model_record`` is the model as the harness ran it, with
-every credential left out.
+line is, so memory stays bounded whatever the file holds.  ``model_record``
+is the model as the harness ran it, with every credential left out.
 
 Anything wrong is an InputError (one line, exit status 2).
 
