@@ -13,7 +13,7 @@ import sys
 from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
-from transitlm import workers
+from transitlm import network_check, workers
 from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
 from transitlm.records import (
@@ -136,7 +136,8 @@ class Options(object):
 
     DEFAULTS = {"input": None, "input_field": "generate_results", "predictions": None,
                 "strict_json": False, "sample_count": None, "station_info": None,
-                "protocol": "reference", "workers": 1, "quiet": True}
+                "protocol": "reference", "workers": 1, "quiet": True,
+                network_check.FLAG: False}
     # Options that can change a figure or the row set: recorded in the report.
     FIGURE_OPTIONS = ("protocol", "input_field", "sample_count", "strict_json")
 
@@ -199,6 +200,9 @@ class Context(object):
         # rows), read as a model writes it (transitlm.answers), not cells of
         # a release file, read as the published evaluator reads them.
         self.model_text = bool(options.predictions)
+        # The labels' stations counted against the network as rows go by
+        # (transitlm.network_check); None where nobody asks (the reward).
+        self.label_stations = None
 
     def count(self, key, amount=1):
         self.tally[key] = self.tally.get(key, 0) + amount
@@ -261,6 +265,8 @@ class RowJudge(object):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
             label = decode_json(sample.label, "sft_label", code="invalid_label")
+            if self.context.label_stations is not None:
+                self.context.label_stations.add(label)
             if self.strict and sample.prediction == sample.label:
                 # The label's very text (a model that got it right): the same
                 # JSON, decoded once and shared (decoded values are never
@@ -415,6 +421,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         context = Context(options, protocol, network)
         context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
+        checked = _network_checks(benchmark, options, context, rows is None)
         aggregate = Aggregate(benchmark, protocol)
         sinks = sinks_for(aggregate)
         context.route_drawings = sinks.details is not None or sinks.collect is not None
@@ -479,10 +486,33 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         sha["predictions"] = predictions.sha256
         notes["predictions_join"] = predictions.statistics()
         warnings.extend(predictions.warnings())
+    checked["verdict"] = network_check.tally_verdict(context.tally, station_path)
+    network_warnings = checked["warnings"] + network_check.enforce(
+        checked["verdict"], checked["allowed"], options.flag(network_check.FLAG))
     notes.update(sorted(context.tally.items()))
     warnings.extend(benchmark.warnings(context))
+    warnings.extend(network_warnings)
+    inputs["network_check"] = dict(checked["verdict"].as_json(), allowed=checked["allowed"])
     report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
     return report, sinks, network
+
+
+def _network_checks(benchmark, options, context, from_file):
+    """Before any row: the network record beside the test file against the
+    files given (InputError unless allowed); then the labels' stations are
+    counted as the rows go by (judged by tally_verdict after them)."""
+    allowed = bool(getattr(options, network_check.FLAG))
+    flag = options.flag(network_check.FLAG)
+    warnings = []
+    if from_file:
+        line_path = getattr(benchmark, "line_info_path", None)
+        line_sha = network_check.cached_sha256(line_path) if line_path else None
+        warnings = network_check.enforce(
+            network_check.record_verdict(options.input, context.network.sha256, line_sha),
+            allowed, flag)
+    context.label_stations = network_check.LabelStations(
+        context.network, benchmark.station_names, tally=context)
+    return {"allowed": allowed, "warnings": warnings}
 
 
 def _counted(iterable):

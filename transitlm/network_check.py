@@ -1,0 +1,321 @@
+"""Does a test file belong to the station network it is scored on?
+
+A benchmark built for one city and scored against another city's station
+file gives calm, wrong figures: its labels themselves "fail".  Two checks
+say so before a figure is printed, and every tool that scores or prepares
+rows calls them (the evaluators through transitlm.engine, the harness, the
+reward's prepare, generate.py --evaluate):
+
+- the labels' stations: stop ids (benchmarks 1-3) or station names (the
+  general LLM, matched by the evaluator's name rules of common.py: the exact
+  name, else a name of bigram Jaccard at least MIN_STATION_SIMILARITY) looked
+  up in the station file.  ``station_verdict`` turns the counts into a
+  Verdict: most missing refuses the run, some missing is a warning;
+- the network record: ``data/make_benchmark.py`` writes ``network.json``
+  beside the files it builds (the station and line files' SHA-256);
+  ``record_verdict`` compares it with the files given.
+
+A refusal is lifted by ``--allow_foreign_network`` (``allow_foreign_network=``
+in the Python API); the run then carries the reason among its warnings.
+
+Stations are counted once per label (a station twice in one label counts
+once; in two labels, twice), so worker processes can add their counts up.
+
+Standard library only; Python 3.8+.
+"""
+
+import collections
+import hashlib
+import json
+import os
+
+from common import (
+    MIN_STATION_SIMILARITY, ROUTE_KEYS, InputError, RowError, bigrams, decode_json, jaccard,
+    route_stations, text_list)
+
+FLAG = "allow_foreign_network"
+NETWORK_RECORD = "network.json"          # beside the files make_benchmark.py writes
+RECORD_MARKER = "transitlm_network"      # the key that makes a network.json ours
+RECORD_SCHEMA = 1
+# Keys of an evaluator's tally (transitlm.engine.Context.count: summed across
+# the worker processes, taken out before the tally becomes input_notes).
+TALLY_TOTAL = "network_check.label_stations"
+TALLY_KNOWN = "network_check.label_stations_known"
+MEMO_LIMIT = 200000                      # station entries remembered (memory bound)
+
+
+class Verdict(object):
+    """``level``: "match" (nothing to say), "partial" (a warning) or
+    "foreign" (refused unless allowed); ``reason``: an English line."""
+
+    __slots__ = ("level", "reason", "known", "total")
+
+    def __init__(self, level, reason="", known=0, total=0):
+        self.level = level
+        self.reason = reason
+        self.known = known
+        self.total = total
+
+    @property
+    def ok(self):
+        return self.level == "match"
+
+    def as_json(self):
+        return {"level": self.level, "label_stations": self.total,
+                "in_station_file": self.known}
+
+
+def station_verdict(known, total, station_path):
+    """The labels' stations found in the station file -> Verdict."""
+    if not total or known >= total:
+        return Verdict("match", "", known, total)
+    if known * 2 < total:
+        return Verdict("foreign", "%d of %d label stations are in %s: is --station_info the "
+                       "network this file was built on?" % (known, total, station_path),
+                       known, total)
+    return Verdict("partial", "%d of %d label stations are not in %s: those rows' labels are "
+                   "judged on a network that lacks some of their stations"
+                   % (total - known, total, station_path), known, total)
+
+
+def enforce(verdict, allowed, flag="--" + FLAG):
+    """A Verdict -> the warnings it leaves ([] or [its reason]); InputError
+    (one line) when it refuses the run and ``allowed`` is false."""
+    if verdict.ok:
+        return []
+    if verdict.level == "foreign" and not allowed:
+        raise InputError("%s (%s scores it anyway)" % (verdict.reason, flag))
+    if verdict.level == "foreign":
+        return ["scored anyway (%s): %s" % (flag, verdict.reason)]
+    return [verdict.reason]
+
+
+# ---------------------------------------------------------------------------
+# The labels' stations
+# ---------------------------------------------------------------------------
+
+def label_entries(label):
+    """The distinct stations (ids or names, stripped) of a decoded label: one
+    route, or the first/second/third routes of benchmark 3.  Parts that are
+    not a route are left out (the evaluator reports them)."""
+    if not isinstance(label, dict):
+        return set()
+    routes = [label] if "station_sequence" in label else [
+        label[key] for key in ROUTE_KEYS if isinstance(label.get(key), dict)]
+    entries = set()
+    for route in routes:
+        try:
+            entries.update(entry.strip() for entry in route_stations(
+                text_list(route, "station_sequence")))
+        except RowError:
+            continue
+    return entries
+
+
+class NameIndex(object):
+    """Station names of a network, matched as the route-eval check matches a
+    name on a line (common's rules): the exact name, else the best bigram
+    Jaccard at least MIN_STATION_SIMILARITY.  Only existence is asked, so
+    candidates are those sharing a bigram with the query (counted at C speed)."""
+
+    def __init__(self, names):
+        self.names = [name.strip() for name in names if name and name.strip()]
+        self.exact = frozenset(self.names)
+        self._postings = None
+
+    def __contains__(self, query):
+        if query in self.exact:
+            return True
+        if len(query) < 2:
+            return any(_short_similar(query, name) for name in self.names if len(name) < 3)
+        if self._postings is None:
+            postings = collections.defaultdict(list)
+            for number, name in enumerate(self.names):
+                for gram in bigrams(name):
+                    postings[gram].append(number)
+            self._postings = postings
+        grams = bigrams(query)
+        shared = collections.Counter()
+        for gram in grams:
+            shared.update(self._postings.get(gram, ()))
+        size = len(grams)
+        for number, common_count in shared.items():
+            name = self.names[number]
+            if len(name) < 2:
+                continue
+            if common_count / (size + len(bigrams(name)) - common_count) >= \
+                    MIN_STATION_SIMILARITY:
+                return True
+        return False
+
+
+def _short_similar(query, name):
+    return jaccard(set(query), set(name)) >= MIN_STATION_SIMILARITY
+
+
+class LabelStations(object):
+    """Counts the labels' stations found in a network, label by label.
+
+    ``by_name``: the labels name stations (the general LLM), looked up among
+    the station file's station_name column; else they are stop ids.  With
+    ``tally`` (a transitlm.engine.Context) the counts go to its tally, else
+    they stay here (``known``, ``total``)."""
+
+    def __init__(self, network, by_name=False, tally=None):
+        self.network = network
+        self.by_name = by_name
+        self.tally = tally
+        self.known = 0
+        self.total = 0
+        self._memo = {}
+        self._names = None
+        # A station file without names cannot be asked for the general LLM's
+        # labels: nothing is counted then.
+        self.usable = not by_name or network.has_names()
+
+    def _found(self, entry):
+        found = self._memo.get(entry)
+        if found is None:
+            if self.by_name:
+                if self._names is None:
+                    self._names = NameIndex(self.network.names())
+                found = entry in self._names
+            else:
+                found = entry in self.network
+            if len(self._memo) < MEMO_LIMIT:
+                self._memo[entry] = found
+        return found
+
+    def add(self, label):
+        """Count one decoded label's stations."""
+        if not self.usable:
+            return
+        entries = label_entries(label)
+        if not entries:
+            return
+        known = sum(1 for entry in entries if self._found(entry))
+        if self.tally is not None:
+            self.tally.count(TALLY_TOTAL, len(entries))
+            self.tally.count(TALLY_KNOWN, known)
+        else:
+            self.total += len(entries)
+            self.known += known
+
+    def add_text(self, text):
+        """Count the stations of a label cell (text not JSON is left out)."""
+        try:
+            self.add(decode_json(text, "sft_label", code="invalid_label"))
+        except RowError:
+            pass
+
+    def verdict(self, station_path):
+        return station_verdict(self.known, self.total, station_path)
+
+
+def tally_verdict(tally, station_path):
+    """The Verdict of the counts in an evaluator's tally (taken out of it)."""
+    total = tally.pop(TALLY_TOTAL, 0)
+    known = tally.pop(TALLY_KNOWN, 0)
+    return station_verdict(known, total, station_path)
+
+
+# ---------------------------------------------------------------------------
+# The network record (network.json) and the files' SHA-256
+# ---------------------------------------------------------------------------
+
+_HASHES = {}
+
+
+def cached_sha256(path):
+    """SHA-256 of a file, computed once per process for the same file (its
+    real path, modification time and size)."""
+    real = os.path.realpath(path)
+    try:
+        state = os.stat(real)
+    except OSError as exc:
+        raise InputError("cannot read %s: %s" % (path, exc.strerror or exc))
+    key = (real, state.st_mtime_ns, state.st_size)
+    digest = _HASHES.get(key)
+    if digest is None:
+        sha = hashlib.sha256()
+        try:
+            with open(real, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    sha.update(block)
+        except OSError as exc:
+            raise InputError("cannot read %s: %s" % (path, exc.strerror or exc))
+        digest = _HASHES[key] = sha.hexdigest()
+    return digest
+
+
+def network_record(station_path, line_path=None, folder=None):
+    """The text of network.json for the files a benchmark was built on."""
+    record = {RECORD_MARKER: RECORD_SCHEMA, "network": folder,
+              "station_info": {"path": os.path.abspath(station_path),
+                               "sha256": cached_sha256(station_path)}}
+    if line_path and os.path.exists(line_path):
+        record["line_info"] = {"path": os.path.abspath(line_path),
+                               "sha256": cached_sha256(line_path)}
+    return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def read_record(test_path):
+    """The network record beside a test file -> dict, or None when there is
+    none (or the file there is not one of ours, or cannot be read as one)."""
+    if not test_path or test_path == "-":
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(test_path)), NETWORK_RECORD)
+    try:
+        if os.path.getsize(path) > 1 << 20:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get(RECORD_MARKER) != RECORD_SCHEMA:
+        return None
+    record["_path"] = path
+    return record
+
+
+def _recorded(record, role):
+    entry = record.get(role)
+    if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+        return entry
+    return None
+
+
+def record_verdict(test_path, station_sha, line_sha=None):
+    """The network record beside ``test_path`` against the station (and line)
+    file's SHA-256 -> Verdict ("match" without a record)."""
+    record = read_record(test_path)
+    if record is None:
+        return Verdict("match")
+    for role, sha, option in (("station_info", station_sha, "--station_info"),
+                              ("line_info", line_sha, "--line_info")):
+        entry = _recorded(record, role)
+        if entry is None or sha is None or entry["sha256"] == sha:
+            continue
+        return Verdict("foreign", "%s says %s was built on the %s file %s (SHA-256 %s), "
+                       "not on the one given (SHA-256 %s): give %s %s"
+                       % (record["_path"], os.path.basename(test_path),
+                          "station" if role == "station_info" else "line",
+                          entry.get("path"), entry["sha256"][:12], sha[:12], option,
+                          entry.get("path")))
+    return Verdict("match")
+
+
+def check_test_file(path, network, by_name=False, line_sha=None, allowed=False,
+                    flag="--" + FLAG):
+    """Both checks of a whole test file (its label column, read as the
+    evaluator reads it) on ``network`` -> (the warnings they leave, the
+    station Verdict); InputError when one refuses it."""
+    from transitlm.inputs import SampleReader
+    warnings = enforce(record_verdict(path, network.sha256, line_sha), allowed, flag)
+    stations = LabelStations(network, by_name)
+    with SampleReader(path, None) as reader:
+        for sample in reader:
+            if not sample.problem:
+                stations.add_text(sample.label)
+    verdict = stations.verdict(network.path)
+    return warnings + enforce(verdict, allowed, flag), verdict
