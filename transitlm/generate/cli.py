@@ -154,6 +154,10 @@ def build_parser():
     parser.add_argument("--line_info", metavar="CSV",
                         help="--evaluate, general LLM: line file (default: the one beside "
                              "the station file)")
+    parser.add_argument("--allow_foreign_network", action="store_true",
+                        help="--evaluate: score even when the test file's labels name "
+                             "stations the station file lacks (the evaluator's flag); "
+                             "otherwise such a file is refused before anything is asked")
     return parser
 
 
@@ -224,6 +228,8 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
         command += ["--station_info", args.station_info]
     if args.line_info and benchmark == "general_llm":
         command += ["--line_info", args.line_info]
+    if getattr(args, "allow_foreign_network", False):
+        command.append("--allow_foreign_network")
     return command
 
 
@@ -305,6 +311,9 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
         guard = OutputGuard(args.out, redactor.value(record), args.restart, args.adopt)
         state = guard.check()
     notes = input_notes(scan, system_override is not None)
+    if args.evaluate:
+        # Refused now, not after every row was asked: the evaluator's check.
+        notes += _network_notes(args, scan)
     if key is None and key_state == "is empty":
         notes.append("$%s is set but empty: requests carry no Authorization header" % key_env)
     for note in notes:
@@ -371,6 +380,26 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     if status != 0:
         stderr.write("generate.py: the evaluator exited with status %d\n" % status)
     return status
+
+
+def _network_notes(args, scan):
+    """--evaluate: the test file against the station (and line) file the
+    evaluator will use (transitlm.network_check) -> its warnings; UsageError
+    when the evaluator would refuse it."""
+    from common import StationNetwork, station_cache_folder
+    from transitlm.catalog import line_file, station_file
+    from transitlm.network_check import cached_sha256, check_test_file
+    benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
+    try:
+        station = station_file(args.station_info)
+        network = StationNetwork.load(station, station_cache_folder())
+        by_name = benchmark == "general_llm"
+        line_sha = cached_sha256(line_file(args.line_info, station)) if by_name else None
+        warnings, _ = check_test_file(args.input, network, by_name, line_sha,
+                                      args.allow_foreign_network)
+    except InputError as exc:
+        raise UsageError("--evaluate: %s" % exc)
+    return warnings
 
 
 def _input_sha256(path):

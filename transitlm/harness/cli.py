@@ -55,6 +55,10 @@ def build_parser():
                          help="most tokens per answer (default %d: room for a reasoning "
                               "model; the harness's own default, 256, cuts answers short)"
                               % MAX_GEN_TOKS)
+    lm_eval.add_argument("--allow_foreign_network", action="store_true",
+                         help="write the tasks even when most of a test file's label "
+                              "stations are not in the station file (or the network.json "
+                              "beside it names another network)")
     lm_eval.add_argument("--out", required=True, metavar="DIR",
                          help="the task folder to write (new or empty; give it to lm_eval "
                               "as --include_path)")
@@ -94,7 +98,7 @@ def lm_eval_command(args, out):
     chosen = chosen_inputs(args)
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
-                                 args.max_gen_toks, args.overwrite)
+                                 args.max_gen_toks, args.overwrite, args.allow_foreign_network)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)
@@ -102,6 +106,8 @@ def lm_eval_command(args, out):
         task = settings["tasks"][TASKS[benchmark]]
         out.write("  %-*s  %5d rows  %s  (%s)\n" % (width, TASKS[benchmark], task["rows"],
                                                    printable(path), why))
+        for warning in task.get("warnings", ()):
+            out.write("  %-*s  WARNING: %s\n" % (width, "", printable(warning)))
         if task["system_prompt"] == "default":
             out.write("  %-*s  the file has no system_prompt column: the default system "
                       "prompt is sent (docs/harness.md)\n" % (width, ""))

@@ -37,6 +37,7 @@ from transitlm.files import Outputs, overwrite_problem
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
+from transitlm.network_check import cached_sha256, check_test_file
 from transitlm.networks.prompts import benchmark_system_prompt
 from transitlm.reward.scoring import RowDataError, scorer_for
 
@@ -217,7 +218,7 @@ def check_out_folder(out, overwrite):
 
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
-                      max_gen_toks=MAX_GEN_TOKS, overwrite=False):
+                      max_gen_toks=MAX_GEN_TOKS, overwrite=False, allow_foreign_network=False):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
@@ -246,6 +247,11 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
     files = {}
     for benchmark, path in inputs:
         scorer = scorer_for(benchmark, protocol, station, line)
+        # The test file on this network (transitlm.network_check): refused
+        # when most label stations are not in the station file.
+        warnings, _ = check_test_file(
+            path, scorer.context.network, benchmark == "general_llm",
+            cached_sha256(line) if benchmark == "general_llm" else None, allow_foreign_network)
         docs, sha256, system = read_rows(path, benchmark, scorer)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
@@ -258,7 +264,7 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
                                      max_gen_toks)
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
-                                               "system_prompt": system}
+                                               "system_prompt": system, "warnings": warnings}
     files[GROUP + ".yaml"] = group_yaml(benchmarks)
     with open(UTILS_SOURCE, encoding="utf-8") as handle:
         files[UTILS_FILE] = handle.read()
