@@ -38,7 +38,7 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
+from transitlm.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
 from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.generate.chat import build_messages
@@ -85,8 +85,9 @@ class Columns(object):
 class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
-    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT):
+    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, network=None):
         self.path = path
+        self.network = network           # a binding.PrepareCheck, or None
         self.layout = layout
         self.benchmark = benchmark
         self.split = split
@@ -131,6 +132,8 @@ class Preparer(object):
             system = benchmark_system_prompt(benchmark)
             self.default_prompts += 1
         prompt = build_messages(system, row["sft_prompt"])
+        if self.network is not None:
+            self.network.add(benchmark, row)         # counted, then bound to its network
         self.rows += 1
         self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
         if self.layout == "trl":
@@ -162,11 +165,16 @@ class Preparer(object):
                                         ensure_ascii=False) + "\n")
         if not self.rows:
             raise InputError("input file %s has no rows: nothing to prepare" % self.path)
+        if self.network is not None:
+            self.network.finish(self.path)           # InputError: another network's file
 
 
-def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
+def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, station_info=None,
+            line_info=None, protocol="reference", allow_foreign_network=False):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
-    (whole or not at all) -> the Preparer, with its counts."""
+    (whole or not at all) -> the Preparer, with its counts.  Every row is
+    bound to the station (and line) file (transitlm.reward.binding): the
+    given one, else the reward's default."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -174,11 +182,27 @@ def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
         raise InputError(problem)
     if os.path.isdir(path):
         raise InputError("cannot read input file %s: it is a folder" % path)
-    preparer = Preparer(path, layout, benchmark, split)
+    preparer = Preparer(path, layout, benchmark, split,
+                        network_binding(station_info, line_info, protocol, allow_foreign_network))
     with Outputs() as outputs:
         outputs.make_folders(os.path.dirname(os.path.abspath(out)))
         preparer.write(outputs.open(out))
     return preparer
+
+
+def network_binding(station_info, line_info, protocol, allowed):
+    """prepare's binding.PrepareCheck on the reward's station and line files."""
+    from transitlm.reward.binding import PrepareCheck
+    from transitlm.reward.scoring import network_files, scorer_for
+    station, line = network_files(station_info, line_info)
+    if not os.path.isfile(station):
+        raise InputError("cannot read station file %s: no such file" % station)
+    if line is None:
+        beside = [os.path.join(os.path.dirname(os.path.abspath(station)), name)
+                  for name in LINE_FILE_NAMES]
+        line = next((name for name in beside if os.path.isfile(name)), None)
+    return PrepareCheck(lambda name: scorer_for(name, protocol, station, line),
+                        station, line, allowed, protocol)
 
 
 def summary_lines(preparer, out):
@@ -189,6 +213,15 @@ def summary_lines(preparer, out):
     for name in BENCHMARK_NAMES:
         if name in preparer.by_benchmark:
             lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
+    check = preparer.network
+    if check is not None:
+        lines.append("  bound to the station file %s (SHA-256 %s)"
+                     % (check.station_path, check.fields["network_station_sha256"][:12]))
+        lines.append("  %d of %d label%s pass every check of their benchmark under the %s "
+                     "protocol (docs/reward.md)" % (check.passing, check.labels,
+                                                    "" if check.labels == 1 else "s",
+                                                    check.protocol))
+        lines += ["  WARNING: " + warning for warning in check.warnings]
     if preparer.default_prompts:
         lines.append("  %d row%s had no system prompt: given the benchmark's own (docs/reward.md)"
                      % (preparer.default_prompts, "" if preparer.default_prompts == 1 else "s"))
