@@ -65,17 +65,17 @@ class Verdict(object):
                 "in_station_file": self.known}
 
 
-def station_verdict(known, total, station_path):
-    """The labels' stations found in the station file -> Verdict."""
+def station_verdict(known, total, station_path, what="label stations"):
+    """The labels' stations found in the station file -> Verdict (``what``
+    names the stations counted)."""
     if not total or known >= total:
         return Verdict("match", "", known, total)
     if known * 2 < total:
-        return Verdict("foreign", "%d of %d label stations are in %s: is --station_info the "
-                       "network this file was built on?" % (known, total, station_path),
-                       known, total)
-    return Verdict("partial", "%d of %d label stations are not in %s: those rows' labels are "
-                   "judged on a network that lacks some of their stations"
-                   % (total - known, total, station_path), known, total)
+        return Verdict("foreign", "%d of %d %s are in %s: is --station_info the network this "
+                       "file was built on?" % (known, total, what, station_path), known, total)
+    return Verdict("partial", "%d of %d %s are not in %s: what names them is judged on a "
+                   "network that lacks them" % (total - known, total, what, station_path),
+                   known, total)
 
 
 def enforce(verdict, allowed, flag="--" + FLAG):
@@ -84,9 +84,9 @@ def enforce(verdict, allowed, flag="--" + FLAG):
     if verdict.ok:
         return []
     if verdict.level == "foreign" and not allowed:
-        raise InputError("%s (%s scores it anyway)" % (verdict.reason, flag))
+        raise InputError("%s (%s overrides this)" % (verdict.reason, flag))
     if verdict.level == "foreign":
-        return ["scored anyway (%s): %s" % (flag, verdict.reason)]
+        return ["%s given: %s" % (flag, verdict.reason)]
     return [verdict.reason]
 
 
@@ -210,6 +210,16 @@ class LabelStations(object):
 
     def verdict(self, station_path):
         return station_verdict(self.known, self.total, station_path)
+
+
+def line_file_verdict(stop_ids, network, line_path):
+    """The stop ids a line file lists (an iterable, one per station of a
+    line) against the station file -> Verdict: the route-eval service's own
+    pair of files, checked at start-up."""
+    ids = set(stop_ids)
+    known = sum(1 for stop in ids if stop in network)
+    return station_verdict(known, len(ids), network.path,
+                           "stop ids of line file %s" % line_path)
 
 
 def tally_verdict(tally, station_path):
