@@ -32,9 +32,17 @@ from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines,
 from transitlm import csv_rows  # noqa: E402
 from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
 from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
-from transitlm.reward.scoring import score  # noqa: E402
+from transitlm.reward import binding  # noqa: E402
+from transitlm.reward.scoring import network_files, score  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "reward.py")
+
+
+def bundled_binding():
+    """The network keys of a row prepared on the default station file (and
+    the line file beside it): transitlm.reward.binding."""
+    station, _ = network_files()
+    return binding.row_fields(station, os.path.join(os.path.dirname(station), "line_info.csv"))
 
 
 class PreparedTestCase(unittest.TestCase):
@@ -108,9 +116,9 @@ class LayoutTest(PreparedTestCase):
         self.row = example_rows("personalized")[2]
 
     def expected_row(self):
-        return {"index_id": self.row["index_id"], "task_id": "personalized",
-                "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
-                "sft_label": self.row["sft_label"]}
+        return dict({"index_id": self.row["index_id"], "task_id": "personalized",
+                     "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
+                     "sft_label": self.row["sft_label"]}, **bundled_binding())
 
     def messages(self):
         return [{"role": "system", "content": self.row["system_prompt"]},
@@ -146,7 +154,7 @@ class LayoutTest(PreparedTestCase):
             {"role": "system", "content": benchmark_system_prompt("personalized")},
             {"role": "user", "content": "P"}], "index_id": "a1",
             "task_id": "benchmark2-train", "req_type": "8", "sft_prompt": "P",
-            "sft_label": "L"})
+            "sft_label": "L", **bundled_binding()})
 
 
 class BenchmarkOfRowTest(PreparedTestCase):

@@ -395,6 +395,9 @@ def _network_notes(args, scan):
         network = StationNetwork.load(station, station_cache_folder())
         by_name = benchmark == "general_llm"
         line_sha = cached_sha256(line_file(args.line_info, station)) if by_name else None
+    except InputError:
+        return []               # a file the evaluator cannot read: it says so itself
+    try:
         warnings, _ = check_test_file(args.input, network, by_name, line_sha,
                                       args.allow_foreign_network)
     except InputError as exc:
