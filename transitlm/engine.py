@@ -205,6 +205,9 @@ class Context(object):
         self.label_stations = None
 
     def count(self, key, amount=1):
+        if type(amount) is set:        # a set of what was seen (network_check)
+            self.tally.setdefault(key, set()).update(amount)
+            return
         self.tally[key] = self.tally.get(key, 0) + amount
 
 
@@ -265,7 +268,9 @@ class RowJudge(object):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
             label = decode_json(sample.label, "sft_label", code="invalid_label")
-            if self.context.label_stations is not None:
+            if self.context.label_stations is not None and (
+                    sample.row <= network_check.SAMPLE_HEAD
+                    or not sample.row % network_check.SAMPLE_STRIDE):
                 self.context.label_stations.add(label)
             if self.strict and sample.prediction == sample.label:
                 # The label's very text (a model that got it right): the same
@@ -486,7 +491,8 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         sha["predictions"] = predictions.sha256
         notes["predictions_join"] = predictions.statistics()
         warnings.extend(predictions.warnings())
-    checked["verdict"] = network_check.tally_verdict(context.tally, station_path)
+    checked["verdict"] = context.label_stations.verdict(
+        station_path, context.tally.pop(network_check.TALLY_STATIONS, set()))
     network_warnings = checked["warnings"] + network_check.enforce(
         checked["verdict"], checked["allowed"], options.flag(network_check.FLAG))
     notes.update(sorted(context.tally.items()))

@@ -18,8 +18,10 @@ reward's prepare, generate.py --evaluate):
 A refusal is lifted by ``--allow_foreign_network`` (``allow_foreign_network=``
 in the Python API); the run then carries the reason among its warnings.
 
-Stations are counted once per label (a station twice in one label counts
-once; in two labels, twice), so worker processes can add their counts up.
+Stations are counted once each, however many labels name them.  An
+evaluator reads the labels of the first SAMPLE_HEAD rows and then of one row
+in SAMPLE_STRIDE (the check must cost under 2 % of a run); the other tools
+read every label.
 
 Standard library only; Python 3.8+.
 """
@@ -30,18 +32,24 @@ import json
 import os
 
 from common import (
-    MIN_STATION_SIMILARITY, ROUTE_KEYS, InputError, RowError, bigrams, decode_json, jaccard,
-    route_stations, text_list)
+    MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError, bigrams, decode_json,
+    jaccard, route_stations, text_list)
 
 FLAG = "allow_foreign_network"
 NETWORK_RECORD = "network.json"          # beside the files make_benchmark.py writes
 RECORD_MARKER = "transitlm_network"      # the key that makes a network.json ours
 RECORD_SCHEMA = 1
-# Keys of an evaluator's tally (transitlm.engine.Context.count: summed across
-# the worker processes, taken out before the tally becomes input_notes).
-TALLY_TOTAL = "network_check.label_stations"
-TALLY_KNOWN = "network_check.label_stations_known"
-MEMO_LIMIT = 200000                      # station entries remembered (memory bound)
+# The key of the labels' stations in an evaluator's tally (a set, merged
+# across the worker processes by transitlm.engine.Context.count, taken out
+# before the tally becomes input_notes).
+TALLY_STATIONS = "network_check.label_stations"
+SEEN_LIMIT = 1000000                     # distinct entries kept (memory bound)
+# An evaluator looks at the labels of every row up to SAMPLE_HEAD, then of
+# one row in SAMPLE_STRIDE (row numbers that are multiples of it): a station
+# set costs about a microsecond a label, 2-4 % of a run if every row of a big
+# file paid it.  The release's test files are read whole.
+SAMPLE_HEAD = 10000
+SAMPLE_STRIDE = 10
 
 
 class Verdict(object):
@@ -73,8 +81,8 @@ def station_verdict(known, total, station_path, what="label stations"):
     if known * 2 < total:
         return Verdict("foreign", "%d of %d %s are in %s: is --station_info the network this "
                        "file was built on?" % (known, total, what, station_path), known, total)
-    return Verdict("partial", "%d of %d %s are not in %s: what names them is judged on a "
-                   "network that lacks them" % (total - known, total, what, station_path),
+    return Verdict("partial", "%d of %d %s are not in %s: routes through them are judged "
+                   "on a network that lacks them" % (total - known, total, what, station_path),
                    known, total)
 
 
@@ -154,62 +162,80 @@ def _short_similar(query, name):
 
 
 class LabelStations(object):
-    """Counts the labels' stations found in a network, label by label.
+    """The distinct stations of the labels, then how many are in a network.
 
-    ``by_name``: the labels name stations (the general LLM), looked up among
-    the station file's station_name column; else they are stop ids.  With
-    ``tally`` (a transitlm.engine.Context) the counts go to its tally, else
-    they stay here (``known``, ``total``)."""
+    ``add`` runs for every row an evaluator reads, so it only puts a label's
+    station_sequence into a set (one call in C); the entries are cleaned
+    (stripped, 【换乘】 and empty ones left out) and looked up once each, at
+    the end (``verdict``).  ``by_name``: the labels name stations (the
+    general LLM), looked up among the station file's station_name column;
+    else they are stop ids.  With ``tally`` (a transitlm.engine.Context) the
+    set is kept in its tally, which worker processes send back and the
+    parent merges (Context.count); else here."""
 
     def __init__(self, network, by_name=False, tally=None):
         self.network = network
         self.by_name = by_name
         self.tally = tally
-        self.known = 0
-        self.total = 0
-        self._memo = {}
-        self._names = None
+        self._own = set()
         # A station file without names cannot be asked for the general LLM's
         # labels: nothing is counted then.
         self.usable = not by_name or network.has_names()
 
-    def _found(self, entry):
-        found = self._memo.get(entry)
-        if found is None:
-            if self.by_name:
-                if self._names is None:
-                    self._names = NameIndex(self.network.names())
-                found = entry in self._names
-            else:
-                found = entry in self.network
-            if len(self._memo) < MEMO_LIMIT:
-                self._memo[entry] = found
-        return found
+    def _seen(self):
+        if self.tally is None:
+            return self._own
+        tally = self.tally.tally
+        seen = tally.get(TALLY_STATIONS)
+        if seen is None:
+            seen = tally[TALLY_STATIONS] = set()
+        return seen
 
     def add(self, label):
-        """Count one decoded label's stations."""
-        if not self.usable:
+        """Note one decoded label's stations."""
+        seen = self._seen()
+        if len(seen) >= SEEN_LIMIT or not self.usable:
             return
-        entries = label_entries(label)
-        if not entries:
-            return
-        known = sum(1 for entry in entries if self._found(entry))
-        if self.tally is not None:
-            self.tally.count(TALLY_TOTAL, len(entries))
-            self.tally.count(TALLY_KNOWN, known)
-        else:
-            self.total += len(entries)
-            self.known += known
+        try:
+            sequence = label.get("station_sequence")
+            if type(sequence) is list:
+                seen.update(sequence)
+                return
+            for key in ROUTE_KEYS:
+                route = label.get(key)
+                if type(route) is dict:
+                    sequence = route.get("station_sequence")
+                    if type(sequence) is list:
+                        seen.update(sequence)
+        except (AttributeError, TypeError):    # not an object; an entry that is not text
+            seen.update(label_entries(label))
 
     def add_text(self, text):
-        """Count the stations of a label cell (text not JSON is left out)."""
+        """Note the stations of a label cell (text not JSON is left out)."""
         try:
             self.add(decode_json(text, "sft_label", code="invalid_label"))
         except RowError:
             pass
 
-    def verdict(self, station_path):
-        return station_verdict(self.known, self.total, station_path)
+    def counts(self, seen=None):
+        """(stations in the network, distinct label stations) of the labels
+        noted (or of the set ``seen``)."""
+        entries = {entry.strip() for entry in (self._own if seen is None else seen)
+                   if isinstance(entry, str)} - _NOT_STATIONS
+        if self.by_name:
+            names = NameIndex(self.network.names()) if entries else ()
+            known = sum(1 for entry in entries if entry in names)
+        else:
+            network = self.network
+            known = sum(1 for entry in entries if entry in network)
+        return known, len(entries)
+
+    def verdict(self, station_path, seen=None):
+        known, total = self.counts(seen)
+        return station_verdict(known, total, station_path)
+
+
+_NOT_STATIONS = frozenset(("", TRANSFER))
 
 
 def line_file_verdict(stop_ids, network, line_path):
@@ -220,13 +246,6 @@ def line_file_verdict(stop_ids, network, line_path):
     known = sum(1 for stop in ids if stop in network)
     return station_verdict(known, len(ids), network.path,
                            "stop ids of line file %s" % line_path)
-
-
-def tally_verdict(tally, station_path):
-    """The Verdict of the counts in an evaluator's tally (taken out of it)."""
-    total = tally.pop(TALLY_TOTAL, 0)
-    known = tally.pop(TALLY_KNOWN, 0)
-    return station_verdict(known, total, station_path)
 
 
 # ---------------------------------------------------------------------------

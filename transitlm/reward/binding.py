@@ -136,8 +136,8 @@ class PrepareCheck(object):
         flag = "--" + FLAG
         warnings = enforce(record_verdict(path, self.fields[STATION_SHA],
                                           self.fields[LINE_SHA] or None), self.allowed, flag)
-        known = sum(stations.known for stations in self.stations.values())
-        total = sum(stations.total for stations in self.stations.values())
+        counts = [stations.counts() for stations in self.stations.values()]
+        known, total = sum(c[0] for c in counts), sum(c[1] for c in counts)
         warnings += enforce(station_verdict(known, total, self.station_path), self.allowed, flag)
         self.warnings = warnings
         return warnings
