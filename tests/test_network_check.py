@@ -241,6 +241,17 @@ class OtherToolsTest(GtfsBenchmark):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertNotIn("label stations", done.stderr)
 
+    def test_generate_passes_the_flag_to_the_evaluator(self):
+        from transitlm.generate.cli import build_parser, evaluator_command
+        args = build_parser().parse_args(["--input", "t.csv", "--api_url", "http://h/v1",
+                                          "--model", "m", "--out", "o.jsonl", "--evaluate",
+                                          "--allow_foreign_network"])
+        self.assertIn("--allow_foreign_network",
+                      evaluator_command("single_route", "t.csv", "o.jsonl", "run", args))
+        args.allow_foreign_network = False
+        self.assertNotIn("--allow_foreign_network",
+                         evaluator_command("single_route", "t.csv", "o.jsonl", "run", args))
+
     def test_harness_lm_eval(self):
         test_file = os.path.join(self.bare, FILES["personalized"])
         argv = ["lm-eval", "--input", test_file, "--out", self.path("tasks")]

@@ -112,9 +112,11 @@ class PrepareCheck(object):
         self.passing = 0
         self.warnings = []
 
-    def add(self, benchmark, row):
+    def add(self, benchmark, row, record=None):
         """One prepared row (a dict with sft_prompt, sft_label...): counted,
-        then given the binding keys."""
+        then given the binding keys.  ``record``: the row's record with its
+        label as the answer, when the caller judged it already (else it is
+        judged here)."""
         scorer = self.scorer_of(benchmark)
         by_name = benchmark == "general_llm"
         stations = self.stations.get(by_name)
@@ -122,10 +124,11 @@ class PrepareCheck(object):
             stations = self.stations[by_name] = LabelStations(scorer.context.network, by_name)
         stations.add_text(row.get("sft_label"))
         self.labels += 1
-        try:
-            record = scorer.record(row.get("sft_label"), row)
-        except ValueError:                  # RowDataError: a row the reward cannot judge
-            record = {}
+        if record is None:
+            try:
+                record = scorer.record(row.get("sft_label"), row)
+            except ValueError:              # RowDataError: a row the reward cannot judge
+                record = {}
         if record.get("status") == "evaluated" and not record.get("failure_codes"):
             self.passing += 1
         row.update(self.fields)
