@@ -748,8 +748,18 @@ class StationNetwork(object):
         return self._columns[4] is not None
 
     def names(self):
-        """Every stop's station_name (nothing when the file has no such column)."""
+        """Every stop's station_name (nothing when the file has no such
+        column): the file read once with the csv module, where there is one."""
         if not self.has_names():
+            return
+        i_name = self._columns[4]
+        if os.path.isfile(self.path):
+            with open(self.path, encoding="utf-8-sig", newline="") as handle:
+                rows = csv.reader(handle)
+                next(rows, None)
+                for row in rows:
+                    if len(row) > i_name and row[i_name]:
+                        yield row[i_name]
             return
         for stop in self._lookup.ids():
             name = self.name(stop)

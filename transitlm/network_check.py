@@ -50,6 +50,11 @@ SEEN_LIMIT = 1000000                     # distinct entries kept (memory bound)
 # file paid it.  The release's test files are read whole.
 SAMPLE_HEAD = 10000
 SAMPLE_STRIDE = 10
+# General-LLM label names that are not a station's exact name are matched by
+# similarity, each in about a millisecond on a 150,000-station network: at
+# most this many (the names of a file on its own network are nearly all
+# exact; on another network the verdict is clear long before).
+FUZZY_LIMIT = 300
 
 
 class Verdict(object):
@@ -124,35 +129,50 @@ class NameIndex(object):
     """Station names of a network, matched as the route-eval check matches a
     name on a line (common's rules): the exact name, else the best bigram
     Jaccard at least MIN_STATION_SIMILARITY.  Only existence is asked, so
-    candidates are those sharing a bigram with the query (counted at C speed)."""
+    the candidates are the names sharing a bigram with the query (counted at
+    C speed), and a name's bigram count is kept, not recomputed.  At most
+    FUZZY_LIMIT queries are matched by similarity (each scans the names
+    sharing its bigrams); later ones that are not an exact name are not
+    found (``unsure`` counts them)."""
 
     def __init__(self, names):
         self.names = [name.strip() for name in names if name and name.strip()]
         self.exact = frozenset(self.names)
         self._postings = None
+        self._sizes = None
+        self.fuzzy_left = FUZZY_LIMIT
+        self.unsure = 0
+
+    def _index(self):
+        postings = collections.defaultdict(list)
+        sizes = []
+        for number, name in enumerate(self.names):
+            grams = bigrams(name)
+            sizes.append(len(grams))
+            for gram in grams:
+                postings[gram].append(number)
+        self._postings, self._sizes = postings, sizes
 
     def __contains__(self, query):
         if query in self.exact:
             return True
+        if self.fuzzy_left <= 0:
+            self.unsure += 1
+            return False
+        self.fuzzy_left -= 1
         if len(query) < 2:
             return any(_short_similar(query, name) for name in self.names if len(name) < 3)
         if self._postings is None:
-            postings = collections.defaultdict(list)
-            for number, name in enumerate(self.names):
-                for gram in bigrams(name):
-                    postings[gram].append(number)
-            self._postings = postings
+            self._index()
         grams = bigrams(query)
         shared = collections.Counter()
         for gram in grams:
             shared.update(self._postings.get(gram, ()))
-        size = len(grams)
-        for number, common_count in shared.items():
-            name = self.names[number]
-            if len(name) < 2:
-                continue
-            if common_count / (size + len(bigrams(name)) - common_count) >= \
-                    MIN_STATION_SIMILARITY:
+        size, sizes = len(grams), self._sizes
+        for number, count in shared.items():
+            # Jaccard = count / (size + sizes[number] - count); names of one
+            # character (no bigram) share none and are not candidates.
+            if count >= MIN_STATION_SIMILARITY * (size + sizes[number] - count):
                 return True
         return False
 
@@ -224,7 +244,7 @@ class LabelStations(object):
                    if isinstance(entry, str)} - _NOT_STATIONS
         if self.by_name:
             names = NameIndex(self.network.names()) if entries else ()
-            known = sum(1 for entry in entries if entry in names)
+            known = sum(1 for entry in sorted(entries) if entry in names)
         else:
             network = self.network
             known = sum(1 for entry in entries if entry in network)
