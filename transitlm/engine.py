@@ -127,6 +127,12 @@ class Benchmark(object):
         """Lines for the report's warnings (after the run)."""
         return []
 
+    def label_station_names(self, context):
+        """The station names a label's names are matched against, for the
+        network check (transitlm.network_check), when routes name stations:
+        None = the station file's station_name column."""
+        return None
+
 
 class Options(object):
     """What a run depends on besides its rows: the CLI's flags or the API's keywords.
@@ -517,7 +523,8 @@ def _network_checks(benchmark, options, context, from_file):
             network_check.record_verdict(options.input, context.network.sha256, line_sha),
             allowed, flag)
     context.label_stations = network_check.LabelStations(
-        context.network, benchmark.station_names, tally=context)
+        context.network, benchmark.station_names, tally=context,
+        names=benchmark.label_station_names(context) if benchmark.station_names else None)
     return {"allowed": allowed, "warnings": warnings}
 
 

@@ -193,14 +193,18 @@ class LabelStations(object):
     set is kept in its tally, which worker processes send back and the
     parent merges (Context.count); else here."""
 
-    def __init__(self, network, by_name=False, tally=None):
+    def __init__(self, network, by_name=False, tally=None, names=None):
         self.network = network
         self.by_name = by_name
         self.tally = tally
         self._own = set()
-        # A station file without names cannot be asked for the general LLM's
-        # labels: nothing is counted then.
-        self.usable = not by_name or network.has_names()
+        # The names a label's names are matched against: those of the line
+        # file the evaluator matches them on (Benchmark.label_station_names),
+        # else the station file's station_name column.  A station file
+        # without names (and no line file) cannot be asked: nothing is counted.
+        self._names = names
+        self._index = None
+        self.usable = not by_name or names is not None or network.has_names()
 
     def _seen(self):
         if self.tally is None:
@@ -243,7 +247,10 @@ class LabelStations(object):
         entries = {entry.strip() for entry in (self._own if seen is None else seen)
                    if isinstance(entry, str)} - _NOT_STATIONS
         if self.by_name:
-            names = NameIndex(self.network.names()) if entries else ()
+            if self._index is None and entries:
+                self._index = NameIndex(self.network.names() if self._names is None
+                                        else self._names)
+            names = self._index
             known = sum(1 for entry in sorted(entries) if entry in names)
         else:
             network = self.network
@@ -354,17 +361,25 @@ def record_verdict(test_path, station_sha, line_sha=None):
     return Verdict("match")
 
 
-def check_test_file(path, network, by_name=False, line_sha=None, allowed=False,
-                    flag="--" + FLAG):
+def test_file_verdicts(path, network, by_name=False, line_sha=None, names=None):
     """Both checks of a whole test file (its label column, read as the
-    evaluator reads it) on ``network`` -> (the warnings they leave, the
-    station Verdict); InputError when one refuses it."""
+    evaluator reads it) on ``network`` (general-LLM labels: ``names``, as
+    LabelStations) -> (the network record's Verdict, the labels' stations'
+    Verdict); InputError only when the file cannot be read."""
     from transitlm.inputs import SampleReader
-    warnings = enforce(record_verdict(path, network.sha256, line_sha), allowed, flag)
-    stations = LabelStations(network, by_name)
+    record = record_verdict(path, network.sha256, line_sha)
+    stations = LabelStations(network, by_name, names=names)
     with SampleReader(path, None) as reader:
         for sample in reader:
             if not sample.problem:
                 stations.add_text(sample.label)
-    verdict = stations.verdict(network.path)
-    return warnings + enforce(verdict, allowed, flag), verdict
+    return record, stations.verdict(network.path)
+
+
+def check_test_file(path, network, by_name=False, line_sha=None, allowed=False,
+                    flag="--" + FLAG, names=None):
+    """test_file_verdicts enforced -> (the warnings they leave, the station
+    Verdict); InputError when one refuses the file (or it cannot be read)."""
+    record, stations = test_file_verdicts(path, network, by_name, line_sha, names)
+    warnings = enforce(record, allowed, flag)
+    return warnings + enforce(stations, allowed, flag), stations

@@ -385,21 +385,34 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
 def _network_notes(args, scan):
     """--evaluate: the test file against the station (and line) file the
     evaluator will use (transitlm.network_check) -> its warnings; UsageError
-    when the evaluator would refuse it."""
-    from common import StationNetwork, station_cache_folder
-    from transitlm.catalog import line_file, station_file
-    from transitlm.network_check import cached_sha256, check_test_file
+    when the evaluator would refuse it.  A file that cannot be read is left
+    to the evaluator, which says so itself."""
+    from common import PROTOCOLS, StationNetwork, station_cache_folder
+    from transitlm.catalog import line_file, load_benchmark, station_file
+    from transitlm.engine import Context, Options
+    from transitlm.network_check import cached_sha256, enforce, test_file_verdicts
     benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
+    by_name = benchmark == "general_llm"
     try:
         station = station_file(args.station_info)
         network = StationNetwork.load(station, station_cache_folder())
-        by_name = benchmark == "general_llm"
-        line_sha = cached_sha256(line_file(args.line_info, station)) if by_name else None
+        line_sha = names = None
+        if by_name:
+            # the names the evaluator matches on: its line file's
+            evaluator = load_benchmark(benchmark)
+            context = Context(Options(evaluator, station_info=station, api_url=None,
+                                      line_info=args.line_info),
+                              PROTOCOLS["reference"], network)
+            evaluator.prepare(context)
+            line_sha = cached_sha256(evaluator.line_info_path)
+            names = evaluator.label_station_names(context)
+        verdicts = test_file_verdicts(args.input, network, by_name, line_sha, names)
     except InputError:
-        return []               # a file the evaluator cannot read: it says so itself
+        return []
+    warnings = []
     try:
-        warnings, _ = check_test_file(args.input, network, by_name, line_sha,
-                                      args.allow_foreign_network)
+        for verdict in verdicts:
+            warnings += enforce(verdict, args.allow_foreign_network)
     except InputError as exc:
         raise UsageError("--evaluate: %s" % exc)
     return warnings

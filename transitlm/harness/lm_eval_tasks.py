@@ -249,9 +249,11 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
         scorer = scorer_for(benchmark, protocol, station, line)
         # The test file on this network (transitlm.network_check): refused
         # when most label stations are not in the station file.
+        general = benchmark == "general_llm"
         warnings, _ = check_test_file(
-            path, scorer.context.network, benchmark == "general_llm",
-            cached_sha256(line) if benchmark == "general_llm" else None, allow_foreign_network)
+            path, scorer.context.network, general, cached_sha256(line) if general else None,
+            allow_foreign_network,
+            names=scorer.benchmark.label_station_names(scorer.context) if general else None)
         docs, sha256, system = read_rows(path, benchmark, scorer)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,

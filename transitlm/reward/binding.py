@@ -121,7 +121,9 @@ class PrepareCheck(object):
         by_name = benchmark == "general_llm"
         stations = self.stations.get(by_name)
         if stations is None:
-            stations = self.stations[by_name] = LabelStations(scorer.context.network, by_name)
+            stations = self.stations[by_name] = LabelStations(
+                scorer.context.network, by_name,
+                names=scorer.benchmark.label_station_names(scorer.context) if by_name else None)
         stations.add_text(row.get("sft_label"))
         self.labels += 1
         if record is None:
