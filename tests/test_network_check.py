@@ -432,6 +432,14 @@ class CheckTest(unittest.TestCase):
         seen = context.tally.pop(network_check.TALLY_STATIONS)
         self.assertEqual(stations.counts(seen), (2, 4))
 
+    def test_similarity_matching_is_bounded(self):
+        with mock.patch.object(network_check, "FUZZY_LIMIT", 1):
+            names = network_check.NameIndex(["人民广场", "西江大道"])
+            self.assertIn("人民广场站", names)           # by similarity: the one allowed
+            self.assertIn("西江大道", names)             # exact names are always matched
+            self.assertNotIn("西江大道站", names)        # not looked at: counted missing
+            self.assertEqual(names.unsure, 1)
+
     def test_label_entries(self):
         route = {"station_sequence": ["a", "【换乘】", "a ", "b", ""]}
         self.assertEqual(network_check.label_entries(route), {"a", "b"})
