@@ -440,6 +440,14 @@ class CheckTest(unittest.TestCase):
             self.assertNotIn("西江大道站", names)        # not looked at: counted missing
             self.assertEqual(names.unsure, 1)
 
+    def test_line_file_stop_ids_with_or_without_the_prefix(self):
+        # as the route-eval check looks them up: as they are, else with "bus-"
+        network = common.StationNetwork.from_dict({"bus-1": (0, 0, []), "bus-2": (0, 0, [])})
+        self.assertEqual(network_check.line_file_verdict(["1", "bus-2"], network, "l").level,
+                         "match")
+        self.assertEqual(network_check.line_file_verdict(["1", "x", "y"], network, "l").level,
+                         "foreign")
+
     def test_label_entries(self):
         route = {"station_sequence": ["a", "【换乘】", "a ", "b", ""]}
         self.assertEqual(network_check.label_entries(route), {"a", "b"})

@@ -32,7 +32,7 @@ import json
 import os
 
 from common import (
-    MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError, bigrams, decode_json,
+    BUS_STOP_PREFIX, MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError, bigrams, decode_json,
     jaccard, route_stations, text_list)
 
 FLAG = "allow_foreign_network"
@@ -269,8 +269,9 @@ def line_file_verdict(stop_ids, network, line_path):
     """The stop ids a line file lists (an iterable, one per station of a
     line) against the station file -> Verdict: the route-eval service's own
     pair of files, checked at start-up."""
-    ids = set(stop_ids)
-    known = sum(1 for stop in ids if stop in network)
+    ids = {stop for stop in stop_ids if isinstance(stop, str) and stop}
+    # as the check looks a stop up: as it is, else with the dataset's prefix
+    known = sum(1 for stop in ids if stop in network or BUS_STOP_PREFIX + stop in network)
     return station_verdict(known, len(ids), network.path,
                            "stop ids of line file %s" % line_path)
 
