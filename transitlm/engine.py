@@ -28,6 +28,8 @@ from transitlm.terminal import Progress
 # still in the CPU's caches when its rows are judged (32 rows take about 2 %
 # less time than 256).  A scenario may set its own (Benchmark.batch_rows).
 BATCH_ROWS = 32
+# The rows whose labels the network check looks at (network_check).
+_SAMPLE_HEAD, _SAMPLE_STRIDE = network_check.SAMPLE_HEAD, network_check.SAMPLE_STRIDE
 
 
 class Benchmark(object):
@@ -240,6 +242,8 @@ class RowJudge(object):
         self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
                                      or context.model_text)
         self.in_funnel = benchmark.in_funnel_default(context.protocol)
+        # The network check's label stations (network_check), or None.
+        self.label_stations = context.label_stations
 
     def _not_evaluated(self, sample, message, status="error", code=None, prompt=None):
         record = error_record(sample, message, self.in_funnel, status, code, prompt)
@@ -274,10 +278,10 @@ class RowJudge(object):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
             label = decode_json(sample.label, "sft_label", code="invalid_label")
-            if self.context.label_stations is not None and (
-                    sample.row <= network_check.SAMPLE_HEAD
-                    or not sample.row % network_check.SAMPLE_STRIDE):
-                self.context.label_stations.add(label)
+            stations = self.label_stations
+            if stations is not None and (sample.row <= _SAMPLE_HEAD
+                                         or not sample.row % _SAMPLE_STRIDE):
+                stations.add(label)
             if self.strict and sample.prediction == sample.label:
                 # The label's very text (a model that got it right): the same
                 # JSON, decoded once and shared (decoded values are never
