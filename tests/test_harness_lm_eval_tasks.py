@@ -168,9 +168,11 @@ class FolderTest(unittest.TestCase):
     def test_a_file_without_system_prompts_gets_the_default(self):
         path = os.path.join(self.tmp, "b1.csv")
         write_samples(path, toy_rows(), columns=("index_id", "sft_prompt", "sft_label"))
+        # (the toy labels name stations the bundled line file lacks: allowed)
         settings = write_task_folder(self.out, [("general_llm", path)],
                                      station_info=self.toy_station(),
-                                     line_info=os.path.join(DATA_DIR, "line_info.csv"))
+                                     line_info=os.path.join(DATA_DIR, "line_info.csv"),
+                                     allow_foreign_network=True)
         default = system_prompt("general", "zh")
         self.assertEqual(settings["tasks"]["transitlm_general"]["prompt"],
                          {"source": "default",

@@ -34,7 +34,8 @@ from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines,
 from transitlm import csv_rows  # noqa: E402
 from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
 from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
-from transitlm.reward.scoring import score  # noqa: E402
+from transitlm.reward import binding  # noqa: E402
+from transitlm.reward.scoring import network_files, score  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "reward.py")
 
@@ -46,6 +47,13 @@ def cells(benchmark, index=0):
     handle = io.StringIO()
     csv.writer(handle, lineterminator="").writerow([row["sft_prompt"], row["sft_label"]])
     return handle.getvalue()
+
+
+def bundled_binding():
+    """The network keys of a row prepared on the default station file (and
+    the line file beside it): transitlm.reward.binding."""
+    station, _ = network_files()
+    return binding.row_fields(station, os.path.join(os.path.dirname(station), "line_info.csv"))
 
 
 class PreparedTestCase(unittest.TestCase):
@@ -119,9 +127,9 @@ class LayoutTest(PreparedTestCase):
         self.row = example_rows("personalized")[2]
 
     def expected_row(self):
-        return {"index_id": self.row["index_id"], "task_id": "personalized",
-                "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
-                "sft_label": self.row["sft_label"]}
+        return dict({"index_id": self.row["index_id"], "task_id": "personalized",
+                     "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
+                     "sft_label": self.row["sft_label"]}, **bundled_binding())
 
     def messages(self):
         return [{"role": "system", "content": self.row["system_prompt"]},
@@ -159,7 +167,7 @@ class LayoutTest(PreparedTestCase):
             {"role": "system", "content": benchmark_system_prompt("personalized")},
             {"role": "user", "content": row["sft_prompt"]}], "index_id": "a1",
             "task_id": "benchmark2-train", "req_type": "8", "sft_prompt": row["sft_prompt"],
-            "sft_label": row["sft_label"]})
+            "sft_label": row["sft_label"], **bundled_binding()})
 
 
 def arrow_type(value):
@@ -187,7 +195,9 @@ class OneDatasetTest(PreparedTestCase):
             self.assertEqual(len(schemas), 1, (layout, schemas))
             if layout == "trl":
                 self.assertEqual(sorted(json.loads(list(schemas)[0])), [
-                    "index_id", "prompt", "req_type", "sft_label", "sft_prompt", "task_id"])
+                    "index_id", "network_line_info", "network_line_sha256", "network_station_info",
+                    "network_station_sha256", "prompt", "req_type", "sft_label", "sft_prompt",
+                    "task_id"])
             if layout == "openrlhf":
                 self.assertEqual(sources, {"transitlm/" + b: {b} for b in EXAMPLE_FILES})
 

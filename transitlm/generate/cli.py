@@ -157,6 +157,10 @@ def build_parser():
     parser.add_argument("--line_info", metavar="CSV",
                         help="--evaluate, general LLM: line file (default: the one beside "
                              "the station file)")
+    parser.add_argument("--allow_foreign_network", action="store_true",
+                        help="--evaluate: score even when the test file's labels name "
+                             "stations the station file lacks (the evaluator's flag); "
+                             "otherwise such a file is refused before anything is asked")
     return parser
 
 
@@ -219,6 +223,8 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
         command += ["--station_info", args.station_info]
     if args.line_info and benchmark == "general_llm":
         command += ["--line_info", args.line_info]
+    if getattr(args, "allow_foreign_network", False):
+        command.append("--allow_foreign_network")
     return command
 
 
@@ -307,6 +313,9 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     note = prompt_note(scan, prompts, benchmark, why)
     if note:
         notes.append(note)
+    if args.evaluate:
+        # Refused now, not after every row was asked: the evaluator's check.
+        notes += _network_notes(args, scan)
     if key is None and key_state == "is empty":
         notes.append("$%s is set but empty: requests carry no Authorization header" % key_env)
     for note in notes:
@@ -371,6 +380,42 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     if status != 0:
         stderr.write("generate.py: the evaluator exited with status %d\n" % status)
     return status
+
+
+def _network_notes(args, scan):
+    """--evaluate: the test file against the station (and line) file the
+    evaluator will use (transitlm.network_check) -> its warnings; UsageError
+    when the evaluator would refuse it.  A file that cannot be read is left
+    to the evaluator, which says so itself."""
+    from common import PROTOCOLS, StationNetwork, station_cache_folder
+    from transitlm.catalog import line_file, load_benchmark, station_file
+    from transitlm.engine import Context, Options
+    from transitlm.network_check import cached_sha256, enforce, test_file_verdicts
+    benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
+    by_name = benchmark == "general_llm"
+    try:
+        station = station_file(args.station_info)
+        network = StationNetwork.load(station, station_cache_folder())
+        line_sha = names = None
+        if by_name:
+            # the names the evaluator matches on: its line file's
+            evaluator = load_benchmark(benchmark)
+            context = Context(Options(evaluator, station_info=station, api_url=None,
+                                      line_info=args.line_info),
+                              PROTOCOLS["reference"], network)
+            evaluator.prepare(context)
+            line_sha = cached_sha256(evaluator.line_info_path)
+            names = evaluator.label_station_names(context)
+        verdicts = test_file_verdicts(args.input, network, by_name, line_sha, names)
+    except InputError:
+        return []
+    warnings = []
+    try:
+        for verdict in verdicts:
+            warnings += enforce(verdict, args.allow_foreign_network)
+    except InputError as exc:
+        raise UsageError("--evaluate: %s" % exc)
+    return warnings
 
 
 def _input_sha256(path):

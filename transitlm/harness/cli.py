@@ -70,6 +70,10 @@ def build_parser():
                               "longest prompt leaves (prompts estimated from above, a token "
                               "per UTF-8 byte) and rows whose prompt alone may not fit are "
                               "named")
+    lm_eval.add_argument("--allow_foreign_network", action="store_true",
+                         help="write the tasks even when most of a test file's label "
+                              "stations are not in the station file (or the network.json "
+                              "beside it names another network)")
     lm_eval.add_argument("--out", required=True, metavar="DIR",
                          help="the task folder to write (new or empty; give it to lm_eval "
                               "as --include_path)")
@@ -145,7 +149,7 @@ def lm_eval_command(args, out):
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
                                  args.max_gen_toks, args.overwrite, system_prompt,
-                                 args.context_size)
+                                 args.context_size, args.allow_foreign_network)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)
@@ -153,6 +157,8 @@ def lm_eval_command(args, out):
         task = settings["tasks"][TASKS[benchmark]]
         out.write("  %-*s  %5d rows  %s  (%s)\n" % (width, TASKS[benchmark], task["rows"],
                                                    printable(path), why))
+        for warning in task.get("warnings", ()):
+            out.write("  %-*s  WARNING: %s\n" % (width, "", printable(warning)))
         if DEFAULT in task["prompt"]["source"].split("+"):
             out.write("  %-*s  rows without a system_prompt cell are sent the default system "
                       "prompt (docs/harness.md)\n" % (width, ""))

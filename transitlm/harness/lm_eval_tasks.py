@@ -42,6 +42,7 @@ from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
 from transitlm.prompts import PromptTally, system_prompt_for
 from transitlm.reports import signature_line
+from transitlm.network_check import cached_sha256, check_test_file
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
@@ -286,7 +287,7 @@ def check_out_folder(out, overwrite):
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
                       max_gen_toks=MAX_GEN_TOKS, overwrite=False, system_prompt=None,
-                      context_size=None):
+                      context_size=None, allow_foreign_network=False):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
@@ -316,6 +317,13 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
     files = {}
     for benchmark, path in inputs:
         scorer = scorer_for(benchmark, protocol, station, line)
+        # The test file on this network (transitlm.network_check): refused
+        # when most label stations are not in the station file.
+        general = benchmark == "general_llm"
+        warnings, _ = check_test_file(
+            path, scorer.context.network, general, cached_sha256(line) if general else None,
+            allow_foreign_network,
+            names=scorer.benchmark.label_station_names(scorer.context) if general else None)
         docs, sha256, prompt = read_rows(path, benchmark, scorer, system_prompt)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
@@ -333,7 +341,7 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
                                      fit.max_gen_toks if fit else max_gen_toks)
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
-                                               "prompt": prompt}
+                                               "prompt": prompt, "warnings": warnings}
         if fit:
             settings["context_size"] = context_size
             settings["tasks"][TASKS[benchmark]]["context"] = fit.record()

@@ -89,6 +89,19 @@ def build_parser():
                             "(UTF-8 text; an empty file sends none), as generate.py takes it")
     ready.add_argument("--split", default=prepare.DEFAULT_SPLIT, metavar="NAME",
                        help="verl's extra_info split (default: %(default)s)")
+    ready.add_argument("--station_info", metavar="CSV",
+                       help="station file the rows belong to, recorded with its SHA-256 in "
+                            "every row (default: the reward's: $TRANSITLM_STATION_INFO, else "
+                            "$%s's, else the bundled one)" % DATA_ENV)
+    ready.add_argument("--line_info", metavar="CSV",
+                       help="line file (default: the one beside the station file)")
+    ready.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
+                       help="the rules the labels are judged by, for the count of labels "
+                            "that pass (default: reference)")
+    ready.add_argument("--allow_foreign_network", action="store_true",
+                       help="write the rows even when most of the labels' stations are not "
+                            "in the station file (or the network.json beside the file names "
+                            "another network)")
     ready.set_defaults(run=_prepare)
     return parser
 
@@ -103,7 +116,8 @@ def _prepare(args):
                 raise InputError(problem)
             system_prompt = read_prompt_file(args.system_prompt_file)
         preparer = prepare.prepare(args.input, args.format, args.out, args.benchmark,
-                                   args.split, system_prompt)
+                                  args.split, system_prompt, args.station_info, args.line_info,
+                                  args.protocol, args.allow_foreign_network)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE

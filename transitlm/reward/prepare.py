@@ -40,7 +40,7 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
+from transitlm.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
 from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
@@ -91,9 +91,11 @@ class Columns(object):
 class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
-    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None):
+    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+                 network=None):
         self.path = path
         self.system_prompt = system_prompt   # the text of --system_prompt_file, or None
+        self.network = network               # a binding.PrepareCheck, or None
         self.layout = layout
         self.benchmark = benchmark
         self.split = split
@@ -131,11 +133,14 @@ class Preparer(object):
         row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark,
                "req_type": cells[columns.req_type] if columns.req_type is not None else "",
                "sft_prompt": cells[columns.prompt], "sft_label": cells[columns.label]}
-        label_record(row, benchmark, "input file %s row %d (index_id %s)"
-                     % (self.path, number, row["index_id"]))
+        record = label_record(row, benchmark, "input file %s row %d (index_id %s)"
+                              % (self.path, number, row["index_id"]),
+                              self.network.scorer_of(benchmark) if self.network else None)
         system = cells[columns.system] if columns.system is not None else None
         self.prompts.add(*system_prompt_for(system, benchmark, self.system_prompt))
         prompt = row_messages(system, row["sft_prompt"], benchmark, self.system_prompt)
+        if self.network is not None:
+            self.network.add(benchmark, row, record)   # counted, then bound to its network
         self.rows += 1
         self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
         if self.layout == "trl":
@@ -167,13 +172,19 @@ class Preparer(object):
                                         ensure_ascii=False) + "\n")
         if not self.rows:
             raise InputError("input file %s has no rows: nothing to prepare" % self.path)
+        if self.network is not None:
+            self.network.finish(self.path)           # InputError: another network's file
 
 
-def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None):
+def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+            station_info=None, line_info=None, protocol="reference",
+            allow_foreign_network=False):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
     (whole or not at all) -> the Preparer, with its counts and the record
     of the system prompts (``system_prompt``: the text of
-    --system_prompt_file, or None)."""
+    --system_prompt_file, or None).  Every row is bound to the station (and
+    line) file (transitlm.reward.binding): the given one, else the reward's
+    default."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -181,11 +192,27 @@ def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_promp
         raise InputError(problem)
     if os.path.isdir(path):
         raise InputError("cannot read input file %s: it is a folder" % path)
-    preparer = Preparer(path, layout, benchmark, split, system_prompt)
+    preparer = Preparer(path, layout, benchmark, split, system_prompt,
+                        network_binding(station_info, line_info, protocol, allow_foreign_network))
     with Outputs() as outputs:
         outputs.make_folders(os.path.dirname(os.path.abspath(out)))
         preparer.write(outputs.open(out))
     return preparer
+
+
+def network_binding(station_info, line_info, protocol, allowed):
+    """prepare's binding.PrepareCheck on the reward's station and line files."""
+    from transitlm.reward.binding import PrepareCheck
+    from transitlm.reward.scoring import network_files, scorer_for
+    station, line = network_files(station_info, line_info)
+    if not os.path.isfile(station):
+        raise InputError("cannot read station file %s: no such file" % station)
+    if line is None:
+        beside = [os.path.join(os.path.dirname(os.path.abspath(station)), name)
+                  for name in LINE_FILE_NAMES]
+        line = next((name for name in beside if os.path.isfile(name)), None)
+    return PrepareCheck(lambda name: scorer_for(name, protocol, station, line),
+                        station, line, allowed, protocol)
 
 
 def summary_lines(preparer, out):
@@ -196,6 +223,15 @@ def summary_lines(preparer, out):
     for name in BENCHMARK_NAMES:
         if name in preparer.by_benchmark:
             lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
+    check = preparer.network
+    if check is not None:
+        lines.append("  bound to the station file %s (SHA-256 %s)"
+                     % (check.station_path, check.fields["network_station_sha256"][:12]))
+        lines.append("  %d of %d label%s pass every check of their benchmark under the %s "
+                     "protocol (docs/reward.md)" % (check.passing, check.labels,
+                                                    "" if check.labels == 1 else "s",
+                                                    check.protocol))
+        lines += ["  WARNING: " + warning for warning in check.warnings]
     lines.append("  system prompts: %s (docs/reward.md)"
                  % signature_part(preparer.prompts.record()))
     defaults = preparer.prompts.counts.get(DEFAULT, 0)

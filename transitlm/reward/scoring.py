@@ -29,6 +29,7 @@ from common import PROTOCOLS, StationNetwork, station_cache_folder
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
                                line_file, load_benchmark, station_file)
 from transitlm.engine import Context, Options, RowJudge
+from transitlm.reward import binding
 from transitlm.inputs import SampleRow
 from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.terms import metric_terms
@@ -476,6 +477,25 @@ def empty_values(failure=0.0, error_code=NOT_TEXT):
     return values
 
 
+def _bound_scorer(row, name, protocol, station_info, line_info):
+    """The scorer of a row, on the network prepare bound it to
+    (transitlm.reward.binding) when no station file is configured; a row
+    bound to another network than the configured one is RowDataError."""
+    if binding.STATION_SHA in row:
+        configured = bool(station_info or os.environ.get(STATION_ENV)
+                          or os.environ.get(DATA_ENV))
+        station_info, line_info, problem = binding.bound_files(row, station_info, line_info,
+                                                               configured)
+        if problem:
+            raise RowDataError(problem)
+        scorer = scorer_for(name, protocol, station_info, line_info)
+        problem = binding.mismatch(row, scorer)
+        if problem:
+            raise RowDataError(problem)
+        return scorer
+    return scorer_for(name, protocol, station_info, line_info)
+
+
 def score(completion, row, benchmark=None, protocol="reference", station_info=None,
           line_info=None, shaping="dense", weights=None, failure=0.0):
     """Score one completion against one row of the release -> a flat dict (see
@@ -489,7 +509,7 @@ def score(completion, row, benchmark=None, protocol="reference", station_info=No
     """
     row = trainer_row(row)
     name = benchmark_of(row, benchmark)
-    scorer = scorer_for(name, protocol, station_info, line_info)
+    scorer = _bound_scorer(row, name, protocol, station_info, line_info)
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
     weights_of(weights)
