@@ -744,6 +744,29 @@ class StationNetwork(object):
         cells = self._cells(stop)
         return cells[i_name] if cells is not None and i_name is not None else None
 
+    def has_names(self):
+        """Does the file have a station_name column?"""
+        return self._columns[4] is not None
+
+    def names(self):
+        """Every stop's station_name (nothing when the file has no such
+        column): the file read once with the csv module, where there is one."""
+        if not self.has_names():
+            return
+        i_name = self._columns[4]
+        if os.path.isfile(self.path):
+            with open(self.path, encoding="utf-8-sig", newline="") as handle:
+                rows = csv.reader(handle)
+                next(rows, None)
+                for row in rows:
+                    if len(row) > i_name and row[i_name]:
+                        yield row[i_name]
+            return
+        for stop in self._lookup.ids():
+            name = self.name(stop)
+            if name:
+                yield name
+
 
 class _LazyLines(object):
     """A station file's index (_IndexedLines or _ParsedLines), made on first

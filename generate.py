@@ -4,9 +4,10 @@ chat-completions API, and write its answers as a predictions file.
 
     python3 generate.py --input FILE --api_url URL --model NAME --out preds.jsonl
 
-Each row becomes one non-streaming ``POST {api_url}/chat/completions`` with the
-row's ``system_prompt`` (or ``--system_prompt_file``) and ``sft_prompt`` as the
-messages.  ``--out`` gets one JSON line per row as answers arrive:
+Each row becomes one non-streaming ``POST {api_url}/chat/completions`` with its
+system prompt (``--system_prompt_file``, else the row's ``system_prompt`` cell,
+else the benchmark's default: transitlm/prompts.py) and its ``sft_prompt`` as
+the messages.  ``--out`` gets one JSON line per row as answers arrive:
 
     {"indexid", "generate_results": TEXT, ["reasoning",] "model", "finish_reason",
      "usage", "latency_s", "attempts"}

@@ -147,6 +147,14 @@ class GeneralLLM(transitlm.engine.Benchmark):
         return ["%d case(s) counted unreachable because the route-eval service failed "
                 "(%s)" % (failures, context.options.flag("allow_service_errors"))]
 
+    def label_station_names(self, context):
+        # The names the route-eval check matches on: those of the line file
+        # (in-process); a service's are not known here (the station file's).
+        if isinstance(self.judge, LocalRouteEval):
+            return (station.name for line in self.judge.lines.lines
+                    for station in line.stations)
+        return None
+
     # -- per batch -------------------------------------------------------------
     def label_drawing(self, label, protocol):
         label = common.Route(label, protocol, "label")

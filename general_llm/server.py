@@ -43,6 +43,7 @@ from transitlm.json_service import (  # noqa: E402,F401  (the limits, named here
     listen_problem, read_timeout_problem, serve_until_stopped)
 from transitlm.json_service import body_shape_problem as _body_shape_problem  # noqa: E402
 from transitlm.terminal import CommandParser, one_line  # noqa: E402
+from transitlm.network_check import enforce, line_file_verdict  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
@@ -136,6 +137,9 @@ def _parse_args(argv):
     parser.add_argument("--line_info", metavar="CSV",
                         help="line_info.csv (default: the one beside the station file; a "
                              "line file belongs to its station file's network)")
+    parser.add_argument("--allow_foreign_network", action="store_true",
+                        help="serve even when most of the line file's stop ids are not in "
+                             "the station file (two networks' files)")
     add_listen_arguments(parser, DEFAULT_PORT)
     return parser.parse_args(argv)
 
@@ -152,6 +156,10 @@ def main(argv=None):
         args.line_info = line_file(args.line_info, args.station_info)
         stations = StationNetwork.load(args.station_info)
         lines = LineTable.load(args.line_info)
+        # A line file and a station file of two networks: every case unreachable.
+        notes = enforce(line_file_verdict(
+            (station.stop_id for line in lines.lines for station in line.stations),
+            stations, args.line_info), args.allow_foreign_network)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE
@@ -163,7 +171,8 @@ def main(argv=None):
         return EXIT_USAGE
     return serve_until_stopped(server, ["loaded %d stations from %s and %d lines from %s"
                                         % (len(stations), args.station_info, len(lines),
-                                           args.line_info)])
+                                           args.line_info)]
+                               + ["WARNING: " + note for note in notes])
 
 
 if __name__ == "__main__":

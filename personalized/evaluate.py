@@ -27,8 +27,16 @@ PAPER_NAMES = {NO_SUBWAY: "bus_first"}
 
 
 def parse_req_type(text):
-    """req_type cell -> int (empty -> 0); None when it is not a whole number."""
-    text = (text or "").strip()
+    """req_type cell -> int (empty -> 0); None when it is not a whole number.
+    A cell given as a number (the Python API's rows, as pandas gives them) is
+    read as its digits would be: 2 and 2.0 are 2, NaN is empty."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text != text:                         # NaN: a missing cell
+            return 0
+        return int(text) if float(text).is_integer() else None
+    if not isinstance(text, str):
+        return 0 if text is None else None
+    text = text.strip()
     if not text:
         return 0
     try:

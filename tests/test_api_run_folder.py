@@ -190,7 +190,7 @@ class RunFolder(unittest.TestCase):
             self.assertEqual(report["version"], common.VERSION)
             self.assertIn("signature: " + report["signature"], text)
             self.assertTrue(report["signature"].startswith(
-                "transitlm:%s|single_route|protocol:reference|field:generate_results|rows:%d|"
+                "transitlm:%s|single_route|protocol:reference|rows:%d|"
                 % (common.VERSION, report["counts"]["samples"])))
             with open(os.path.join(REPO, "data", BUNDLED["b1"]), "rb") as handle:
                 digest = hashlib.sha256(handle.read()).hexdigest()

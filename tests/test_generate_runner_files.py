@@ -41,8 +41,10 @@ class InputFiles(unittest.TestCase):
         self.assertEqual(runner.scan_input(path, sample_count=2).ids, ["a", "b"])
         state = runner.OutputState()
         state.results.add("b")
-        self.assertEqual(list(runner.pending_rows(path, None, state, True)),
+        self.assertEqual(list(runner.pending_rows(path, None, state, True, "single_route")),
                          [("a", "S", "p1"), ("c", "S", "p5")])
+        self.assertEqual(list(runner.pending_rows(path, None, state, True, "single_route",
+                                                  "F")), [("a", "F", "p1"), ("c", "F", "p5")])
 
     def test_bad_inputs_are_usage_errors(self):
         cases = {"empty.csv": "", "noid.csv": "x,sft_prompt\n1,2\n",
@@ -60,12 +62,11 @@ class InputFiles(unittest.TestCase):
 
     def test_input_notes(self):
         scan = runner.InputScan()
-        self.assertEqual(runner.input_notes(scan, True), [])
-        self.assertEqual(len(runner.input_notes(scan, False)), 1)
+        self.assertEqual(runner.input_notes(scan), [])
         scan.has_system_prompt = True
         scan.duplicates = ["a", "b", "a", "c"]
         scan.empty_ids = 1
-        self.assertEqual(runner.input_notes(scan, False), [
+        self.assertEqual(runner.input_notes(scan), [
             "input repeats 3 ids in 4 more rows (each id asked once), e.g. a, b, c",
             "1 input row without an id skipped (they cannot be joined)"])
 

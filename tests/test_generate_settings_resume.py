@@ -3,6 +3,7 @@ recorded beside the output and compared on resume, --restart, --adopt, what a
 failed or interrupted run leaves, no output over an input, --version.  Runs
 killed at many instants, then resumed: tests/test_generate_interrupts.py."""
 
+import hashlib
 import json
 import os
 import signal
@@ -72,6 +73,8 @@ class SettingsAndRestart(unittest.TestCase):
             "system_prompt_sha256": None, "temperature": 0.5, "top_p": None,
             "max_tokens": None, "extra_body": {"top_k": 3},
             "input_sha256": common.file_sha256(self.input),
+            "prompt": {"source": "column",
+                       "sha256": hashlib.sha256(b"You plan routes.").hexdigest()},
             "output": {"ids": 3, "answered": 3, "failed": 0, "empty_answers": 0,
                        "cut_by_token_limit": 0, "models": {"hostile-model": 3}}})
         from transitlm.generate.settings import base_url

@@ -2,7 +2,10 @@
 the group on the bundled examples against the stand-in chat server, and its
 results JSON holds the evaluator's figures (report.json's ``metrics`` on the
 same answers) to the last digit; the requests carry the release's prompt and
-the generation settings; the samples log carries each row's record.
+the generation settings; the samples log carries each row's record; the
+task's metadata (in the results' configs) carries the evaluator's signature;
+and ``harness.py import`` of the harness's output gives the evaluator's
+report of the same answers, holding the harness's figures.
 
 The harness lives in a virtual environment outside the repository, named by
 $TRANSITLM_LM_EVAL_VENV (``.ci/run`` makes one with lm-eval[api] and exports
@@ -19,9 +22,12 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import Background, StandIn, answers_from, evaluate_to_files, in_ci
+from tests.support import (REPO, Background, StandIn, answers_from, evaluate_to_files, in_ci,
+                           run_in_process)
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
+from transitlm.generate.runner import input_prompts  # noqa: E402
+from transitlm.harness.cli import main as harness_main  # noqa: E402
 from transitlm.harness.lm_eval_scoring import DRAWINGS  # noqa: E402
 from transitlm.harness.lm_eval_tasks import (  # noqa: E402
     GROUP, MAX_GEN_TOKS, TASKS, write_task_folder)
@@ -68,11 +74,14 @@ def run_the_group(program):
              "base_url=%s/chat/completions,model=%s" % (server.url, MODEL),
              "--tasks", GROUP, "--include_path", tasks, "--apply_chat_template",
              "--output_path", os.path.join(tmp, "out"), "--log_samples"],
-            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, timeout=600)
     finally:
         server.close()
     requests = [body for _, _, body in server.requests]
+    # Run from the repository root, as the docs show it: no warning that "a
+    # local directory named 'transitlm' exists" (the group is transitlm_all).
+    assert "A local directory named" not in done.stderr, done.stderr[-2000:]
     if done.returncode != 0:
         raise AssertionError("lm_eval exit status %d: %s"
                              % (done.returncode, done.stderr[-3000:]))
@@ -101,6 +110,10 @@ class HarnessRunTest(unittest.TestCase):
                 raise AssertionError(message + "; CI is set, so the harness test must run")
             raise unittest.SkipTest(message)
         cls.tmp, cls.answers, cls.requests, cls.results, cls.samples = HARNESS_RUN.result()
+        # harness.py import of the harness's own output (its --output_path).
+        cls.imported = os.path.join(cls.tmp, "imported")
+        cls.import_run = run_in_process(harness_main, ["import", os.path.join(cls.tmp, "out"),
+                                                       "--out", cls.imported])
 
     def test_the_results_hold_the_evaluators_figures_on_the_same_answers(self):
         for benchmark, path in BUNDLED:
@@ -115,6 +128,9 @@ class HarnessRunTest(unittest.TestCase):
                         handle.write(json.dumps({"index_id": sample["doc"]["index_id"],
                                                  "generate_results": sample["resps"][0][0]},
                                                 ensure_ascii=False) + "\n")
+                # ... and the prompt they were asked, as generate.py records it.
+                with open(predictions + ".settings.json", "w", encoding="utf-8") as handle:
+                    json.dump({"prompt": input_prompts(path, benchmark).record()}, handle)
                 report, details, _ = evaluate_to_files(
                     load_benchmark(benchmark), ["--input", path, "--predictions", predictions,
                                                 "--quiet"], tmp)
@@ -126,6 +142,35 @@ class HarnessRunTest(unittest.TestCase):
             self.assertEqual([sample["conn"] for sample in samples],
                              [{key: value for key, value in line.items()
                                if key not in DRAWINGS} for line in details], benchmark)
+            # The task's metadata, which the harness copies into its configs,
+            # carries the signature the evaluator prints for these answers.
+            self.assertEqual(self.results["configs"][TASKS[benchmark]]["metadata"]["signature"],
+                             report["signature"])
+            # harness.py import: the evaluator's report of the same answers,
+            # holding the harness's figures.
+            with open(os.path.join(self.imported, TASKS[benchmark], "report.json"),
+                      encoding="utf-8") as handle:
+                imported = json.load(handle)
+            self.assertEqual({metric.key: got[metric.key + ",none"]
+                              for metric in benchmark_metrics(benchmark)}, imported["metrics"])
+            for one in (imported, report):
+                del one["inputs"]["predictions"]
+            self.assertEqual(imported, report, benchmark)
+
+    def test_the_import_of_the_harness_output(self):
+        status, stdout, stderr = self.import_run
+        self.assertEqual((status, stderr), (0, ""))
+        self.assertIn("(model %s, lm_eval 0.4.13)" % MODEL, stdout)
+        for benchmark in BENCHMARK_NAMES:
+            with open(os.path.join(self.imported, TASKS[benchmark], "run.json"),
+                      encoding="utf-8") as handle:
+                generation = json.load(handle)["generation"]
+            self.assertEqual((generation["model"], generation["model_type"],
+                              generation["generation_kwargs"]["max_gen_toks"],
+                              generation["rows"]["scored"]),
+                             (MODEL, "local-chat-completions", MAX_GEN_TOKS,
+                              len(self.samples[benchmark])))
+            self.assertEqual(generation["model_args"]["model"], MODEL)
 
     def test_each_request_carries_the_rows_prompt_and_the_generation_settings(self):
         rows = {}

@@ -7,6 +7,7 @@ anything is written, and the folder's rules (new, empty or its own; never
 over an input; an old folder's other tasks removed)."""
 
 import csv
+import hashlib
 import importlib.util
 import json
 import os
@@ -65,7 +66,7 @@ class FolderTest(unittest.TestCase):
         self.assertEqual(settings["project"], REPO)
         self.assertEqual(json.loads(read_text(os.path.join(self.out, SETTINGS_FILE))), settings)
         group = read_text(os.path.join(self.out, GROUP + ".yaml"))
-        self.assertIn("group: transitlm\n", group)
+        self.assertIn("group: transitlm_all\n", group)
         self.assertEqual(re.findall(r"^  - (\S+)$", group, re.M),
                          [TASKS[name] for name in BENCHMARK_NAMES])
         self.assertNotRegex(group, r"(?m)^aggregate_metric_list")
@@ -151,27 +152,33 @@ class FolderTest(unittest.TestCase):
         for number, row in enumerate(rows):
             row["system_prompt"] = "Plan a route, row %d. {{not a template}}" % number
             row["indexid"] = row["index_id"]
-        rows[1]["system_prompt"] = ""                 # no system message, as generate.py
+        rows[1]["system_prompt"] = " "        # an empty cell is no cell: the default
         write_samples(path, rows, columns=("indexid", "system_prompt", "sft_prompt",
                                            "sft_label"))
         settings = write_task_folder(self.out, [("single_route", path)],
                                      station_info=self.toy_station())
-        self.assertEqual(settings["tasks"]["transitlm_single_route"]["system_prompt"], "file")
+        self.assertEqual(settings["tasks"]["transitlm_single_route"]["prompt"]["source"],
+                         "column+default")
         docs = read_jsonl(os.path.join(self.out, "transitlm_single_route.jsonl"))
         self.assertEqual([doc["system_prompt"] for doc in docs],
-                         [row["system_prompt"] for row in rows])
+                         [rows[0]["system_prompt"], system_prompt("b1", "zh"),
+                          rows[2]["system_prompt"]])
         self.assertEqual([doc["index_id"] for doc in docs], ["t1", "t2", "t3"])
 
     def test_a_file_without_system_prompts_gets_the_default(self):
         path = os.path.join(self.tmp, "b1.csv")
         write_samples(path, toy_rows(), columns=("index_id", "sft_prompt", "sft_label"))
+        # (the toy labels name stations the bundled line file lacks: allowed)
         settings = write_task_folder(self.out, [("general_llm", path)],
                                      station_info=self.toy_station(),
-                                     line_info=os.path.join(DATA_DIR, "line_info.csv"))
-        self.assertEqual(settings["tasks"]["transitlm_general"]["system_prompt"], "default")
+                                     line_info=os.path.join(DATA_DIR, "line_info.csv"),
+                                     allow_foreign_network=True)
+        default = system_prompt("general", "zh")
+        self.assertEqual(settings["tasks"]["transitlm_general"]["prompt"],
+                         {"source": "default",
+                          "sha256": hashlib.sha256(default.encode("utf-8")).hexdigest()})
         docs = read_jsonl(os.path.join(self.out, "transitlm_general.jsonl"))
-        self.assertEqual({doc["system_prompt"] for doc in docs},
-                         {system_prompt("general", "zh")})
+        self.assertEqual({doc["system_prompt"] for doc in docs}, {default})
         self.assertEqual([doc["row"] for doc in docs], [1, 2, 3])
 
     def test_a_row_the_evaluator_could_not_judge_stops_it_before_anything_is_written(self):
@@ -184,14 +191,22 @@ class FolderTest(unittest.TestCase):
             "req_type": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
                                         "sft_label": route(), "req_type": "soon"}],
                          "personalized"),
+            # Issue 38: nesting too deep is the row's fault, not the answer's.
+            "sft_label": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
+                                         "sft_label": "[" * 150 + "]" * 150}], "single_route"),
+            "sft_prompt": (toy_rows() + [{"index_id": "bad", "sft_label": route(),
+                                          "sft_prompt": '{"start": %s}' % ("[" * 150
+                                                                          + "]" * 150)}],
+                           "single_route"),
         }
         for name, (rows, benchmark) in cases.items():
             with self.subTest(name):
                 path = os.path.join(self.tmp, name + ".csv")
                 write_samples(path, rows, columns=("index_id", "sft_prompt", "sft_label",
                                                    "req_type"))
-                with self.assertRaisesRegex(InputError, r"row 4 \(index_id bad\)"):
+                with self.assertRaisesRegex(InputError, r"row 4 \(index_id bad\)") as caught:
                     write_task_folder(self.out, [(benchmark, path)], station_info=station)
+                self.assertIn(name, str(caught.exception))
                 self.assertFalse(os.path.exists(self.out))
         path = os.path.join(self.tmp, "short.csv")
         write_samples(path, toy_rows())
@@ -211,6 +226,8 @@ class FolderTest(unittest.TestCase):
         with self.assertRaisesRegex(InputError, "--overwrite replaces it"):
             write_task_folder(self.out, BUNDLED)
         before = read_text(os.path.join(self.out, SETTINGS_FILE))
+        with open(os.path.join(self.out, "transitlm.yaml"), "w") as handle:
+            handle.write("group: transitlm\n")          # an earlier version's group file
         # Replaced: a single task now; the old folder's other tasks are gone.
         write_task_folder(self.out, BUNDLED[1:2], overwrite=True)
         self.assertEqual(sorted(os.listdir(self.out)), sorted(
@@ -240,6 +257,88 @@ class FolderTest(unittest.TestCase):
         # lm_eval_utils.py cannot import the project before it has read the
         # settings: the one name written twice must agree.
         self.assertIn('"%s"' % SETTINGS_FILE, read_text(lm_eval_tasks.UTILS_SOURCE))
+
+
+# How lm-eval 0.4.13 reads a task file (lm_eval/tasks/_yaml_loader.py):
+# PyYAML's CSafeLoader (FullLoader without libyaml) with a !function tag.
+YAML_READER = """
+import json, sys, yaml
+class Loader(getattr(yaml, "CSafeLoader", yaml.FullLoader)):
+    pass
+yaml.add_constructor("!function", lambda loader, node: loader.construct_scalar(node),
+                     Loader=Loader)
+out = {}
+for path in sys.argv[1:]:
+    with open(path, "rb") as handle:
+        out[path] = yaml.load(handle, Loader=Loader)
+print(json.dumps(out))
+"""
+
+
+def venv_python():
+    """The python of $TRANSITLM_LM_EVAL_VENV when it has PyYAML, or None."""
+    venv = os.environ.get("TRANSITLM_LM_EVAL_VENV")
+    python = os.path.join(venv, "bin", "python") if venv else None
+    if not python or not os.access(python, os.X_OK):
+        return None
+    done = subprocess.run([python, "-c", "import yaml"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, timeout=60)
+    return python if done.returncode == 0 else None
+
+
+class NamesTest(unittest.TestCase):
+    """Any name works: the task files read back, with lm-eval's YAML loader,
+    to the very paths written -- characters outside the BMP, spaces, quotes,
+    '#', ':', newlines -- and a name YAML cannot carry is refused."""
+
+    NAME = "out 😀 𠮷 \"q\" 'a' #b: c\nd\te"
+
+    def test_every_path_reads_back_from_the_task_files(self):
+        python = venv_python()
+        if python is None:
+            self.skipTest("no PyYAML: set TRANSITLM_LM_EVAL_VENV to lm-eval's virtual "
+                          "environment")
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        folder = os.path.join(tmp, self.NAME)
+        os.mkdir(folder)
+        inputs = []
+        for benchmark, path in BUNDLED:
+            copy = os.path.join(folder, "%s %s.csv" % (benchmark, self.NAME))
+            shutil.copy(path, copy)
+            inputs.append((benchmark, copy))
+        station = os.path.join(folder, "station_info.csv")
+        shutil.copy(os.path.join(DATA_DIR, "station_info.csv"), station)
+        shutil.copy(os.path.join(DATA_DIR, "line_info.csv"), os.path.join(folder,
+                                                                          "line_info.csv"))
+        out = os.path.join(folder, "tasks " + self.NAME)
+        write_task_folder(out, inputs, station_info=station)
+        files = [os.path.join(out, TASKS[name] + ".yaml") for name in BENCHMARK_NAMES]
+        for path in files:
+            self.assertNotIn("\\ud83d", read_text(path))        # UTF-8, not surrogate escapes
+        done = subprocess.run([python, "-c", YAML_READER] + files + [
+            os.path.join(out, GROUP + ".yaml")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr.decode("utf-8", "replace"))
+        loaded = json.loads(done.stdout.decode("utf-8"))
+        for (benchmark, path), task_file in zip(inputs, files):
+            task = loaded[task_file]
+            self.assertEqual(task["dataset_kwargs"]["data_files"]["test"],
+                             os.path.join(out, TASKS[benchmark] + ".jsonl"))
+            self.assertEqual((task["metadata"]["input"], task["metadata"]["station_info"]),
+                             (path, station))
+            self.assertEqual(task["process_results"], "utils.process_" + benchmark)
+        self.assertEqual(loaded[os.path.join(out, GROUP + ".yaml")]["task"],
+                         [TASKS[name] for name in BENCHMARK_NAMES])
+
+    def test_a_name_that_is_not_utf8_is_refused(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, os.fsdecode(b"tasks\xff"))
+        with self.assertRaisesRegex(InputError, r"holds a byte that is not UTF-8 \(\\udcff "
+                                                r"here\), which a YAML task file cannot carry"):
+            write_task_folder(out, BUNDLED[:1])
+        self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":

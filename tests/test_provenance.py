@@ -136,8 +136,8 @@ class Signature(unittest.TestCase):
         self.assertEqual(first["signature"], second["signature"])
         self.assertNotIn("predictions", first["signature"])
         self.assertEqual(first["signature"],
-                         "transitlm:%s|single_route|protocol:reference|field:generate_results|"
-                         "rows:%d|stations:%s|input:%s" % (
+                         "transitlm:%s|single_route|protocol:reference|"
+                         "rows:%d|stations:%s|input:%s|prompt:unknown" % (
                              common.VERSION, first["counts"]["samples"],
                              first["inputs"]["sha256"]["station_info"][:8],
                              first["inputs"]["sha256"]["input"][:8]))

@@ -164,7 +164,15 @@ class ReadmeCommands(unittest.TestCase):
         self.assertIn("\\toprule", table[0])           # the main table, booktabs
         self.assertIn("my-model", table[0])
         self.assertIn("labels", table[0])
-
+        # The labels and the model agree on what they were scored on (the
+        # input field and the labels' lack of a prompt are not part of it).
+        for command, out in outputs.items():
+            if "compare.py" in command:
+                with self.subTest(command=command):
+                    self.assertNotIn("signatures differ", out)
+                    self.assertNotIn("differs between the runs", out)
+                    self.assertIn("signature", out)
+                    self.assertIn("|prompt:column#", out)
 
 
 def doc_commands(path):

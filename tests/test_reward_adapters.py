@@ -20,18 +20,20 @@ The calling conventions, as the trainers' sources have them (read 2026-11):
   reward_func([query], [prompt], [label]) -- three positional lists of one
   entry; the query is the templated prompt then the response, decoded with
   its special tokens; extra_logs values become tensors (numbers only); the
-  later HTTP servers of several get empty lists.
+  HTTP requests go to several URLs in turn (0.11.2; earlier, the later
+  servers got empty lists).
 """
 
 import csv
 import json
+import math
 import os
 import random
 import time
 import unittest
 
 from tests.support import REPO
-from transitlm.reward import openrlhf, scoring, trl, verl  # noqa: E402
+from transitlm.reward import batch, openrlhf, scoring, settings, trl, verl  # noqa: E402
 
 DATA = os.path.join(REPO, "data")
 EXAMPLES = {"single_route": "benchmark1_single_route_example.csv",
@@ -98,6 +100,25 @@ class TrlTest(unittest.TestCase):
         for key, function in trl.COMPONENTS.items():
             self.assertEqual(self.call(function, completions, rows),
                              [direct(c, r)[key] for c, r in zip(completions, rows)], key)
+
+    def test_the_component_recipe_logs_every_key_once_per_batch(self):
+        rows = release_rows("single_route")[:4]
+        completions = [row["generate_results"] + " " for row in rows]    # a batch of its own
+        logged = []
+        for function in (trl.route_format, trl.route_conn, trl.route_rem, trl.route_ea):
+            self.call(function, completions, rows,
+                      log_metric=lambda name, value: logged.append((function.__name__, name)))
+        names = {"transitlm/" + key for key in scoring.KEYS if key not in ("error_code", "pred")}
+        # The first function scored the batch and logged it; the others reused it.
+        self.assertEqual(logged, [("route_format", name) for name in sorted(names)])
+        # A batch the memo does not keep is logged by each (the same means:
+        # TRL averages them).
+        logged = []
+        odd = [[{"role": "assistant", "content": object()}]] * 4
+        for function in (trl.route_format, trl.route_conn):
+            self.call(function, odd, rows,
+                      log_metric=lambda name, value: logged.append((function.__name__, name)))
+        self.assertEqual(len(logged), 2 * len(names))
 
     def test_make_reward_and_a_missing_column(self):
         rows = release_rows("single_route")[:3]
@@ -225,6 +246,93 @@ class NeverRaisesTest(unittest.TestCase):
                          "invalid_json")
         self.assertEqual(scoring.score(12, row, benchmark="single_route")["error_code"],
                          "invalid_completion")
+
+    def test_no_adapter_raises_or_gives_nan_for_any_completion(self):
+        row = release_rows("single_route")[0]
+        deep = []
+        for _ in range(5000):
+            deep = [deep]
+
+        class Hostile(object):
+            """Every method a reader might call raises."""
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+
+            def __eq__(self, other):
+                raise RuntimeError("eq")
+
+            __hash__ = __str__ = __repr__ = None
+
+        class RaisingDict(dict):
+            def get(self, *args):
+                raise RuntimeError("get")
+
+        completions = [{1: 2, "a": 3}, {(1, 2): "x", "content": row["sft_label"]}, deep,
+                       [{"role": "assistant", "content": deep}], b"\xff", object(), Hostile(),
+                       10 ** 5000, float("nan"), -float("inf"), RaisingDict(content="x"),
+                       [RaisingDict(role="assistant")], {"content": Hostile()}, [{1: 2}]]
+        columns = {key: [row[key]] for key in ("sft_prompt", "sft_label", "task_id")}
+        label = json.dumps(row, ensure_ascii=False)
+        for completion in completions:
+            with self.subTest(completion=type(completion).__name__):
+                values = [trl.route_reward(prompts=["p"], completions=[completion], **columns),
+                          trl.route_rem(prompts=["p"], completions=[completion], **columns),
+                          trl.route_format(prompts=["p"], completions=[completion],
+                                           **columns)]
+                values.append([verl.compute_score("transitlm/single_route", completion, label,
+                                                  {})["score"]])
+                values.append([result["score"] for result in verl.compute_score_batch(
+                    ["transitlm/single_route"], [completion], [label], [None])])
+                answer = openrlhf.reward_func([completion], ["p"], [label])
+                values += [answer["rewards"], answer["scores"]]
+                values += list(answer["extra_logs"].values())
+                for value in values:
+                    self.assertEqual(len(value), 1)
+                    self.assertTrue(math.isfinite(value[0]), value)
+        # The label's own text in a dict with other keys is still read as the content.
+        self.assertEqual(trl.route_reward(completions=[{1: 2, "content": row["sft_label"]}],
+                                          **columns), [1.0])
+
+    def test_the_batch_memo_compares_only_what_it_can(self):
+        self.assertEqual(batch.memo_key({"a": [1, 2.0, None]}),
+                         ("dict", ("a", ("list", ("int", 1), ("float", 2.0), ("NoneType", None)))))
+        self.assertNotEqual(batch.memo_key([1]), batch.memo_key([1.0]))
+        self.assertNotEqual(batch.memo_key([1]), batch.memo_key([True]))
+        deep = []
+        for _ in range(batch.MEMO_DEPTH + 1):
+            deep = [deep]
+        for value in (deep, [object()], {1j: "x"}, [{"a": set()}]):
+            with self.assertRaises(batch.Unkeyable):
+                batch.memo_key(value)
+
+    def test_weights_and_failure_give_a_finite_score(self):
+        row = release_rows("single_route")[0]
+        for weights in ({"rem": 1e308}, {"rem": float("inf")}, {"rem": float("nan")},
+                        {"rem": 1e-300}, {"rem": -1}, {"rem": "x"}, {"rem": None},
+                        {"rem": True}, {"speed": 1}, [("rem", 1)], "rem=2"):
+            with self.subTest(weights=weights):
+                with self.assertRaises(ValueError):
+                    scoring.weights_of(weights)
+                with self.assertRaises(ValueError):
+                    settings.settings(weights=weights)
+                with self.assertRaises(ValueError):
+                    verl.compute_score("transitlm/single_route", "{}", row, None,
+                                       weights=weights)
+                with self.assertRaises(ValueError):
+                    trl.make_reward("weighted", weights=weights)
+        for failure in (float("nan"), float("inf"), "-inf", "low"):
+            with self.assertRaises(ValueError):
+                settings.settings(failure=failure)
+        # At the bounds, every key weighed to the largest or smallest allowed:
+        # finite, and the same score as unit weights (only ratios count).
+        for bound in (scoring.MIN_WEIGHT, scoring.MAX_WEIGHT):
+            weights = dict.fromkeys(scoring.WEIGHTED, bound)
+            for text in (row["sft_label"], row["generate_results"], "{}", "[1]"):
+                got = scoring.score(text, row, weights=weights)["score"]
+                self.assertAlmostEqual(got, scoring.score(text, row)["score"], places=9)
+        mixed = {"format": scoring.MIN_WEIGHT, "rem": scoring.MAX_WEIGHT, "conn": 0}
+        self.assertTrue(math.isfinite(scoring.score(row["sft_label"], row,
+                                                    weights=mixed)["score"]))
 
     def test_a_broken_row_names_its_field(self):
         row = release_rows("single_route")[0]

@@ -20,6 +20,8 @@ How each trainer hands a prepared row to the adapter (from its sources):
   log_metric=, and every dataset column but "prompt" as a list.
 """
 
+import csv
+import io
 import json
 import os
 import shlex
@@ -32,9 +34,26 @@ from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines,
 from transitlm import csv_rows  # noqa: E402
 from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
 from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
-from transitlm.reward.scoring import score  # noqa: E402
+from transitlm.reward import binding  # noqa: E402
+from transitlm.reward.scoring import network_files, score  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "reward.py")
+
+
+def cells(benchmark, index=0):
+    """The sft_prompt and sft_label cells of a bundled row, as CSV text
+    (prepare judges every row: they must be a row's own)."""
+    row = example_rows(benchmark)[index]
+    handle = io.StringIO()
+    csv.writer(handle, lineterminator="").writerow([row["sft_prompt"], row["sft_label"]])
+    return handle.getvalue()
+
+
+def bundled_binding():
+    """The network keys of a row prepared on the default station file (and
+    the line file beside it): transitlm.reward.binding."""
+    station, _ = network_files()
+    return binding.row_fields(station, os.path.join(os.path.dirname(station), "line_info.csv"))
 
 
 class PreparedTestCase(unittest.TestCase):
@@ -108,9 +127,9 @@ class LayoutTest(PreparedTestCase):
         self.row = example_rows("personalized")[2]
 
     def expected_row(self):
-        return {"index_id": self.row["index_id"], "task_id": "personalized",
-                "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
-                "sft_label": self.row["sft_label"]}
+        return dict({"index_id": self.row["index_id"], "task_id": "personalized",
+                     "req_type": self.row["req_type"], "sft_prompt": self.row["sft_prompt"],
+                     "sft_label": self.row["sft_label"]}, **bundled_binding())
 
     def messages(self):
         return [{"role": "system", "content": self.row["system_prompt"]},
@@ -131,7 +150,8 @@ class LayoutTest(PreparedTestCase):
         line = self.prepared(self.source, "openrlhf")[2]
         self.assertEqual(line, {"input": self.messages(),
                                 "label": json.dumps(self.expected_row(), ensure_ascii=False),
-                                "index_id": self.row["index_id"]})
+                                "index_id": self.row["index_id"],
+                                "datasource": "transitlm/personalized"})
 
     def test_trl(self):
         line = self.prepared(self.source, "trl")[2]
@@ -140,13 +160,77 @@ class LayoutTest(PreparedTestCase):
     def test_the_release_columns_are_kept_and_others_left_out(self):
         source = self.write_csv("rows.csv", (
             "task_id,req_type,adcode,indexid,sft_prompt,sft_label,generate_results\n"
-            "benchmark2-train,8,440300,a1,P,L,G\n"))
+            "benchmark2-train,8,440300,a1,%s,G\n" % cells("personalized")))
         line = self.prepared(source, "trl")[0]
+        row = example_rows("personalized")[0]
         self.assertEqual(line, {"prompt": [
             {"role": "system", "content": benchmark_system_prompt("personalized")},
-            {"role": "user", "content": "P"}], "index_id": "a1",
-            "task_id": "benchmark2-train", "req_type": "8", "sft_prompt": "P",
-            "sft_label": "L"})
+            {"role": "user", "content": row["sft_prompt"]}], "index_id": "a1",
+            "task_id": "benchmark2-train", "req_type": "8", "sft_prompt": row["sft_prompt"],
+            "sft_label": row["sft_label"], **bundled_binding()})
+
+
+def arrow_type(value):
+    """The type a JSON loader (``datasets``' Arrow schema) gives a value."""
+    if isinstance(value, list):
+        return ["list", sorted({json.dumps(arrow_type(item)) for item in value})]
+    if isinstance(value, dict):
+        return {key: arrow_type(item) for key, item in sorted(value.items())}
+    return type(value).__name__
+
+
+class OneDatasetTest(PreparedTestCase):
+    """The four benchmarks' files load as one dataset: the same fields, of
+    the same types, on every line of every file (a field missing from one
+    file, or text in one and a number in another, is datasets' CastError)."""
+
+    def test_trl_and_openrlhf_lines_share_one_schema(self):
+        for layout in ("trl", "openrlhf", "verl"):
+            schemas = {}
+            sources = {}
+            for benchmark, name in sorted(EXAMPLE_FILES.items()):
+                for line in self.prepared(os.path.join(REPO, "data", name), layout):
+                    schemas.setdefault(json.dumps(arrow_type(line), sort_keys=True), benchmark)
+                    sources.setdefault(line.get("datasource"), set()).add(benchmark)
+            self.assertEqual(len(schemas), 1, (layout, schemas))
+            if layout == "trl":
+                self.assertEqual(sorted(json.loads(list(schemas)[0])), [
+                    "index_id", "network_line_info", "network_line_sha256", "network_station_info",
+                    "network_station_sha256", "prompt", "req_type", "sft_label", "sft_prompt",
+                    "task_id"])
+            if layout == "openrlhf":
+                self.assertEqual(sources, {"transitlm/" + b: {b} for b in EXAMPLE_FILES})
+
+
+class BrokenRowTest(PreparedTestCase):
+    """Every row is judged once with its own label: one nothing can be scored
+    against stops prepare with one line naming the row and the field."""
+
+    def test_a_broken_row_exits_2_naming_it(self):
+        header = "index_id,task_id,req_type,sft_prompt,sft_label\n"
+        good = "a,benchmark2-train,2,%s\n" % cells("personalized")
+        row = example_rows("personalized")[1]
+        deep = "[" * 150 + "]" * 150
+        cases = [("sft_label", [row["sft_prompt"], deep]),
+                 ("sft_prompt", ['{"start": %s}' % deep, row["sft_label"]]),
+                 ("sft_label", [row["sft_prompt"], "{not json"]),
+                 ("sft_label", [row["sft_prompt"], " "]),
+                 ("req_type", [row["sft_prompt"], row["sft_label"]])]
+        for number, (field, (prompt, label)) in enumerate(cases):
+            with self.subTest(field=field, number=number):
+                handle = io.StringIO()
+                csv.writer(handle, lineterminator="\n").writerow(
+                    ["b", "benchmark2-train", "2.5" if field == "req_type" else "5", prompt,
+                     label])
+                source = self.write_csv("broken%d.csv" % number,
+                                        header + good + handle.getvalue())
+                out = self.path("out%d.jsonl" % number)
+                status, text, err = run_reward(["prepare", "--input", source, "--format",
+                                                "trl", "--out", out])
+                self.assertEqual((status, text), (2, ""), err)
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn("row 2 (index_id b): the row's %s" % field, err)
+                self.assertFalse(os.path.exists(out))
 
 
 class BenchmarkOfRowTest(PreparedTestCase):
@@ -159,11 +243,13 @@ class BenchmarkOfRowTest(PreparedTestCase):
                 for line in self.prepared(self.write_csv(name, text), "verl", **options)]
 
     def test_the_order(self):
-        rows = self.HEADER + "a,benchmark3-train,P,L\nb,,P,L\n"
+        rows = self.HEADER + "a,benchmark3-train,%s\nb,,%s\n" % (cells("diversity"),
+                                                                  cells("single_route"))
         self.assertEqual(self.benchmarks("benchmark1_rows.csv", rows),
                          ["diversity", "single_route"])
-        self.assertEqual(self.benchmarks("rows.csv", self.HEADER + "a,,P,L\n",
-                                         benchmark="general_llm"), ["general_llm"])
+        self.assertEqual(self.benchmarks("rows.csv", self.HEADER + "a,,%s\n"
+                                         % cells("general_llm"), benchmark="general_llm"),
+                         ["general_llm"])
         lines = self.prepared(self.path("benchmark1_rows.csv"), "verl")
         self.assertEqual([json.loads(line["reward_model"]["ground_truth"])["task_id"]
                           for line in lines], ["benchmark3-train", "single_route"])
@@ -175,8 +261,8 @@ class BenchmarkOfRowTest(PreparedTestCase):
                   {"benchmark": "single_route"},
                   "row 1: task_id 'benchmark3-train' names diversity, not --benchmark "
                   "single_route"),
-                 ("benchmark1.csv", self.HEADER + "a,,P,L\nb,bench,P,L\n", {},
-                  "row 2: task_id 'bench' names no benchmark"),
+                 ("benchmark1.csv", self.HEADER + "a,,%s\nb,bench,P,L\n"
+                  % cells("single_route"), {}, "row 2: task_id 'bench' names no benchmark"),
                  ("rows.csv", self.HEADER + "a,benchmark2-test,P,L\n", {},
                   "lacks the req_type column")]
         for name, text, options, words in cases:
@@ -193,7 +279,7 @@ class SystemPromptTest(PreparedTestCase):
     def test_a_row_without_one_gets_its_benchmarks(self):
         source = self.write_csv("transit-lm-benchmark3-test.csv", (
             "index_id,system_prompt,sft_prompt,sft_label\n"
-            "a,,P,L\nb,Be brief.,Q,M\nc, ,R,N\n"))
+            "a,,%s\nb,Be brief.,%s\nc, ,%s\n" % tuple(cells("diversity", i) for i in range(3))))
         lines = self.prepared(source, "openrlhf")
         self.assertEqual([line["input"][0]["content"] for line in lines],
                          [benchmark_system_prompt("diversity"), "Be brief.",

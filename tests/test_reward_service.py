@@ -10,7 +10,9 @@ OpenRLHF's side of the exchange, as its sources have it
 (openrlhf/utils/agent.py, SingleTurnAgentExecutor.execute): one POST per
 sample, ``{"query": [query], "prompts": [prompt], "labels": [label]}``, the
 query being the templated prompt and the response decoded with its special
-tokens; the servers after the first get empty lists; the reply's
+tokens; given several URLs, 0.11.2 sends each request to the next in turn
+(SingleTurnAgentExecutor._fetch_rewards_via_http; 0.11.0 sent the servers
+after the first empty lists, still answered); the reply's
 ``rewards``, ``scores`` and ``extra_logs`` (numbers only) are read
 (openrlhf/trainer/ppo_utils/samples_generator.py)."""
 
@@ -127,6 +129,19 @@ class AnswerTest(RewardServerTestCase):
         self.assertEqual(status, 200, payload)
         self.assertEqual(payload, self.expected(rows))
 
+    def test_labels_as_a_dataframe_holds_them(self):
+        rows = labelled_rows("personalized", 4)
+        body = body_of(rows)
+        labels = []
+        for label in body["labels"]:
+            row = json.loads(label)
+            labels.append(dict(row, req_type=int(row["req_type"]),
+                               sft_label=json.loads(row["sft_label"]),
+                               sft_prompt=json.loads(row["sft_prompt"])))
+        status, _, payload = self.request("POST", REWARD, dict(body, labels=labels))
+        self.assertEqual(status, 200, payload)
+        self.assertEqual(payload, self.expected(rows))
+
     def test_a_completion_never_fails_a_request(self):
         query, prompt, label = labelled_rows("single_route", 1)[0]
         odd = ["", "<think>still thinking", "NaN", '{"a": ' * 5000, "[" * 200000,
@@ -179,6 +194,47 @@ class SettingsTest(RewardServerTestCase):
                           health["weights"]), ("paper", "gated", -1.0, {"rem": 3.0}))
 
 
+class StrictJsonTest(RewardServerTestCase):
+    """Every answer is strict JSON: the largest weights and failure score
+    allowed give finite numbers, and a number that is not finite would be a
+    500 naming it, never ``NaN`` in a body."""
+
+    SETTINGS = {"weights": dict.fromkeys(("format", "conn", "sg", "dp", "lo", "sso", "rem",
+                                          "ea", "pc", "rd"), 1e6), "failure": -1e300}
+
+    def raw_post(self, rows):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.request("POST", REWARD, body=json.dumps(body_of(rows)).encode("ascii"))
+            response = conn.getresponse()
+            return response.status, strict_loads(response.read())
+        finally:
+            conn.close()
+
+    def test_extreme_settings_give_finite_numbers(self):
+        rows = mixed_rows()
+        rows.append((rows[0][1] + "{}", rows[0][1], rows[0][2]))
+        status, payload = self.raw_post(rows)
+        self.assertEqual(status, 200, payload)
+        self.assertEqual(payload, self.expected(rows))
+        self.assertEqual(payload["rewards"][0], 1.0)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        self.addCleanup(conn.close)
+        conn.request("GET", "/healthz")
+        self.assertEqual(strict_loads(conn.getresponse().read())["weights"]["rem"], 1e6)
+
+    def test_a_number_that_is_not_finite_is_a_500(self):
+        def nan_reward(queries, prompts, labels, **options):
+            return {"rewards": [float("nan")], "scores": [0.0], "extra_logs": {}}
+        self.addCleanup(setattr, service, "reward_func", service.reward_func)
+        service.reward_func = nan_reward
+        status, payload = self.raw_post(labelled_rows("single_route", 1))
+        self.assertEqual(status, 500)
+        self.assertIn("rewards[0] is nan, not a finite number", payload["error"])
+        with self.assertRaises(ValueError):
+            json_service.encode_json({"x": float("inf")})
+
+
 class MissingLineFileTest(RewardServerTestCase):
     """A network without a line file: general-LLM rows cannot be scored, the
     others can; said at start-up and in a 500 naming the file."""
@@ -200,6 +256,13 @@ class MissingLineFileTest(RewardServerTestCase):
         status, _, payload = self.request("POST", REWARD,
                                           body_of(labelled_rows("single_route", 1)))
         self.assertEqual(status, 200, payload)
+
+
+def strict_loads(raw):
+    """json.loads refusing NaN and Infinity, as every JSON parser but Python's does."""
+    def refuse(constant):
+        raise ValueError("not JSON: %s" % constant)
+    return json.loads(raw.decode("ascii"), parse_constant=refuse)
 
 
 class BadRequestTest(RewardServerTestCase):
@@ -244,7 +307,14 @@ class BadRequestTest(RewardServerTestCase):
                   ("sft_prompt", dict(row, sft_prompt='{"query": "q"}'), "sft_prompt"),
                   ("req_type", dict(row, req_type="often"), "req_type"),
                   ("task_id", dict(row, task_id="benchmark9"), "task_id"),
-                  ("not a row", 17, "int")]
+                  ("not a row", 17, "int"),
+                  # Issue 38: the row's own faults, never the completion's.
+                  ("deep label", dict(row, sft_label="[" * 150 + "]" * 150), "sft_label"),
+                  ("deep prompt", dict(row, sft_prompt='{"start": ' + "[" * 150 + "]" * 150 + "}"),
+                   "sft_prompt"),
+                  ("no label", {k: v for k, v in row.items() if k != "sft_label"},
+                   "sft_label"),
+                  ("fractional req_type", dict(row, req_type=2.5), "req_type")]
         for name, label, words in broken:
             with self.subTest(name):
                 rows = list(good)
@@ -436,6 +506,8 @@ class ScriptTest(unittest.TestCase):
                  ([], {"TRANSITLM_REWARD_SHAPING": "steep"}, "$TRANSITLM_REWARD_SHAPING: "),
                  (["--weights", "rem=3,speed=1"], {}, "unknown weight 'speed'"),
                  (["--weights", "rem"], {}, "KEY=NUMBER"),
+                 (["--weights", "rem=1e308"], {}, "weight rem must be 0 or a number from"),
+                 (["--failure", "inf"], {}, "--failure: the failure score must be a finite"),
                  (["--station_info", "missing.csv"], {}, "missing.csv"),
                  (["--station_info", station, "--benchmark", "general_llm"], {},
                   "no line file beside the station file"),

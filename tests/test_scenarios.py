@@ -10,7 +10,7 @@ import unittest
 
 from tests.support import (common, east, evaluate_to_files, prompt, route, write_samples,
                            write_station_file)
-from personalized.evaluate import Personalized, preference_compliance, transfers
+from personalized.evaluate import Personalized, parse_req_type, preference_compliance, transfers
 from diversity.evaluate import Diversity, best_match, present_routes, route_diversity
 from single_route.evaluate import SingleRoute
 
@@ -73,6 +73,15 @@ class Preferences(unittest.TestCase):
     def test_unknown_type_is_compliant(self):
         self.assertTrue(self.verdict(3, {}, {}))
         self.assertTrue(self.verdict(0, {}, {}))
+
+
+class ReqTypeCells(unittest.TestCase):
+    def test_a_req_type_cell_given_as_a_number_reads_as_its_digits(self):
+        # The Python API's rows as pandas or parquet give them: 2, 2.0, NaN, None.
+        for cell, expected in (("2", 2), (" 7 ", 7), ("", 0), (None, 0), (2, 2), (2.0, 2),
+                               (float("nan"), 0), (2.5, None), ("x", None), (True, None),
+                               ([2], None)):
+            self.assertEqual(parse_req_type(cell), expected, repr(cell))
 
 
 class CsvCase(object):

@@ -14,7 +14,9 @@ scripts and commands -> this package -> ``common``):
   (the evaluator's HTML page and what pages share);
 - shared by every tool: ``exit_status`` (exit statuses, Ctrl-C and SIGTERM),
   ``terminal`` (escaping for a terminal, the progress line), ``http_client``
-  (requests bounded by a deadline), ``bounded_json``;
+  (requests bounded by a deadline), ``bounded_json``, ``prompts`` (a row's
+  chat messages, one rule for generate.py, harness.py and reward.py, and the
+  record of a run's prompt the signature names);
 - ``compare/``: everything compare.py runs (docs/comparison.md);
 - ``generate/``: everything generate.py runs (docs/model-runner.md);
 - ``networks/``: the GTFS importer, fares, the router behind every label, the

@@ -9,7 +9,7 @@ import os
 from transitlm.catalog import DATA_DIR, load_benchmark
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
-    DETAILS_JSONL, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs)
+    DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs)
 from transitlm.provenance import (
     check_run_folder, command_line, read_generation, run_json, run_record)
 from transitlm.reports import (
@@ -50,10 +50,13 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     return report, records
 
 
-def write_run_folder(folder, report, records, overwrite=False, command=None, generation=None):
+def write_run_folder(folder, report, records, overwrite=False, command=None, generation=None,
+                     network=None, html_rows=500):
     """Write a run folder from a report and its records (as evaluate() returns
     them): every file through a temporary name, renamed when all are written;
-    a failure leaves no file and no folder it created."""
+    a failure leaves no file and no folder it created.  With ``network`` (the
+    run's StationNetwork) the folder gets the evaluator's page, report.html,
+    as the CLI's --out writes it."""
     check_run_folder(folder, overwrite, api=True)
     benchmark = load_benchmark(report["benchmark"])
     with Outputs() as outputs:
@@ -71,3 +74,8 @@ def write_run_folder(folder, report, records, overwrite=False, command=None, gen
         record = run_record(report, command if command is not None else command_line(),
                             generation)
         outputs.write(os.path.join(folder, RUN_JSON), run_json(record))
+        if network is not None:
+            from transitlm.pages import evaluator_page
+            details.handle.flush()
+            outputs.write(os.path.join(folder, REPORT_HTML),
+                          evaluator_page(report, details.temp, network, html_rows))

@@ -57,6 +57,10 @@ def build_parser(benchmark):
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
                         help="reference: the published evaluator's rules, quirks included "
                              "(default); paper: the TransitLM paper's definitions")
+    parser.add_argument("--allow_foreign_network", action="store_true",
+                        help="score even when most of the labels' stations are not in the "
+                             "station file, or the network.json beside the test file names "
+                             "another network (recorded in the report and run.json)")
     parser.add_argument("--out", metavar="DIR",
                         help="write a run folder: DIR/report.json, DIR/details.jsonl, "
                              "DIR/report.txt, DIR/report.html and DIR/run.json (who made "

@@ -13,9 +13,11 @@ import sys
 from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
-from transitlm import workers
+from transitlm import network_check, workers
 from transitlm.answers import read_answer
 from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
+from transitlm.prompts import run_prompt
+from transitlm.provenance import read_generation
 from transitlm.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
 from transitlm.catalog import benchmark_info, station_file
@@ -28,6 +30,8 @@ from transitlm.terminal import Progress
 # still in the CPU's caches when its rows are judged (32 rows take about 2 %
 # less time than 256).  A scenario may set its own (Benchmark.batch_rows).
 BATCH_ROWS = 32
+# The rows whose labels the network check looks at (network_check).
+_SAMPLE_HEAD, _SAMPLE_STRIDE = network_check.SAMPLE_HEAD, network_check.SAMPLE_STRIDE
 
 
 class Benchmark(object):
@@ -127,6 +131,12 @@ class Benchmark(object):
         """Lines for the report's warnings (after the run)."""
         return []
 
+    def label_station_names(self, context):
+        """The station names a label's names are matched against, for the
+        network check (transitlm.network_check), when routes name stations:
+        None = the station file's station_name column."""
+        return None
+
 
 class Options(object):
     """What a run depends on besides its rows: the CLI's flags or the API's keywords.
@@ -136,7 +146,8 @@ class Options(object):
 
     DEFAULTS = {"input": None, "input_field": "generate_results", "predictions": None,
                 "strict_json": False, "sample_count": None, "station_info": None,
-                "protocol": "reference", "workers": 1, "quiet": True}
+                "protocol": "reference", "workers": 1, "quiet": True,
+                network_check.FLAG: False}
     # Options that can change a figure or the row set: recorded in the report.
     FIGURE_OPTIONS = ("protocol", "input_field", "sample_count", "strict_json")
 
@@ -199,8 +210,14 @@ class Context(object):
         # rows), read as a model writes it (transitlm.answers), not cells of
         # a release file, read as the published evaluator reads them.
         self.model_text = bool(options.predictions)
+        # The labels' stations counted against the network as rows go by
+        # (transitlm.network_check); None where nobody asks (the reward).
+        self.label_stations = None
 
     def count(self, key, amount=1):
+        if type(amount) is set:        # a set of what was seen (network_check)
+            self.tally.setdefault(key, set()).update(amount)
+            return
         self.tally[key] = self.tally.get(key, 0) + amount
 
 
@@ -227,6 +244,8 @@ class RowJudge(object):
         self.empty_is_no_response = (benchmark.empty_prediction_is_no_response
                                      or context.model_text)
         self.in_funnel = benchmark.in_funnel_default(context.protocol)
+        # The network check's label stations (network_check), or None.
+        self.label_stations = context.label_stations
 
     def _not_evaluated(self, sample, message, status="error", code=None, prompt=None):
         record = error_record(sample, message, self.in_funnel, status, code, prompt)
@@ -261,6 +280,10 @@ class RowJudge(object):
             return self._not_evaluated(sample, "empty prediction", NO_RESPONSE, prompt=prompt)
         try:
             label = decode_json(sample.label, "sft_label", code="invalid_label")
+            stations = self.label_stations
+            if stations is not None and (sample.row <= _SAMPLE_HEAD
+                                         or not sample.row % _SAMPLE_STRIDE):
+                stations.add(label)
             if self.strict and sample.prediction == sample.label:
                 # The label's very text (a model that got it right): the same
                 # JSON, decoded once and shared (decoded values are never
@@ -396,6 +419,10 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     protocol = PROTOCOLS[options.protocol]
     station_path = station_file(options.station_info)
     prediction_column = None if options.predictions else options.input_field
+    # What the answers were asked (transitlm.prompts): none for the labels,
+    # else what generate.py recorded beside a predictions file.
+    prompt = run_prompt(prediction_column == "sft_label",
+                        read_generation(options.predictions) if options.predictions else None)
     warnings = []
     worker_count = options.workers or os.cpu_count() or 1
     if rows is not None:
@@ -415,7 +442,9 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         context = Context(options, protocol, network)
         context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
-        aggregate = Aggregate(benchmark, protocol)
+        checked = _network_checks(benchmark, options, context, rows is None)
+        # The labels scored as answers: rows by failure code (the labels check).
+        aggregate = Aggregate(benchmark, protocol, count_codes=prediction_column == "sft_label")
         sinks = sinks_for(aggregate)
         context.route_drawings = sinks.details is not None or sinks.collect is not None
         samples = iter(source)
@@ -466,7 +495,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     inputs = {"input": options.input if rows is None else "<rows>",
               "input_field": options.input_field, "predictions": options.predictions,
               "station_info": station_path, "line_info": None,
-              "options": options.recorded(), "sha256": sha}
+              "options": options.recorded(), "sha256": sha, "prompt": prompt}
     inputs.update(benchmark.inputs(context))
     sha.update(benchmark.input_hashes(context))
     notes = {}
@@ -479,10 +508,35 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         sha["predictions"] = predictions.sha256
         notes["predictions_join"] = predictions.statistics()
         warnings.extend(predictions.warnings())
+    checked["verdict"] = context.label_stations.verdict(
+        station_path, context.tally.pop(network_check.TALLY_STATIONS, set()))
+    network_warnings = checked["warnings"] + network_check.enforce(
+        checked["verdict"], checked["allowed"], options.flag(network_check.FLAG))
     notes.update(sorted(context.tally.items()))
     warnings.extend(benchmark.warnings(context))
+    warnings.extend(network_warnings)
+    inputs["network_check"] = dict(checked["verdict"].as_json(), allowed=checked["allowed"])
     report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
     return report, sinks, network
+
+
+def _network_checks(benchmark, options, context, from_file):
+    """Before any row: the network record beside the test file against the
+    files given (InputError unless allowed); then the labels' stations are
+    counted as the rows go by (judged by tally_verdict after them)."""
+    allowed = bool(getattr(options, network_check.FLAG))
+    flag = options.flag(network_check.FLAG)
+    warnings = []
+    if from_file:
+        line_path = getattr(benchmark, "line_info_path", None)
+        line_sha = network_check.cached_sha256(line_path) if line_path else None
+        warnings = network_check.enforce(
+            network_check.record_verdict(options.input, context.network.sha256, line_sha),
+            allowed, flag)
+    context.label_stations = network_check.LabelStations(
+        context.network, benchmark.station_names, tally=context,
+        names=benchmark.label_station_names(context) if benchmark.station_names else None)
+    return {"allowed": allowed, "warnings": warnings}
 
 
 def _counted(iterable):

@@ -498,8 +498,11 @@ class JsonHandler(BaseHTTPRequestHandler):
 
 def encode_json(payload):
     """JSON bytes of an answer.  ASCII escapes: a lone surrogate echoed from a
-    request or a data file is written as ``\\ud800``, never a UTF-8 error."""
-    return json.dumps(payload, ensure_ascii=True).encode("ascii")
+    request or a data file is written as ``\\ud800``, never a UTF-8 error.
+    Strict JSON: a NaN or infinite number raises ValueError (a route's answer
+    then becomes a 500 naming it) rather than going out as ``NaN``, which no
+    JSON parser but Python's reads."""
+    return json.dumps(payload, ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
 def body_framing(headers, version="HTTP/1.1", max_body_bytes=MAX_BODY_BYTES):

@@ -63,7 +63,10 @@ def run_record(report, command, generation=None, now=None):
             "python": platform.python_version(),
             "benchmark": report.get("benchmark"),
             "protocol": report.get("protocol"),
-            "generation": generation}
+            "generation": generation,
+            # The labels' stations in the station file, and whether the run
+            # was scored anyway on another network (transitlm.network_check).
+            "network_check": (report.get("inputs") or {}).get("network_check")}
 
 
 def run_json(record):

@@ -198,9 +198,10 @@ class FunnelTotals(object):
     _overlap_values = operator.itemgetter(*_OVERLAP_SUM_KEYS)
     _accuracy_values = operator.itemgetter(*_ACCURACY_SUM_KEYS)
 
-    def __init__(self):
+    def __init__(self, count_codes=False):
         self.status = {"evaluated": 0, "error": 0, "no_response": 0}
         self.failed = 0                 # rows with a failure code (row_failed)
+        self.codes = {} if count_codes else None   # rows by failure code (a labels run)
         self.entered = 0
         self.reachable = 0
         self.grounded = 0
@@ -214,7 +215,11 @@ class FunnelTotals(object):
 
     def add(self, record):
         self.status[record["status"]] += 1
-        self.failed += row_failed(record)
+        if row_failed(record):
+            self.failed += 1
+            if self.codes is not None:
+                for code in failure_codes(record):
+                    self.codes[code] = self.codes.get(code, 0) + 1
         if not record.get("in_funnel"):
             return
         self.entered += 1
@@ -371,10 +376,11 @@ class Aggregate(object):
     order: every number is then added in the same order as by one process.
     """
 
-    def __init__(self, benchmark, protocol, deferred=False):
+    def __init__(self, benchmark, protocol, deferred=False, count_codes=False):
         self.benchmark = benchmark
         self.protocol = protocol
-        self.funnel = FunnelTotals()
+        self.count_codes = count_codes   # rows by failure code, for the labels check
+        self.funnel = FunnelTotals(count_codes)
         self.scenario = benchmark.totals(protocol)
         if deferred:
             for totals in (self.funnel, self.scenario):
@@ -389,7 +395,8 @@ class Aggregate(object):
 
     def deferred(self):
         """A new, empty deferred Aggregate of the same benchmark (for a worker's chunk)."""
-        return Aggregate(self.benchmark, self.protocol, deferred=True)
+        return Aggregate(self.benchmark, self.protocol, deferred=True,
+                         count_codes=self.count_codes)
 
     def state(self):
         """What a deferred Aggregate added, picklable, for merge()."""
@@ -412,6 +419,8 @@ class Aggregate(object):
                 else:
                     figures[key] = section
         figures["metrics"] = metrics_block(rounds, figures.get("diversity"))
+        if self.funnel.codes is not None:
+            figures["failure_codes"] = dict(sorted(self.funnel.codes.items()))
         return figures
 
 

@@ -11,6 +11,7 @@ import re
 
 from common import TRANSFER_DISTANCE_TOLERANCE_KM, VERSION
 from transitlm.catalog import METRICS
+from transitlm.prompts import signature_part
 from transitlm.records import NO_RESPONSE, failure_codes, row_failed
 from transitlm.terminal import BIDI_CONTROLS, encodable, printable
 
@@ -354,21 +355,27 @@ def short_hash(hex_digest):
 
 def signature_line(report):
     """One line naming what makes two runs' figures comparable (as sacreBLEU's
-    signature): transitlm:1.3.0|single_route|protocol:reference|
-    field:generate_results|rows:38|stations:889a5dbf|input:da737ae5, plus lines,
+    signature): transitlm:1.3.0|single_route|protocol:reference|rows:38|
+    stations:889a5dbf|input:da737ae5|prompt:column#ab12cd34, plus lines,
     service and any figure option that is not at its default.
 
-    It names the test, not the model: two models scored on the same test file
-    and station file share it.  The predictions' hash is in
+    It names the test and the question, not the model: two models scored on
+    the same test file and station file, asked with the same system prompts,
+    share it.  The prompt part (transitlm.prompts.signature_part) is
+    ``prompt:none`` for the labels scored as answers and ``prompt:unknown``
+    when nothing records it; compare.py compares it only between runs that
+    name one.  The input field (which column was scored) is provenance,
+    ``inputs.input_field``, not part of it; the predictions' hash is in
     ``inputs.sha256.predictions``."""
     inputs = report["inputs"]
     sha = inputs["sha256"]
     options = inputs["options"]
     parts = ["transitlm:" + report["version"], report["benchmark"],
-             "protocol:" + report["protocol"], "field:" + options["input_field"],
+             "protocol:" + report["protocol"],
              "rows:%d" % report["counts"]["samples"],
              "stations:" + short_hash(sha.get("station_info")),
-             "input:" + short_hash(sha.get("input"))]
+             "input:" + short_hash(sha.get("input")),
+             signature_part(inputs.get("prompt"))]
     if sha.get("line_info"):
         parts.append("lines:" + short_hash(sha["line_info"]))
     if inputs.get("api_url"):
@@ -381,11 +388,86 @@ def signature_line(report):
     return "|".join(parts)
 
 
+# -- the labels check -----------------------------------------------------------
+#
+# Scoring the labels as answers (--input_field sft_label) is a sanity check:
+# a label that fails its own check is the test file, the station file or a
+# rule of the protocol disagreeing, never a model.  Why a label can fail, by
+# failure code (the codes the labels of a well-made file can carry first).
+
+LABEL_FAILURE_WHY = {
+    "reachability.count_mismatch":
+        "a one-line label lists every station it passes; the published rules (--protocol "
+        "reference) send that list as it is, and the route-eval check wants one boarding and "
+        "one alighting name per line, so the intermediate stations cannot be matched "
+        "(--protocol paper trims the list to its first and last name)",
+    "preference.no_subway":
+        "the label's route is judged to use the subway by its line names (reference: a name "
+        "holding 地铁 or 号线, such as a bus line ending at a metro station)",
+    "preference.bus_first":
+        "the label's route has no bus leg, by its line names",
+    "reachability.unknown_station":
+        "a station of the label is not in the station file: is --station_info the network "
+        "this file was built on?",
+    "reachability.broken_hop":
+        "two consecutive stations of the label are not one hop apart in the station file: is "
+        "--station_info the network this file was built on?",
+    "reachability.unknown_line":
+        "a line of the label is not in the line file: is --line_info this file's?",
+    "error.invalid_label": "the label cell is not a route the evaluator can read",
+}
+LABEL_FAILURE_OTHER = ("the label fails a check of its own: the file, the network or a rule "
+                       "disagree; the rows are listed with their reasons")
+
+
+def labels_check(report, codes):
+    """report.json's ``labels_check`` of a run of the labels: how many fail,
+    and by failure code how many rows and why."""
+    counts = report["counts"]
+    return {"labels": counts["samples"], "failing": counts["failed"],
+            "by_code": {code: {"rows": rows, "why": LABEL_FAILURE_WHY.get(code,
+                                                                         LABEL_FAILURE_OTHER)}
+                        for code, rows in sorted(codes.items())}}
+
+
+def labels_check_lines(report):
+    """The labels check in sentences (text report and page): [] unless the
+    run scored the labels."""
+    check = report.get("labels_check")
+    if not isinstance(check, dict):
+        return []
+    labels, failing = check.get("labels"), check.get("failing")
+    if type(labels) is not int or type(failing) is not int:     # not a report of ours
+        return []
+    if not failing:
+        return ["every one of the %d labels passes every check" % labels]
+    lines = ["%d of %d labels fail their own check (%s): a failing label is the test file, "
+             "the network or a rule of the protocol disagreeing, not a model"
+             % (failing, labels, fmt_pct(failing, labels).strip())]
+    by_code = check.get("by_code")
+    for code, entry in sorted(by_code.items() if isinstance(by_code, dict) else ()):
+        if isinstance(entry, dict) and type(entry.get("rows")) is int:
+            lines.append("%s  %d row(s): %s" % (code, entry["rows"], entry.get("why")))
+    return lines
+
+
+def render_labels_check(out, report):
+    lines = labels_check_lines(report)
+    if lines:
+        out.title("Labels check (the labels scored as answers: a sanity check)")
+        for line in lines:
+            out.text("  " + printable(line))
+
+
 def build_report(benchmark, aggregate, context, inputs, notes, warnings):
     report = {"schema_version": SCHEMA_VERSION, "version": VERSION,
               "benchmark": benchmark.name, "protocol": context.protocol.name,
               "inputs": inputs, "warnings": warnings}
-    report.update(aggregate.figures())
+    figures = aggregate.figures()
+    codes = figures.pop("failure_codes", None)
+    report.update(figures)
+    if codes is not None:
+        report["labels_check"] = labels_check(report, codes)
     if notes:
         report["input_notes"] = notes
     report["signature"] = signature_line(report)
@@ -395,6 +477,7 @@ def build_report(benchmark, aggregate, context, inputs, notes, warnings):
 def render_text_head(benchmark, report):
     out = TextReport()
     render_header(out, report, benchmark.title)
+    render_labels_check(out, report)
     benchmark.render(out, report)
     return out.render()
 

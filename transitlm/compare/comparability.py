@@ -1,16 +1,27 @@
 """What makes the figures of runs comparable (issue 22).
 
 The signature of a report names what its figures depend on: version,
-benchmark, protocol, field, row count and the hashes of the test file and the
-station file (and line file) -- not the predictions.  Reports of an older
-schema carry a ``predictions:<hash>`` part; it is left out here, so two models
-scored on the same test file share one signature whatever the schema.
+benchmark, protocol, row count, the hashes of the test file and the station
+file (and line file), and the prompt the answers were asked with -- not the
+predictions.  Reports of an older schema carry a ``predictions:<hash>`` part;
+it is left out here, so two models scored on the same test file share one
+signature whatever the schema.  Reports of 1.3.0 and older also name the
+scored column (``field:<column>``); later ones leave it to
+``inputs.input_field`` (provenance, not comparability), so the labels and a
+model share a signature too.
+
+The prompt part (transitlm.prompts.signature_part) is compared between the
+runs that name a prompt: ``prompt:none`` (the labels, asked nothing) and
+``prompt:unknown`` (answers whose prompt nothing records) agree with any;
+runs asked different questions do not share a signature, and a note says so.
 
 Whether runs may be compared at all is decided on the full hashes of their
 input files (report.json ``inputs.sha256``), not on the signature's text.
 
 Standard library only; Python 3.8+.
 """
+
+from transitlm.prompts import SIGNATURE_PREFIX, asked
 
 PREDICTIONS_PART = "predictions:"
 
@@ -27,13 +38,56 @@ def comparable_signature(signature):
                     if not part.startswith(PREDICTIONS_PART))
 
 
+def prompt_part(signature):
+    """(the signature without its prompt part, the prompt part or None)."""
+    parts = signature.split("|")
+    prompts = [part for part in parts if part.startswith(SIGNATURE_PREFIX)]
+    return ("|".join(part for part in parts if not part.startswith(SIGNATURE_PREFIX)),
+            prompts[0] if prompts else None)
+
+
 def shared_signature(runs):
     """The comparable signature every run shares, or None when they differ
-    (or a run has none)."""
-    signatures = {comparable_signature(run.report.get("signature")) for run in runs}
-    if len(signatures) == 1:
-        return signatures.pop()
-    return None
+    (or a run has none).  Runs that name no prompt (the labels, answers of
+    unknown prompt) share it with the runs that do; the signature shown is
+    then that of a run that names its prompt."""
+    signatures = [comparable_signature(run.report.get("signature")) for run in runs]
+    if not signatures or None in signatures:
+        return None
+    split = [prompt_part(signature) for signature in signatures]
+    named = set(prompt for _, prompt in split if asked(prompt))
+    if len(set(base for base, _ in split)) != 1 or len(named) > 1:
+        return None
+    for signature, (_, prompt) in zip(signatures, split):
+        if asked(prompt):
+            return signature
+    return signatures[0]
+
+
+def prompt_notes(runs):
+    """Notes on what the runs were asked: different system prompts (named by
+    source and short hash, with their runs), and runs of unknown prompt
+    beside runs of a known one."""
+    by_prompt = {}
+    unknown = []
+    for run in runs:
+        signature = comparable_signature(run.report.get("signature"))
+        prompt = prompt_part(signature)[1] if signature else None
+        if asked(prompt):
+            by_prompt.setdefault(prompt[len(SIGNATURE_PREFIX):], []).append(run.name)
+        elif prompt != SIGNATURE_PREFIX + "none":
+            unknown.append(run.name)
+    notes = []
+    if len(by_prompt) > 1:
+        notes.append("the runs were asked different questions (system prompts %s): their "
+                     "figures differ by model and prompt together"
+                     % ", ".join("%s (%s)" % (prompt, ", ".join(names))
+                                 for prompt, names in by_prompt.items()))
+    if by_prompt and unknown:
+        notes.append("%s record(s) no prompt (predictions without generate.py's settings "
+                     "file): not checked that they were asked what the others were"
+                     % ", ".join(unknown))
+    return notes
 
 
 def short(digest):
@@ -82,6 +136,8 @@ def comparability_notes(runs, allow_different):
             refusal = ("runs %s were scored on different input files (%s): their figures are "
                        "not comparable (--allow_different_inputs compares them anyway)"
                        % (", ".join(names), what))
+    if len(runs) > 1:
+        notes.extend(prompt_notes(runs))
     if unchecked and len(runs) > 1:
         notes.append("%s record(s) no input hashes (report.json inputs.sha256): not checked "
                      "that the runs share their test file and station file"

@@ -23,6 +23,7 @@ import urllib.parse
 from transitlm.bounded_json import loads_bounded
 from transitlm.http_client import (AnswerTooLarge, CannotConnect, KeepAliveClient,
                                    redirect_problem)
+from transitlm.prompts import chat_messages
 
 MAX_ANSWER_BYTES = 16 * 1024 * 1024       # a chat answer larger than this is a failure
 MAX_ERROR_BYTES = 64 * 1024               # of an error answer's body, quoted in a message
@@ -122,22 +123,13 @@ def server_message(body, redactor=NO_REDACTION):
     return one_line(redactor.text(body)) or "(empty answer)"
 
 
-def build_messages(system_prompt, user_prompt):
-    """Chat messages of one row; an empty system prompt sends no system message."""
-    messages = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": user_prompt})
-    return messages
-
-
 def build_body(model, system_prompt, user_prompt, sampling, extra_body):
     """The chat-completions request body of one row.
 
     ``sampling`` holds temperature and, when given, max_tokens and top_p;
     ``extra_body`` (server-specific fields) is merged last and wins.
     """
-    body = {"model": model, "messages": build_messages(system_prompt, user_prompt),
+    body = {"model": model, "messages": chat_messages(system_prompt, user_prompt),
             "stream": False}
     for key in ("temperature", "max_tokens", "top_p"):
         if sampling.get(key) is not None:

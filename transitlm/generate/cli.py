@@ -19,18 +19,19 @@ import time
 from common import VERSION, InputError, file_sha256
 from transitlm.bounded_json import loads_bounded
 from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
-from transitlm.csv_rows import MAX_ROW_CHARS
 from transitlm.generate.chat import (ChatTransport, Redactor, build_body, chat_url,
                                      request_headers, thinking_off)
 from transitlm.generate.settings import settings_record
 from transitlm.generate.resume import OutputGuard, check_paths
 from transitlm.generate.runner import (LineWriter, OutputState, ProgressLine, Run, Settings,
                                        UsageError, compact_output, drop_partial_line,
-                                       infer_benchmark, input_notes, output_summary,
-                                       pending_rows, read_output_state, run_dir_for,
-                                       scan_input, summary_lines)
+                                       infer_benchmark, input_notes, input_prompts,
+                                       output_summary, pending_rows, prompt_note,
+                                       read_output_state, run_dir_for, scan_input,
+                                       summary_lines)
 from transitlm.generate.waits import BACKOFF_BASE_S, BACKOFF_CAP_S
 from transitlm.http_client import origin
+from transitlm.prompts import read_prompt_file
 from transitlm.provenance import without_credentials
 from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
                                    interrupted_status)
@@ -95,7 +96,9 @@ def build_parser():
                              "record this command's settings for it and continue")
     parser.add_argument("--system_prompt_file", metavar="PATH",
                         help="system prompt for every row instead of the system_prompt "
-                             "column (UTF-8 text)")
+                             "column (UTF-8 text; an empty file sends none). Without it a "
+                             "row without a system_prompt cell gets the benchmark's "
+                             "default prompt")
     parser.add_argument("--temperature", type=_number, default=0.0,
                         help="sampling temperature (default 0)")
     parser.add_argument("--max_tokens", type=positive_int, metavar="N",
@@ -154,6 +157,10 @@ def build_parser():
     parser.add_argument("--line_info", metavar="CSV",
                         help="--evaluate, general LLM: line file (default: the one beside "
                              "the station file)")
+    parser.add_argument("--allow_foreign_network", action="store_true",
+                        help="--evaluate: score even when the test file's labels name "
+                             "stations the station file lacks (the evaluator's flag); "
+                             "otherwise such a file is refused before anything is asked")
     return parser
 
 
@@ -180,19 +187,11 @@ def parse_extra_body(text, no_thinking=False):
 
 
 def read_system_prompt(path):
-    """The text of --system_prompt_file, at most MAX_ROW_CHARS characters."""
+    """The text of --system_prompt_file (transitlm.prompts.read_prompt_file)."""
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read(MAX_ROW_CHARS + 1)
-    except OSError as exc:
-        raise UsageError("cannot read --system_prompt_file %s: %s"
-                         % (path, exc.strerror or exc))
-    except UnicodeDecodeError:
-        raise UsageError("--system_prompt_file %s is not UTF-8 text" % path)
-    if len(text) > MAX_ROW_CHARS:
-        raise UsageError("--system_prompt_file %s holds more than %d characters"
-                         % (path, MAX_ROW_CHARS))
-    return text
+        return read_prompt_file(path)
+    except InputError as exc:
+        raise UsageError(str(exc))
 
 
 def dry_run_text(url, headers, body, key_env, row_text, key_state="is not set"):
@@ -224,6 +223,8 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
         command += ["--station_info", args.station_info]
     if args.line_info and benchmark == "general_llm":
         command += ["--line_info", args.line_info]
+    if getattr(args, "allow_foreign_network", False):
+        command.append("--allow_foreign_network")
     return command
 
 
@@ -296,15 +297,25 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     scan = scan_input(args.input, args.sample_count)
     if not scan.ids:
         raise UsageError("input file %s has no row with an id: nothing to ask" % args.input)
+    # Whose default system prompt a row without one gets (transitlm.prompts).
+    benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
+        else infer_benchmark(args.input, scan)
+    prompts = input_prompts(args.input, benchmark, system_override)
     guard = None
     state = OutputState()
     if args.out:
         record = settings_record(args.model, args.api_url, system_override, args.temperature,
                                  args.top_p, args.max_tokens, extra_body,
-                                 _input_sha256(args.input), VERSION)
+                                 _input_sha256(args.input), VERSION, prompts.record())
         guard = OutputGuard(args.out, redactor.value(record), args.restart, args.adopt)
         state = guard.check()
-    notes = input_notes(scan, system_override is not None)
+    notes = input_notes(scan)
+    note = prompt_note(scan, prompts, benchmark, why)
+    if note:
+        notes.append(note)
+    if args.evaluate:
+        # Refused now, not after every row was asked: the evaluator's check.
+        notes += _network_notes(args, scan)
     if key is None and key_state == "is empty":
         notes.append("$%s is set but empty: requests carry no Authorization header" % key_env)
     for note in notes:
@@ -323,7 +334,7 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
 
     if args.dry_run:
         return _dry_run(args, settings, state, total, todo, key_env, extra_body,
-                        system_override, stdout, key_state)
+                        benchmark, system_override, stdout, key_state)
 
     transport = transport or ChatTransport(args.timeout, redactor=redactor)
     run_ = Run(settings, transport, None, args.concurrency, args.rate_limit, sleep=sleep,
@@ -337,7 +348,7 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
         writer = run_.writer = LineWriter(args.out, redactor)
         progress = ProgressLine(todo, run_.stats, stderr) if stderr.isatty() else None
         status = _execute(args, run_, writer, progress, state, total, skipped, kept_errors,
-                          todo, stdout, stderr)
+                          todo, stdout, stderr, benchmark, system_override)
         complete = status is None
         if writer.lines:
             guard.record_output(output_summary(args.out))
@@ -360,8 +371,6 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
                      "line is an error line); run the same command to ask again\n"
                      % printable(args.out))
         return EXIT_USAGE
-    benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
-        else infer_benchmark(args.input, scan)
     stdout.write("\nevaluating with %s/evaluate.py (%s) -> %s\n"
                  % (benchmark, why, printable(run_dir)))
     stdout.flush()
@@ -373,6 +382,42 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     return status
 
 
+def _network_notes(args, scan):
+    """--evaluate: the test file against the station (and line) file the
+    evaluator will use (transitlm.network_check) -> its warnings; UsageError
+    when the evaluator would refuse it.  A file that cannot be read is left
+    to the evaluator, which says so itself."""
+    from common import PROTOCOLS, StationNetwork, station_cache_folder
+    from transitlm.catalog import line_file, load_benchmark, station_file
+    from transitlm.engine import Context, Options
+    from transitlm.network_check import cached_sha256, enforce, test_file_verdicts
+    benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
+    by_name = benchmark == "general_llm"
+    try:
+        station = station_file(args.station_info)
+        network = StationNetwork.load(station, station_cache_folder())
+        line_sha = names = None
+        if by_name:
+            # the names the evaluator matches on: its line file's
+            evaluator = load_benchmark(benchmark)
+            context = Context(Options(evaluator, station_info=station, api_url=None,
+                                      line_info=args.line_info),
+                              PROTOCOLS["reference"], network)
+            evaluator.prepare(context)
+            line_sha = cached_sha256(evaluator.line_info_path)
+            names = evaluator.label_station_names(context)
+        verdicts = test_file_verdicts(args.input, network, by_name, line_sha, names)
+    except InputError:
+        return []
+    warnings = []
+    try:
+        for verdict in verdicts:
+            warnings += enforce(verdict, args.allow_foreign_network)
+    except InputError as exc:
+        raise UsageError("--evaluate: %s" % exc)
+    return warnings
+
+
 def _input_sha256(path):
     try:
         return file_sha256(path)
@@ -380,18 +425,17 @@ def _input_sha256(path):
         raise UsageError("cannot read input file %s: %s" % (path, exc.strerror or exc))
 
 
-def _dry_run(args, settings, state, total, todo, key_env, extra_body, system_override,
-             stdout, key_state):
+def _dry_run(args, settings, state, total, todo, key_env, extra_body, benchmark,
+             system_override, stdout, key_state):
     """Print the first request (key hidden); nothing is sent or written."""
     first = next(pending_rows(args.input, args.sample_count, state,
-                              not args.no_retry_errors), None)
+                              not args.no_retry_errors, benchmark, system_override), None)
     if first is None:
         stdout.write("dry run: every one of the %d rows already has a result in %s\n"
                      % (total, printable(args.out)))
         return EXIT_OK
     index_id, system, user = first
-    body = build_body(args.model, system_override if system_override is not None
-                      else system, user, settings.sampling, extra_body)
+    body = build_body(args.model, system, user, settings.sampling, extra_body)
     row_text = "first of %d row%s to ask (id %s)" % (todo, "" if todo == 1 else "s", index_id)
     stdout.write(printable(dry_run_text(settings.url, settings.headers, body, key_env,
                                         row_text, key_state)) + "\n")
@@ -399,7 +443,7 @@ def _dry_run(args, settings, state, total, todo, key_env, extra_body, system_ove
 
 
 def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, todo,
-             stdout, stderr):
+             stdout, stderr, benchmark, system_override):
     """Ask for the pending rows, then compact and summarise -> exit status when
     the run ends here (stopped, fatal answer), None when it completed."""
     started = time.monotonic()
@@ -407,7 +451,8 @@ def _execute(args, run_, writer, progress, state, total, skipped, kept_errors, t
         run_.start()
         tick = progress.tick if progress else None
         complete = run_.feed(pending_rows(args.input, args.sample_count, state,
-                                          not args.no_retry_errors), tick)
+                                          not args.no_retry_errors, benchmark,
+                                          system_override), tick)
         complete = run_.join(tick) and complete
     finally:
         writer.close()           # waits for a line being written; later ones are dropped

@@ -33,6 +33,7 @@ from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, bu
 from transitlm.generate.failures import (FIRST_ANSWERS, SAME_ANSWER_REPEATS, FirstAnswers,
                                          classify_status, fixed_answer, refuses_the_row)
 from transitlm.generate.waits import RateLimiter, backoff_delay, server_wait
+from transitlm.prompts import DEFAULT, PromptTally, system_prompt_for
 
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
@@ -161,8 +162,11 @@ def iter_input_rows(path, sample_count=None):
         raise UsageError(str(exc))
 
 
-def pending_rows(input_path, sample_count, state, retry_errors):
-    """Rows to ask for: (id, system, user), each id once, none already answered."""
+def pending_rows(input_path, sample_count, state, retry_errors, benchmark, override=None):
+    """Rows to ask for: (id, system prompt, user), each id once, none already
+    answered; the system prompt as transitlm.prompts chooses it (``override``:
+    the text of --system_prompt_file; ``benchmark``: whose default prompt a
+    row without one gets)."""
     asked = set()
     for _, index_id, system, user in iter_input_rows(input_path, sample_count):
         if not index_id.strip() or index_id in asked or index_id in state.results:
@@ -170,10 +174,31 @@ def pending_rows(input_path, sample_count, state, retry_errors):
         if index_id in state.errors and not retry_errors:
             continue
         asked.add(index_id)
-        yield index_id, system, user
+        yield index_id, system_prompt_for(system, benchmark, override)[1], user
 
 
-def input_notes(scan, has_system_override):
+def input_prompts(input_path, benchmark, override=None):
+    """The system prompts of every row of the input (the whole file, as
+    ``input_sha256`` covers it) -> PromptTally: its record goes to the
+    settings sidecar, its sources to the note on a default prompt."""
+    tally = PromptTally()
+    for _, _, system, _ in iter_input_rows(input_path):
+        tally.add(*system_prompt_for(system, benchmark, override))
+    return tally
+
+
+def prompt_note(scan, tally, benchmark, why):
+    """The note when rows get the default system prompt (text or None)."""
+    rows = tally.counts.get(DEFAULT, 0)
+    if not rows:
+        return None
+    where = ("input has no system_prompt column" if not scan.has_system_prompt
+             else "%d row%s without a system_prompt cell" % (rows, "" if rows == 1 else "s"))
+    return ("%s: sent the default system prompt of %s (%s; --system_prompt_file sets "
+            "another, docs/model-runner.md)" % (where, benchmark, why))
+
+
+def input_notes(scan):
     """Things about the input worth a line on stderr (list of text)."""
     notes = []
     if scan.duplicates:
@@ -185,9 +210,6 @@ def input_notes(scan, has_system_override):
     if scan.empty_ids:
         notes.append("%d input row%s without an id skipped (they cannot be joined)"
                      % (scan.empty_ids, "" if scan.empty_ids == 1 else "s"))
-    if not has_system_override and not scan.has_system_prompt:
-        notes.append("input has no system_prompt column: requests carry only the user "
-                     "message (--system_prompt_file sets one)")
     return notes
 
 
@@ -463,7 +485,7 @@ class Settings(object):
         self.model = model
         self.sampling = sampling
         self.extra_body = extra_body
-        self.system_override = system_override
+        self.system_override = system_override    # applied as the rows are read (pending_rows)
         self.retries = retries
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -476,7 +498,8 @@ class Settings(object):
 
 def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
             rng=random.random):
-    """Ask for one row, retrying what may heal -> (the output line (a dict),
+    """Ask for one row (``system``: its system prompt as pending_rows chose
+    it), retrying what may heal -> (the output line (a dict),
     the refusal it is: (status, message) when it is the server's fixed
     refusal (failures.FirstAnswers), else None), or (None, None) when the
     run was stopped first.  Raises FatalAnswer on 401/403/404, on a redirect
@@ -487,8 +510,6 @@ def ask_row(index_id, system, user, settings, transport, limiter, stats, wait,
     A 429 pauses every thread (``RateLimiter.throttled``); it does not use up
     one of this row's ``retries`` when another request was answered since
     this row's previous 429 (the server's limit lets the run go on)."""
-    if settings.system_override is not None:
-        system = settings.system_override
     data = json.dumps(build_body(settings.model, system, user, settings.sampling,
                                  settings.extra_body), ensure_ascii=False).encode("utf-8")
     attempt = charged = 0

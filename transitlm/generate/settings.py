@@ -7,11 +7,15 @@ their run folder's run.json), the settings that shape an answer:
     {"settings_schema": 1, "tool": "generate.py", "version": "1.3.0",
      "model": "qwen2.5-7b", "api_url": "http://127.0.0.1:8000/v1",
      "system_prompt_sha256": null, "temperature": 0.0, "top_p": null,
-     "max_tokens": null, "extra_body": {}, "input_sha256": "9f2c..."}
+     "max_tokens": null, "extra_body": {}, "input_sha256": "9f2c...",
+     "prompt": {"source": "column", "sha256": "ab12..."}}
 
 ``api_url`` is the base URL without user info, query or fragment (never a
 key), ``system_prompt_sha256`` the SHA-256 of --system_prompt_file's text
 (null: the input's system_prompt column, covered by ``input_sha256``),
+``prompt`` what the rows are sent as their system prompt (transitlm.prompts:
+``{"source": "column" | "file" | "default" | "column+default", "sha256"}``;
+the evaluators copy it into report.json and name it in the signature),
 ``extra_body`` the fields merged into every request (--extra_body, and
 --no_thinking's ``chat_template_kwargs``).  After a run that wrote lines,
 ``output`` says what the output holds (``runner.output_summary``: answered,
@@ -35,7 +39,7 @@ from transitlm.provenance import MAX_SETTINGS_BYTES
 SETTINGS_SCHEMA = 1
 TOOL = "generate.py"
 # The fields that shape an answer, in the order a difference is named.
-COMPARED = ("model", "api_url", "system_prompt_sha256", "temperature", "top_p",
+COMPARED = ("model", "api_url", "system_prompt_sha256", "prompt", "temperature", "top_p",
             "max_tokens", "extra_body", "input_sha256", "version")
 SHOWN_CHARS = 60               # of a value quoted in a difference
 
@@ -68,15 +72,16 @@ def text_sha256(text):
 
 
 def settings_record(model, api_url, system_prompt, temperature, top_p, max_tokens,
-                    extra_body, input_sha256, version):
+                    extra_body, input_sha256, version, prompt=None):
     """The sidecar's object for one command (``system_prompt``: the text of
-    --system_prompt_file, or None)."""
+    --system_prompt_file, or None; ``prompt``: the record of the system
+    prompts the input's rows are sent, transitlm.prompts)."""
     return {"settings_schema": SETTINGS_SCHEMA, "tool": TOOL, "version": version,
             "model": model, "api_url": base_url(api_url),
             "system_prompt_sha256": None if system_prompt is None
             else text_sha256(system_prompt),
             "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
-            "extra_body": extra_body or {}, "input_sha256": input_sha256}
+            "extra_body": extra_body or {}, "input_sha256": input_sha256, "prompt": prompt}
 
 
 def settings_text(record):

@@ -13,7 +13,7 @@ The folder holds, every path in it absolute:
                            message, greedy decoding, no stop string, a token
                            limit for a reasoning model; process_results and an
                            aggregation per metric (lm_eval_scoring)
-  transitlm.yaml           the group of the tasks written
+  transitlm_all.yaml       the group of the tasks written
   utils.py                 the functions the task files name (lm_eval_utils.py)
   transitlm_tasks.json     the settings utils.py reads: the project's folder,
                            the protocol, the station and line files, the inputs
@@ -29,21 +29,29 @@ Standard library only; Python 3.8+.
 
 import json
 import os
+import re
 
 from common import VERSION, InputError, file_sha256
 from transitlm.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, benchmark_metrics,
-                               line_file, station_file)
+                               line_file, load_benchmark, station_file)
+from transitlm.engine import Options
 from transitlm.files import Outputs, overwrite_problem
+from transitlm.harness.context_fit import fit_context, prompt_tokens
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
 from transitlm.inputs import SampleReader
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.prompts import PromptTally, system_prompt_for
+from transitlm.reports import signature_line
+from transitlm.network_check import cached_sha256, check_test_file
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
 TASKS = {"single_route": "transitlm_single_route", "personalized": "transitlm_personalized",
          "diversity": "transitlm_diversity", "general_llm": "transitlm_general"}
-GROUP = "transitlm"
+# Not "transitlm": lm_eval run from this repository's root, where the folder
+# transitlm/ is, warns that "a local directory named 'transitlm' exists".
+GROUP = "transitlm_all"
+OLD_GROUP_FILES = ("transitlm.yaml",)          # the group file of earlier versions
 SETTINGS_FILE = "transitlm_tasks.json"         # the name lm_eval_utils.py reads
 UTILS_FILE = "utils.py"
 UTILS_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm_eval_utils.py")
@@ -63,7 +71,7 @@ def task_file_names(benchmark):
 
 def folder_names():
     """Every file name a task folder may hold (to replace an old one)."""
-    names = [GROUP + ".yaml", UTILS_FILE, SETTINGS_FILE]
+    names = [GROUP + ".yaml", UTILS_FILE, SETTINGS_FILE] + list(OLD_GROUP_FILES)
     for benchmark in BENCHMARK_NAMES:
         names.extend(task_file_names(benchmark))
     return names
@@ -86,22 +94,22 @@ def _system_prompts(path):
         raise InputError(str(exc))
 
 
-def read_rows(path, benchmark, scorer):
+def read_rows(path, benchmark, scorer, override=None):
     """The rows of a test file as the harness's docs -> (docs, the file's
-    SHA-256, "file" or "default": where the system prompts come from).
+    SHA-256, the record of their system prompts: transitlm.prompts, as
+    generate.py chooses them; ``override`` the text of --system_prompt_file).
     InputError for a file the evaluator cannot read, or a row it could not
     judge (``scorer`` judges each row's label as its answer)."""
     needs_req_type = scorer.benchmark.needs_req_type
     prompts = _system_prompts(path)
-    default = benchmark_system_prompt(benchmark)
+    tally = PromptTally()
     docs = []
     with SampleReader(path, None, need_req_type=needs_req_type) as reader:
         for sample in reader:
             where = "input file %s row %d (index_id %s)" % (path, sample.row, sample.index_id)
             if sample.problem:
                 raise InputError("%s: %s" % (where, sample.problem[1]))
-            doc = {"row": sample.row, "index_id": sample.index_id, "system_prompt": default,
-                   "sft_prompt": sample.prompt, "sft_label": sample.label}
+            cell = None
             if prompts is not None:
                 same = (len(prompts) >= sample.row
                         and prompts[sample.row - 1][0] == sample.index_id
@@ -109,7 +117,11 @@ def read_rows(path, benchmark, scorer):
                 if not same:
                     raise InputError("%s: the file reads differently as a test file and as "
                                      "prompts; is it well-formed CSV?" % where)
-                doc["system_prompt"] = prompts[sample.row - 1][1]
+                cell = prompts[sample.row - 1][1]
+            source, system = system_prompt_for(cell, benchmark, override)
+            tally.add(source, system)
+            doc = {"row": sample.row, "index_id": sample.index_id, "system_prompt": system,
+                   "sft_prompt": sample.prompt, "sft_label": sample.label}
             if needs_req_type:
                 doc["req_type"] = sample.req_type
             try:
@@ -120,16 +132,59 @@ def read_rows(path, benchmark, scorer):
         sha256 = reader.finish()
     if not docs:
         raise InputError("input file %s holds no rows" % path)
-    return docs, sha256, "default" if prompts is None else "file"
+    return docs, sha256, tally.record()
+
+
+def evaluator_signature(benchmark, protocol, rows, hashes, prompt=None):
+    """The signature the evaluator prints for answers to a test file
+    (``evaluate.py --predictions``, every row): transitlm.reports's own
+    signature_line over the report fields it reads.  ``hashes``: the SHA-256
+    of the input, station_info and line_info files; ``prompt``: the record
+    of the prompt the rows are asked with (report.json ``inputs.prompt``)."""
+    options = {"protocol": protocol}
+    if benchmark == "general_llm":
+        options["api_url"] = None                # scored in-process, as the harness scores it
+    report = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
+              "counts": {"samples": rows},
+              "inputs": {"sha256": hashes, "api_url": None, "prompt": prompt,
+                         "options": Options(load_benchmark(benchmark), **options).recorded()}}
+    return signature_line(report)
 
 
 # ---------------------------------------------------------------------------
 # The files
 # ---------------------------------------------------------------------------
 
+# Characters a YAML stream may not hold raw (YAML 1.1's printable set, as
+# PyYAML and libyaml check it), the line breaks a double-quoted scalar would
+# fold (\x85, U+2028, U+2029) and the byte-order mark: written as escapes.
+_YAML_ESCAPED_RE = re.compile("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+                              "\U00010000-\U0010ffff]|[\u2028\u2029\\\\\"]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _yaml_escape(match):
+    char = match.group()
+    if char in "\\\"":
+        return "\\" + char
+    code = ord(char)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
 def _scalar(value):
-    """A YAML scalar: JSON's literals and strings are YAML's too."""
-    return json.dumps(value)
+    """A YAML scalar: JSON's literals; text double-quoted, as UTF-8 (a
+    character outside the Basic Multilingual Plane as itself: YAML reads no
+    surrogate pair), escaping what YAML may not hold raw.  InputError for a
+    lone surrogate -- a byte of a name that is not UTF-8 -- which no YAML
+    file can carry."""
+    if not isinstance(value, str):
+        return json.dumps(value)
+    found = _SURROGATE_RE.search(value)
+    if found:
+        raise InputError("%s holds a byte that is not UTF-8 (\\u%04x here), which a YAML task "
+                         "file cannot carry: rename it" % (json.dumps(value)[:200],
+                                                          ord(found.group())))
+    return '"%s"' % _YAML_ESCAPED_RE.sub(_yaml_escape, value)
 
 
 def task_yaml(benchmark, data_path, metadata, max_gen_toks):
@@ -193,6 +248,20 @@ def data_lines(docs):
     return "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs)
 
 
+def context_fit(task, docs, context_size, max_gen_toks):
+    """The task's Fit in the server's context (transitlm.harness.context_fit),
+    None without a context size; InputError when no row's prompt fits."""
+    if context_size is None:
+        return None
+    fit = fit_context(docs, context_size, max_gen_toks)
+    if fit is None:
+        raise InputError("no prompt of %s fits a %d-token context (estimated from its UTF-8 "
+                         "bytes, an upper bound; the shortest ~%d tokens): give the server's "
+                         "real context size" % (task, context_size,
+                                               min(prompt_tokens(doc) for doc in docs)))
+    return fit
+
+
 # ---------------------------------------------------------------------------
 # The folder
 # ---------------------------------------------------------------------------
@@ -217,11 +286,13 @@ def check_out_folder(out, overwrite):
 
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
-                      max_gen_toks=MAX_GEN_TOKS, overwrite=False):
+                      max_gen_toks=MAX_GEN_TOKS, overwrite=False, system_prompt=None,
+                      context_size=None, allow_foreign_network=False):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
-    problem with the inputs or the folder."""
+    problem with the inputs or the folder.  ``context_size``: the server's
+    context, which each task's max_gen_toks is fitted into (context_fit)."""
     out = os.path.abspath(out)
     check_out_folder(out, overwrite)
     station = os.path.abspath(station_file(station_info))
@@ -246,19 +317,34 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
     files = {}
     for benchmark, path in inputs:
         scorer = scorer_for(benchmark, protocol, station, line)
-        docs, sha256, system = read_rows(path, benchmark, scorer)
+        # The test file on this network (transitlm.network_check): refused
+        # when most label stations are not in the station file.
+        general = benchmark == "general_llm"
+        warnings, _ = check_test_file(
+            path, scorer.context.network, general, cached_sha256(line) if general else None,
+            allow_foreign_network,
+            names=scorer.benchmark.label_station_names(scorer.context) if general else None)
+        docs, sha256, prompt = read_rows(path, benchmark, scorer, system_prompt)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
                     "input": path, "input_sha256": sha256, "station_info": station,
-                    "station_info_sha256": file_sha256(station)}
+                    "station_info_sha256": file_sha256(station), "prompt": prompt}
         if benchmark == "general_llm":
             metadata.update(line_info=line, line_info_sha256=file_sha256(line))
+        metadata["signature"] = evaluator_signature(
+            benchmark, protocol, len(docs),
+            {"input": sha256, "station_info": metadata["station_info_sha256"],
+             "line_info": metadata.get("line_info_sha256")}, prompt)
+        fit = context_fit(TASKS[benchmark], docs, context_size, max_gen_toks)
         files[data_name] = data_lines(docs)
         files[task_name] = task_yaml(benchmark, os.path.join(out, data_name), metadata,
-                                     max_gen_toks)
+                                     fit.max_gen_toks if fit else max_gen_toks)
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
-                                               "system_prompt": system}
+                                               "prompt": prompt, "warnings": warnings}
+        if fit:
+            settings["context_size"] = context_size
+            settings["tasks"][TASKS[benchmark]]["context"] = fit.record()
     files[GROUP + ".yaml"] = group_yaml(benchmarks)
     with open(UTILS_SOURCE, encoding="utf-8") as handle:
         files[UTILS_FILE] = handle.read()

@@ -53,6 +53,7 @@ from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, InputError,
 from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.exit_status import EXIT_USAGE
 from transitlm.files import Outputs, write_csv
+from transitlm.network_check import NETWORK_RECORD, network_record
 from transitlm.terminal import CommandParser
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
@@ -704,7 +705,8 @@ def output_problem(network, out):
     overwrite one of the network's files), or None."""
     if os.path.exists(out) and not os.path.isdir(out):
         return "--out %s is not a folder" % out
-    return limits.outputs_problem([os.path.join(out, filename) for _, filename, _ in FILES],
+    return limits.outputs_problem([os.path.join(out, filename) for _, filename, _ in FILES]
+                                  + [os.path.join(out, NETWORK_RECORD)],
                                   [os.path.join(network, name) for name in NETWORK_FILES])
 
 
@@ -755,5 +757,11 @@ def build_files(net, args, req_types, left_out, files):
         note = "" if not figures["short"] else shortfall_note(figures)
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
+    # The network the files belong to: every tool that finds this record
+    # beside a test file refuses another network (transitlm.network_check).
+    files.write(os.path.join(args.out, NETWORK_RECORD), network_record(
+        os.path.join(args.network, "station_info.csv"), os.path.join(args.network, "line_info.csv"),
+        os.path.abspath(args.network)))
+    print("%-28s the station and line files' SHA-256" % NETWORK_RECORD)
     return written
 

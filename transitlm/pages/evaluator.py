@@ -422,6 +422,11 @@ def header_section(report, scan):
     reading = transitlm.reports.reading_notes(notes) if isinstance(notes, dict) else []
     if reading:
         out.append('<p class="reading">%s</p>' % "<br>".join(bdi(line) for line in reading))
+    labels = transitlm.reports.labels_check_lines(report)
+    if labels:
+        out.append('<div class="labels-check"><b>Labels check</b> (the labels scored as '
+                   'answers: a sanity check)<ul>%s</ul></div>'
+                   % "".join("<li>%s</li>" % bdi(line) for line in labels))
     if notes:
         out.append('<details class="notes"><summary>input notes</summary>%s</details>'
                    % html_table(["note", "value"], [[key, notes[key]] for key in sorted(notes)],

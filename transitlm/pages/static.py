@@ -30,6 +30,8 @@ table.inputs td:nth-child(3){font:11px @MONO@;color:#3d444d}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .warnings{background:#fff8e1;border:1px solid #c9a227;padding:6px 12px;margin:8px 0;
  border-radius:4px}.warnings ul{margin:4px 0;padding-left:20px}
+.labels-check{background:#eef6ff;border:1px solid #6a9fd8;padding:6px 12px;margin:8px 0;
+ border-radius:4px}.labels-check ul{margin:4px 0;padding-left:20px}
 svg.chart{display:block;max-width:100%;height:auto;margin:8px 0}
 svg.chart text{font-size:12.5px;fill:#1f2328}svg.chart text.lbl{text-anchor:end}
 svg .bar{fill:#2f6f9f}svg .bar.check{fill:#8fb3cf}svg .bar.stage-error{fill:#8a3b3b}

@@ -7,12 +7,13 @@ Standard library only; Python 3.8+.
 
 import threading
 
+from transitlm.reward import binding
 from transitlm.reward.scoring import KEYS, score
 from transitlm.reward.settings import settings
 
 # The columns of a release row that scoring reads (others are left alone).
 ROW_COLUMNS = ("sft_prompt", "sft_label", "req_type", "task_id", "index_id", "indexid",
-               "system_prompt")
+               "system_prompt") + binding.KEYS
 
 
 def rows_from_columns(columns, count):
@@ -36,7 +37,9 @@ def rows_from_columns(columns, count):
 
 class BatchMemo(object):
     """The results of the last batch scored, by what went in: the same
-    completions and rows with the same settings are not scored twice."""
+    completions and rows with the same settings are not scored twice.  A
+    batch holding a value that cannot be compared safely (an object of
+    another type, nesting over MEMO_DEPTH levels) is scored without it."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -44,23 +47,52 @@ class BatchMemo(object):
         self._results = None
 
     def results(self, completions, rows, options):
-        key = (tuple(_hashable(c) for c in completions),
-               tuple(_hashable(r) for r in rows), _hashable(options))
+        return self.scored(completions, rows, options)[0]
+
+    def scored(self, completions, rows, options):
+        """-> (the results, whether they were scored by this call rather than
+        kept from the last one)."""
+        try:
+            key = (memo_key(completions), memo_key(rows), memo_key(options))
+        except Unkeyable:
+            key = None
         with self._lock:
-            if key == self._key:
-                return self._results
+            if key is not None and key == self._key:
+                return self._results, False
         results = [score(completion, row, **options) for completion, row in zip(completions, rows)]
-        with self._lock:
-            self._key, self._results = key, results
-        return results
+        if key is not None:
+            with self._lock:
+                self._key, self._results = key, results
+        return results, True
 
 
-def _hashable(value):
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_hashable(v) for v in value)
-    return value
+# How deep a batch's values are compared for the memo (a chat completion
+# nests 3 levels, a decoded label 4); deeper batches are not memoised.
+MEMO_DEPTH = 32
+# Values compared as they are (by exact type: a subclass may compare oddly).
+_LEAVES = (str, bytes, int, float, bool, type(None))
+
+
+class Unkeyable(Exception):
+    """A value the memo does not compare."""
+
+
+def memo_key(value, depth=0):
+    """A value as nested tuples that compare equal only for equal values of
+    the same types (dicts in their key order); Unkeyable otherwise."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind in _LEAVES:
+        return (kind.__name__, value)
+    if depth >= MEMO_DEPTH:
+        raise Unkeyable()
+    if kind is dict:
+        return ("dict",) + tuple((memo_key(k, depth + 1), memo_key(v, depth + 1))
+                                 for k, v in value.items())
+    if kind is list or kind is tuple:
+        return (kind.__name__,) + tuple(memo_key(v, depth + 1) for v in value)
+    raise Unkeyable()
 
 
 def score_batch(completions, rows, memo=None, **options):

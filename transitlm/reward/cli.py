@@ -12,7 +12,9 @@ import sys
 from common import PROTOCOLS, InputError
 from transitlm.catalog import BENCHMARK_NAMES, DATA_ENV
 from transitlm.exit_status import EXIT_OK, EXIT_USAGE
+from transitlm.files import overwrite_problem
 from transitlm.json_service import add_listen_arguments
+from transitlm.prompts import read_prompt_file
 from transitlm.reward import prepare, service
 from transitlm.reward.scoring import LINE_ENV, SHAPINGS, STATION_ENV
 from transitlm.reward.settings import ENV
@@ -82,16 +84,40 @@ def build_parser():
     ready.add_argument("--benchmark", choices=BENCHMARK_NAMES,
                        help="the rows' benchmark (default: each row's task_id, else the "
                             "file's name)")
+    ready.add_argument("--system_prompt_file", metavar="PATH",
+                       help="system prompt for every row instead of the system_prompt column "
+                            "(UTF-8 text; an empty file sends none), as generate.py takes it")
     ready.add_argument("--split", default=prepare.DEFAULT_SPLIT, metavar="NAME",
                        help="verl's extra_info split (default: %(default)s)")
+    ready.add_argument("--station_info", metavar="CSV",
+                       help="station file the rows belong to, recorded with its SHA-256 in "
+                            "every row (default: the reward's: $TRANSITLM_STATION_INFO, else "
+                            "$%s's, else the bundled one)" % DATA_ENV)
+    ready.add_argument("--line_info", metavar="CSV",
+                       help="line file (default: the one beside the station file)")
+    ready.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
+                       help="the rules the labels are judged by, for the count of labels "
+                            "that pass (default: reference)")
+    ready.add_argument("--allow_foreign_network", action="store_true",
+                       help="write the rows even when most of the labels' stations are not "
+                            "in the station file (or the network.json beside the file names "
+                            "another network)")
     ready.set_defaults(run=_prepare)
     return parser
 
 
 def _prepare(args):
     try:
+        system_prompt = None
+        if args.system_prompt_file:
+            problem = overwrite_problem([("--out", args.out)],
+                                        [("--system_prompt_file", args.system_prompt_file)])
+            if problem:
+                raise InputError(problem)
+            system_prompt = read_prompt_file(args.system_prompt_file)
         preparer = prepare.prepare(args.input, args.format, args.out, args.benchmark,
-                                   args.split)
+                                  args.split, system_prompt, args.station_info, args.line_info,
+                                  args.protocol, args.allow_foreign_network)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE

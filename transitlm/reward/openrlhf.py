@@ -42,8 +42,9 @@ def response_of(query, prompt):
     prompt's end stands in the query, else the last place a chat template
     starts the assistant's turn.  Failing both, the whole query is read.
     """
-    query = "" if query is None else str(query)
-    prompt = "" if prompt is None else str(prompt)
+    if not isinstance(query, str):
+        return query            # None, bytes, another value: read (or refused) as a completion
+    prompt = prompt if isinstance(prompt, str) else ""
     if prompt and query.startswith(prompt):
         return query[len(prompt):]
     tail = prompt[-PROMPT_TAIL:]

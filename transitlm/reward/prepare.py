@@ -1,12 +1,14 @@
 """``reward.py prepare``: the rows of a release CSV in a trainer's layout, one
 JSON object per line, each one what that trainer's adapter reads back.
 
-Every row becomes a chat ``prompt`` -- its ``system_prompt`` (a file or a
-cell without one gets the benchmark's prompt of transitlm.networks.prompts,
-in Chinese like the release's queries) and its ``sft_prompt`` as the user
-message, as generate.py sends them -- and carries the release row the reward
-scores against: ``index_id``, ``task_id``, ``req_type`` (when the file has
-it), ``sft_prompt`` and ``sft_label``.
+Every row becomes a chat ``prompt`` -- its system prompt and its
+``sft_prompt`` as the user message, chosen as generate.py and harness.py
+lm-eval choose them (transitlm.prompts: --system_prompt_file, else the
+row's ``system_prompt`` cell, else the benchmark's default prompt) -- and
+carries the release row the reward scores against: ``index_id``,
+``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
+``sft_label``.  The summary names the record of the system prompts
+(``prompt:SOURCE#HASH``, as a run's signature does).
 
     trl       {"prompt": [messages], "index_id", "task_id", "req_type",
                "sft_prompt", "sft_label"}: the columns TRL hands to
@@ -38,11 +40,12 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task
+from transitlm.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
 from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
-from transitlm.generate.chat import build_messages
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
+                               system_prompt_for)
+from transitlm.reward.row_check import label_record
 from transitlm.terminal import quoted
 
 FORMATS = ("trl", "verl", "openrlhf")
@@ -51,6 +54,9 @@ DATA_SOURCE_PREFIX = "transitlm/"
 ABILITY = "transit_route_planning"
 OPENRLHF_INPUT_KEY = "input"
 OPENRLHF_LABEL_KEY = "label"
+# OpenRLHF groups its evaluation figures by this field of a line
+# (openrlhf/datasets/prompts_dataset.py; ppo_trainer.py, compute_eval_metrics).
+OPENRLHF_DATASOURCE_KEY = "datasource"
 REQUIRED = ("sft_prompt", "sft_label")
 
 
@@ -85,15 +91,18 @@ class Columns(object):
 class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
-    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT):
+    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+                 network=None):
         self.path = path
+        self.system_prompt = system_prompt   # the text of --system_prompt_file, or None
+        self.network = network               # a binding.PrepareCheck, or None
         self.layout = layout
         self.benchmark = benchmark
         self.split = split
         self.file_benchmark = benchmark_of_task(os.path.basename(path))
         self.rows = 0
         self.by_benchmark = {}
-        self.default_prompts = 0         # rows given the benchmark's system prompt
+        self.prompts = PromptTally()     # the rows' system prompts (transitlm.prompts)
 
     def benchmark_of(self, task, number):
         """The benchmark of data row ``number`` whose task_id cell is ``task``."""
@@ -121,16 +130,17 @@ class Preparer(object):
         if benchmark == "personalized" and columns.req_type is None:
             raise InputError("input file %s lacks the req_type column that benchmark 2 "
                              "(personalized) rows are scored with" % self.path)
-        row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark}
-        if columns.req_type is not None:
-            row["req_type"] = cells[columns.req_type]
-        row["sft_prompt"] = cells[columns.prompt]
-        row["sft_label"] = cells[columns.label]
-        system = cells[columns.system] if columns.system is not None else ""
-        if not system.strip():
-            system = benchmark_system_prompt(benchmark)
-            self.default_prompts += 1
-        prompt = build_messages(system, row["sft_prompt"])
+        row = {"index_id": cells[columns.id], "task_id": task if task.strip() else benchmark,
+               "req_type": cells[columns.req_type] if columns.req_type is not None else "",
+               "sft_prompt": cells[columns.prompt], "sft_label": cells[columns.label]}
+        record = label_record(row, benchmark, "input file %s row %d (index_id %s)"
+                              % (self.path, number, row["index_id"]),
+                              self.network.scorer_of(benchmark) if self.network else None)
+        system = cells[columns.system] if columns.system is not None else None
+        self.prompts.add(*system_prompt_for(system, benchmark, self.system_prompt))
+        prompt = row_messages(system, row["sft_prompt"], benchmark, self.system_prompt)
+        if self.network is not None:
+            self.network.add(benchmark, row, record)   # counted, then bound to its network
         self.rows += 1
         self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
         if self.layout == "trl":
@@ -143,7 +153,7 @@ class Preparer(object):
                                    "index_id": row["index_id"], "task_id": row["task_id"],
                                    "benchmark": benchmark}}
         return {OPENRLHF_INPUT_KEY: prompt, OPENRLHF_LABEL_KEY: ground_truth,
-                "index_id": row["index_id"]}
+                "index_id": row["index_id"], OPENRLHF_DATASOURCE_KEY: data_source(benchmark)}
 
     def write(self, handle):
         """Read the input and write every row's line to ``handle``."""
@@ -162,11 +172,19 @@ class Preparer(object):
                                         ensure_ascii=False) + "\n")
         if not self.rows:
             raise InputError("input file %s has no rows: nothing to prepare" % self.path)
+        if self.network is not None:
+            self.network.finish(self.path)           # InputError: another network's file
 
 
-def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
+def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+            station_info=None, line_info=None, protocol="reference",
+            allow_foreign_network=False):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
-    (whole or not at all) -> the Preparer, with its counts."""
+    (whole or not at all) -> the Preparer, with its counts and the record
+    of the system prompts (``system_prompt``: the text of
+    --system_prompt_file, or None).  Every row is bound to the station (and
+    line) file (transitlm.reward.binding): the given one, else the reward's
+    default."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -174,11 +192,27 @@ def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT):
         raise InputError(problem)
     if os.path.isdir(path):
         raise InputError("cannot read input file %s: it is a folder" % path)
-    preparer = Preparer(path, layout, benchmark, split)
+    preparer = Preparer(path, layout, benchmark, split, system_prompt,
+                        network_binding(station_info, line_info, protocol, allow_foreign_network))
     with Outputs() as outputs:
         outputs.make_folders(os.path.dirname(os.path.abspath(out)))
         preparer.write(outputs.open(out))
     return preparer
+
+
+def network_binding(station_info, line_info, protocol, allowed):
+    """prepare's binding.PrepareCheck on the reward's station and line files."""
+    from transitlm.reward.binding import PrepareCheck
+    from transitlm.reward.scoring import network_files, scorer_for
+    station, line = network_files(station_info, line_info)
+    if not os.path.isfile(station):
+        raise InputError("cannot read station file %s: no such file" % station)
+    if line is None:
+        beside = [os.path.join(os.path.dirname(os.path.abspath(station)), name)
+                  for name in LINE_FILE_NAMES]
+        line = next((name for name in beside if os.path.isfile(name)), None)
+    return PrepareCheck(lambda name: scorer_for(name, protocol, station, line),
+                        station, line, allowed, protocol)
 
 
 def summary_lines(preparer, out):
@@ -189,9 +223,21 @@ def summary_lines(preparer, out):
     for name in BENCHMARK_NAMES:
         if name in preparer.by_benchmark:
             lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
-    if preparer.default_prompts:
-        lines.append("  %d row%s had no system prompt: given the benchmark's own (docs/reward.md)"
-                     % (preparer.default_prompts, "" if preparer.default_prompts == 1 else "s"))
+    check = preparer.network
+    if check is not None:
+        lines.append("  bound to the station file %s (SHA-256 %s)"
+                     % (check.station_path, check.fields["network_station_sha256"][:12]))
+        lines.append("  %d of %d label%s pass every check of their benchmark under the %s "
+                     "protocol (docs/reward.md)" % (check.passing, check.labels,
+                                                    "" if check.labels == 1 else "s",
+                                                    check.protocol))
+        lines += ["  WARNING: " + warning for warning in check.warnings]
+    lines.append("  system prompts: %s (docs/reward.md)"
+                 % signature_part(preparer.prompts.record()))
+    defaults = preparer.prompts.counts.get(DEFAULT, 0)
+    if defaults:
+        lines.append("  %d row%s had no system prompt: given the benchmark's own"
+                     % (defaults, "" if defaults == 1 else "s"))
     here = os.path.dirname(os.path.abspath(__file__))
     if preparer.layout == "verl":
         lines += ["next, the parquet verl reads (needs datasets, which verl installs):",

@@ -29,7 +29,9 @@ from common import PROTOCOLS, StationNetwork, station_cache_folder
 from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
                                line_file, load_benchmark, station_file)
 from transitlm.engine import Context, Options, RowJudge
+from transitlm.reward import binding
 from transitlm.inputs import SampleRow
+from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.terms import metric_terms
 
 TERMS = ("conn", "sg", "dp", "lo", "sso", "rem", "ea", "pc", "rd")
@@ -37,10 +39,15 @@ KEYS = ("score", "format") + TERMS + ("acc", "error_code", "pred")
 SHAPINGS = ("dense", "gated", "sparse")
 # dense and gated: each key's weight in the weighted mean (all 1 unless set).
 WEIGHTED = ("format",) + TERMS
-# dense and gated: a route of fewer stations earns only its format.
+# A route visiting fewer distinct stations earns only its format.
 MIN_ROUTE_STATIONS = 2
 # gated: these count only once the route is reachable and grounded.
-GATED_TERMS = ("lo", "sso", "rem", "ea", "pc", "rd")
+GATED_TERMS = ("dp", "lo", "sso", "rem", "ea", "pc", "rd")
+# The verdicts the shaping reads besides the terms (Scorer.checks): the route
+# visits MIN_ROUTE_STATIONS distinct stations; it is the label's, station for
+# station, with the same access mode at each end; the paper protocol's exact
+# match and accuracy (its rem and ea terms); every route reachable (benchmark 3).
+CHECKS = ("route", "in_order", "paper_rem", "paper_ea", "all_reachable")
 # The term each benchmark adds to the shared funnel.
 SCENARIO_TERMS = {"personalized": "pc", "diversity": "rd"}
 STATION_ENV = "TRANSITLM_STATION_INFO"
@@ -49,11 +56,8 @@ LINE_ENV = "TRANSITLM_LINE_INFO"
 ROW_CODES = {"invalid_prompt": "sft_prompt", "invalid_label": "sft_label",
              "invalid_req_type": "req_type"}
 NOT_TEXT = "invalid_completion"
-
-
-class RowDataError(ValueError):
-    """A row that cannot be scored against (the user's data, not the model's
-    completion): names the field."""
+# Rows a Scorer remembers as sound (judged with their own label) at most.
+SOUND_ROWS = 1024
 
 
 # ---------------------------------------------------------------------------
@@ -65,8 +69,15 @@ def completion_text(completion):
     list of {"role", "content"}: the last assistant message's, else the last
     message's content; content parts of type "text" joined); None (nothing
     generated) as empty text.  None for a value that holds no text (a number,
-    an object of another shape: a dict with neither "role" nor "content" is
-    not a message)."""
+    an object of another shape -- a dict with neither "role" nor "content" is
+    not a message --, or one that fails when read)."""
+    try:
+        return _completion_text(completion)
+    except Exception:           # an object whose methods raise, nesting past the stack
+        return None
+
+
+def _completion_text(completion):
     if isinstance(completion, str):
         return completion
     if completion is None:                        # nothing was generated
@@ -96,21 +107,6 @@ def _content_text(content):
                  if isinstance(part, dict) and isinstance(part.get("text"), str)]
         return "".join(parts)
     return None
-
-
-def row_dict(row):
-    """A row of the release as a dict: a dict as it is, JSON text decoded."""
-    if isinstance(row, dict):
-        return row
-    if isinstance(row, (str, bytes, bytearray)):
-        try:
-            value = json.loads(row)
-        except (ValueError, RecursionError):
-            raise RowDataError("the row is text that is not JSON")
-        if isinstance(value, dict):
-            return value
-    raise RowDataError("the row is %s, expected a dict with sft_prompt and sft_label (or its "
-                       "JSON text)" % type(row).__name__)
 
 
 def benchmark_of(row, benchmark=None):
@@ -192,6 +188,7 @@ class Scorer(object):
         self.protocol = protocol
         self.benchmark = load_benchmark(benchmark)
         station, line = network_files(station_info, line_info)
+        self.files = (station, line)                # the paper protocol's scorer: checks()
         values = {"protocol": protocol, "station_info": station, "quiet": True, "workers": 1}
         if benchmark == "general_llm":
             values["line_info"] = line_file(line, station, "line_info=")
@@ -206,13 +203,44 @@ class Scorer(object):
         self.judge = RowJudge(self.benchmark, self.context)
         self.scenario_term = SCENARIO_TERMS.get(benchmark)
         self._lock = threading.Lock()
+        self._sound_rows = set()
 
     def record(self, completion, row):
-        """The row's record (a details.jsonl line) for this completion."""
+        """The row's record (a details.jsonl line) for this completion.
+
+        RowDataError when the row cannot be scored against, whatever the
+        completion: a completion the evaluator stopped at before it judged
+        the whole row (empty, not JSON) has the row judged with its own label
+        as the answer, so a broken row never passes for a completion's
+        failure."""
+        row = trainer_row(row)
         text = completion_text(completion)
+        record = self._judged(row, "" if text is None else text)
+        if record.get("status") != "evaluated" and row.get("sft_label") != text:
+            self._check_row(row)
+        if text is None:
+            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
+                          error="the completion holds no text (%s)" % type(completion).__name__)
+        return record
+
+    def _check_row(self, row):
+        """RowDataError when the row judged with its own label as the answer
+        is refused; rows found sound are remembered (a few: a GRPO batch
+        holds each row once per generation)."""
+        key = (row.get("sft_prompt"), row.get("sft_label"),
+               row.get("req_type") if self.benchmark.needs_req_type else None)
+        if key in self._sound_rows:
+            return
+        self._judged(row, row.get("sft_label"))
+        if len(self._sound_rows) >= SOUND_ROWS:
+            self._sound_rows.clear()
+        self._sound_rows.add(key)
+
+    def _judged(self, row, text):
+        """The record of ``text`` as the answer to ``row`` (a row as the CSV
+        gives it); RowDataError naming the field the evaluator refused."""
         sample = SampleRow(1, str(row.get("index_id", row.get("indexid", "")) or ""),
-                           row.get("sft_prompt"), row.get("sft_label"),
-                           "" if text is None else text,
+                           row.get("sft_prompt"), row.get("sft_label"), text,
                            row.get("req_type") if self.benchmark.needs_req_type else None)
         with self._lock:
             record = self.judge.record(sample)
@@ -221,9 +249,6 @@ class Scorer(object):
         if code in ROW_CODES:
             raise RowDataError("the row's %s cannot be scored against: %s"
                                % (ROW_CODES[code], record.get("error")))
-        if text is None:
-            record = dict(record, status="error", failure_codes=["error." + NOT_TEXT],
-                          error="the completion holds no text (%s)" % type(completion).__name__)
         return record
 
     def terms(self, record):
@@ -236,14 +261,47 @@ class Scorer(object):
                 values[key] = float(numerator) / denominator
         return values
 
-    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+    def checks(self, completion, row, record, values):
+        """{check: value in [0, 1]} (CHECKS) of this completion, beside its terms
+        ``values``: what the shaping reads beyond the published aggregation.
+        The paper protocol's verdicts (paper_rem, paper_ea) are this
+        Scorer's terms under ``paper``; under ``reference`` they come from
+        the paper protocol's own Scorer (the evaluator's code, on the same
+        network), asked only for a route that is an exact match in the
+        label's order (both 0.0 otherwise: the shaping credits neither
+        without that)."""
+        in_order = values["rem"] == 1.0 and in_label_order(record)
+        if self.protocol == "paper":
+            paper_rem, paper_ea = values["rem"], values["ea"]
+        elif not in_order:
+            paper_rem, paper_ea = 0.0, 0.0
+        else:
+            paper = scorer_for(self.name, "paper", *self.files)
+            try:
+                paper_values = paper.terms(paper.record(completion, row))
+            except RowDataError:        # a label only the paper's rules cannot read
+                paper_values = dict.fromkeys(TERMS, 0.0)
+            paper_rem, paper_ea = paper_values["rem"], paper_values["ea"]
+        return {"route": float(distinct_stations(record) >= MIN_ROUTE_STATIONS),
+                "in_order": float(in_order), "paper_rem": paper_rem, "paper_ea": paper_ea,
+                "all_reachable": float(bool(record.get("all_routes_reachable", True)))}
+
+    def verdicts(self, completion, row):
+        """-> (record, values, checks): the row's record, its terms with
+        ``format`` and ``acc``, and the shaping's checks (None for a
+        completion that could not be read)."""
         record = self.record(completion, row)
         values = self.terms(record)
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
         values["acc"] = values["rem"]
-        values["score"] = (shaped(values, shaping, weights, self.scenario_term,
-                                  route_stations(record) >= MIN_ROUTE_STATIONS)
+        checks = self.checks(completion, row, record, values) if readable else None
+        return record, values, checks
+
+    def score(self, completion, row, shaping="dense", weights=None, failure=0.0):
+        record, values, checks = self.verdicts(completion, row)
+        readable = checks is not None
+        values["score"] = (shaped(values, checks, shaping, weights, self.scenario_term)
                            if readable else float(failure))
         values["error_code"] = "" if readable else _error_code(record) or "no_response"
         values["pred"] = canonical_route(record) if readable else ""
@@ -259,42 +317,93 @@ def _error_code(record):
     return None
 
 
-def shaped(values, shaping="dense", weights=None, scenario_term=None, is_route=True):
-    """One number from a row's terms (``values``: format and the terms).
+def shaped(values, checks, shaping="dense", weights=None, scenario_term=None):
+    """One number from a row's terms (``values``: format and the terms) and
+    its ``checks`` (Scorer.checks) -- docs/reward.md#shaping gives the
+    formulas and why each departs from the published metric.
 
-    dense: the weighted mean of format and the terms -- partial credit down
-    the funnel, in [0, 1]; gated: the same, but lo, sso, rem, ea, pc and rd
-    count only when the route is reachable (conn 1) and grounded (sg 1);
-    sparse: 1.0 for an exact match (rem 1) with all three estimates accurate
-    (ea 1), else 0.0.  The terms a benchmark does not have (pc outside
-    benchmark 2, rd outside benchmark 3) take no part.  A completion whose
-    route holds fewer than two stations (``is_route`` False) earns only its
-    format: the published evaluator calls such a route reachable, grounded
-    and plausible (a quirk of its rules), and a reward that paid for that
-    would teach a model to answer ``{}``.
+    dense: the weighted mean of the credited terms (``credited``) -- partial
+    credit down the funnel, in [0, 1]; gated: the same, with dp, lo, sso,
+    rem, ea, pc and rd counting only when the route is reachable (conn 1)
+    and grounded (sg 1); sparse: 1.0 for a route the benchmark accepts in
+    full (``accepted``), else 0.0.  The terms a benchmark does not have (pc
+    outside benchmark 2, rd outside benchmark 3) take no part.
+
+    Every credited term is a non-decreasing function of the verdicts (the
+    terms and the checks) and the weights are not negative, so a completion
+    whose every verdict is at least another's never earns less; the top
+    score needs ``accepted`` (with every weight above 0).
     """
+    credit, accepted = credited(values, checks)
     if shaping == "sparse":
-        return 1.0 if values["rem"] == 1.0 and values["ea"] == 1.0 else 0.0
+        return 1.0 if accepted else 0.0
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
     weight = weights_of(weights)
     keys = _SHAPED_KEYS[scenario_term]
-    gate = 1.0
-    if shaping == "gated" and not (values["conn"] == 1.0 and values["sg"] == 1.0):
-        gate = 0.0
     total = sum(weight[key] for key in keys)
     if not total:
         return 0.0
-    if not is_route:
-        return weight["format"] * values["format"] / total
-    return sum(weight[key] * values[key] * (gate if key in GATED_TERMS else 1.0)
+    gate = 1.0
+    if shaping == "gated":
+        gate = values["conn"] * values["sg"]
+    return sum(weight[key] * credit[key] * (gate if key in GATED_TERMS else 1.0)
                for key in keys) / total
 
 
-def route_stations(record):
-    """How many stations the (first) predicted route holds."""
-    route = (record.get("prediction_routes") or {}).get("first") or {}
-    return len(route.get("stations") or ())
+def credited(values, checks):
+    """-> ({key: credit in [0, 1]}, accepted): what dense and gated count of
+    each key, and whether the route is accepted in full.
+
+    A route of fewer than MIN_ROUTE_STATIONS distinct stations is credited
+    its format only.  Otherwise each term as the evaluator gives it, except:
+    rem counts only for the label's route in the label's order that the
+    paper protocol also calls an exact match; ea is the lower of the two
+    protocols' accuracy, for such a route only; pc and rd count only for a
+    route accepted in full (rd also only when every route is reachable).
+    Accepted in full: every verdict of the funnel at its best -- reachable,
+    grounded, plausible, both IoUs 1, that exact match, all three estimates
+    accurate under both protocols.
+    """
+    route = checks["route"]
+    exact = values["rem"] * checks["in_order"] * checks["paper_rem"]
+    accurate = min(values["ea"], checks["paper_ea"]) * exact
+    accepted = bool(route and exact == 1.0 and accurate == 1.0
+                    and all(values[key] == 1.0 for key in _FUNNEL_BEST))
+    whole = 1.0 if accepted else 0.0
+    credit = {"format": values["format"], "conn": values["conn"], "sg": values["sg"],
+              "dp": values["dp"], "lo": values["lo"], "sso": values["sso"], "rem": exact,
+              "ea": accurate, "pc": values["pc"] * whole,
+              "rd": values["rd"] * whole * checks["all_reachable"]}
+    if not route:
+        credit = dict.fromkeys(credit, 0.0)
+        credit["format"] = values["format"]
+    return credit, accepted
+
+
+# What a route accepted in full has at 1.0 besides the exact match and the accuracy.
+_FUNNEL_BEST = ("format", "conn", "sg", "dp", "lo", "sso")
+
+
+def _first_route(record, key):
+    return (record.get(key) or {}).get("first") or {}
+
+
+def distinct_stations(record):
+    """How many distinct stations the (first) predicted route visits, as the
+    evaluator read them (its station list: 【换乘】 markers and empty entries
+    already left out; the general LLM's matched boarding/alighting names)."""
+    return len(set(_first_route(record, "prediction_routes").get("stations") or ()))
+
+
+def in_label_order(record):
+    """Is the (first) predicted route the label's, station for station: the
+    station list the evaluator read equals the label's (order and repeats
+    included), with the same access mode at each end (its
+    transfer_mode_match verdict)?  The published exact match compares sets."""
+    stations = _first_route(record, "prediction_routes").get("stations")
+    return (bool(stations) and stations == _first_route(record, "label_routes").get("stations")
+            and bool(record.get("transfer_mode_match")))
 
 
 # The keys dense and gated weigh, by the benchmark's own term (pc, rd or None).
@@ -304,20 +413,49 @@ _SHAPED_KEYS = {term: [key for key in WEIGHTED
 _UNIT_WEIGHTS = dict.fromkeys(WEIGHTED, 1.0)     # read only: the weights when none are set
 
 
+# A weight is 0 or between these: any sum of weighted terms stays finite (no
+# overflow to inf, which makes the score NaN) and every term still counts (no
+# underflow to 0).  Only the ratios between weights matter.
+MIN_WEIGHT = 1e-6
+MAX_WEIGHT = 1e6
+
+
 def weights_of(weights):
     """The weights of dense and gated: 1 for every key, or as given (a dict
-    not to be changed)."""
+    not to be changed).  ValueError for an unknown key or a weight that is
+    not 0 or a number between MIN_WEIGHT and MAX_WEIGHT."""
     if not weights:
         return _UNIT_WEIGHTS
     weight = dict.fromkeys(WEIGHTED, 1.0)
-    for key, value in (weights or {}).items():
-        if key not in weight:
-            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
-        value = float(value)
-        if not value >= 0.0 or value == float("inf"):
-            raise ValueError("weight %s must be a number 0 or more, not %r" % (key, value))
-        weight[key] = value
+    weight.update(checked_weights(weights))
     return weight
+
+
+def checked_weights(weights):
+    """The weights given (a mapping: a dict, verl's DictConfig) as a plain dict
+    {key: float}, or None when none are given; ValueError naming the one that
+    cannot be used."""
+    if not weights:
+        return None
+    try:
+        items = list(weights.items())
+    except Exception:
+        raise ValueError("weights must be a mapping {key: number}, not %s"
+                         % type(weights).__name__)
+    checked = {}
+    for key, value in items:
+        if key not in _UNIT_WEIGHTS:
+            raise ValueError("unknown weight %r (known: %s)" % (key, ", ".join(WEIGHTED)))
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or isinstance(value, bool) or not (
+                number == 0.0 or MIN_WEIGHT <= number <= MAX_WEIGHT):
+            raise ValueError("weight %s must be 0 or a number from %g to %g, not %r"
+                             % (key, MIN_WEIGHT, MAX_WEIGHT, value))
+        checked[key] = number
+    return checked
 
 
 def canonical_route(record):
@@ -344,6 +482,25 @@ def empty_values(failure=0.0, error_code=NOT_TEXT):
     return values
 
 
+def _bound_scorer(row, name, protocol, station_info, line_info):
+    """The scorer of a row, on the network prepare bound it to
+    (transitlm.reward.binding) when no station file is configured; a row
+    bound to another network than the configured one is RowDataError."""
+    if binding.STATION_SHA in row:
+        configured = bool(station_info or os.environ.get(STATION_ENV)
+                          or os.environ.get(DATA_ENV))
+        station_info, line_info, problem = binding.bound_files(row, station_info, line_info,
+                                                               configured)
+        if problem:
+            raise RowDataError(problem)
+        scorer = scorer_for(name, protocol, station_info, line_info)
+        problem = binding.mismatch(row, scorer)
+        if problem:
+            raise RowDataError(problem)
+        return scorer
+    return scorer_for(name, protocol, station_info, line_info)
+
+
 def score(completion, row, benchmark=None, protocol="reference", station_info=None,
           line_info=None, shaping="dense", weights=None, failure=0.0):
     """Score one completion against one row of the release -> a flat dict (see
@@ -355,9 +512,9 @@ def score(completion, row, benchmark=None, protocol="reference", station_info=No
     label) raises RowDataError naming the field; an unknown benchmark,
     protocol, shaping or weight raises ValueError.
     """
-    row = row_dict(row)
+    row = trainer_row(row)
     name = benchmark_of(row, benchmark)
-    scorer = scorer_for(name, protocol, station_info, line_info)
+    scorer = _bound_scorer(row, name, protocol, station_info, line_info)
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))
     weights_of(weights)

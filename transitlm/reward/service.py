@@ -9,7 +9,8 @@
 A POST is answered exactly as transitlm.reward.openrlhf.reward_func answers
 the same three lists in process (it is called), with the settings the
 service was started with.  Empty lists are answered with empty lists
-(OpenRLHF sends them to every URL but the first).  A request of the wrong
+(OpenRLHF 0.11.0 and earlier sent them to every URL but the first; 0.11.2
+sends each one-sample request to the next of its URLs in turn).  A request of the wrong
 shape is a 400 naming what is wrong (the body not JSON, a list missing, not
 a list, lists of different lengths, a query or prompt that is not text); a
 row that cannot be scored against (transitlm.reward.scoring.RowDataError:
@@ -38,7 +39,8 @@ from transitlm.json_service import (
     JsonServer, RequestProblem, Route, decode_body, listen_problem, read_timeout_problem,
     serve_until_stopped)
 from transitlm.reward.openrlhf import reward_func
-from transitlm.reward.scoring import SHAPINGS, RowDataError, network_files, scorer_for, weights_of
+from transitlm.reward.scoring import (SHAPINGS, RowDataError, checked_weights, network_files,
+                                      scorer_for, weights_of)
 from transitlm.reward.settings import ENV, settings
 from transitlm.terminal import one_line
 
@@ -80,11 +82,23 @@ def _reward(handler, body):
     handler.note = "%d rows" % len(queries)
     options = handler.server.options
     try:
-        return reward_func(queries, prompts, labels, **options)
+        return finite_answer(reward_func(queries, prompts, labels, **options))
     except RowDataError:
         raise RequestProblem(422, broken_row(queries, prompts, labels, options))
     except InputError as exc:        # a network file the service could not load
         raise RequestProblem(500, "the service cannot score these rows: %s" % one_line(exc))
+
+
+def finite_answer(answer):
+    """The answer, when every number in it is finite (strict JSON has no NaN
+    or Infinity; the scores are finite by construction: this guards that)."""
+    for key, values in [("rewards", answer["rewards"]), ("scores", answer["scores"])] + [
+            ("extra_logs." + name, logged) for name, logged in answer["extra_logs"].items()]:
+        for index, value in enumerate(values):
+            if not math.isfinite(value):
+                raise RequestProblem(500, "the reward cannot be answered: %s[%d] is %r, not "
+                                          "a finite number" % (key, index, value))
+    return answer
 
 
 ROUTES = {REWARD_PATH: Route("POST", _reward), HEALTH_PATH: Route("GET", _health)}
@@ -143,7 +157,7 @@ def parse_weights(text):
             weights[key.strip()] = float(value)
         except ValueError:
             raise ValueError("--weights %s: %r is not a number" % (key.strip(), value))
-    weights_of(weights)              # unknown keys, negative or infinite weights
+    weights_of(weights)        # unknown keys, weights outside 0 or MIN_WEIGHT..MAX_WEIGHT
     return weights
 
 
@@ -152,9 +166,14 @@ def checked_settings(**given):
     (transitlm.reward.settings), else the defaults; ValueError naming the
     flag or variable whose value cannot be used."""
     try:
+        checked_weights(given.get("weights"))
+    except ValueError as exc:
+        raise ValueError("--weights: %s" % exc)
+    try:
         options = settings(**given)
-    except ValueError as exc:       # only text can fail, and flags are numbers already
-        raise ValueError("$%s: %s" % (ENV["failure"], exc))
+    except ValueError as exc:       # then only the failure score can fail
+        raise ValueError("%s: %s" % ("--failure" if given.get("failure") is not None
+                                     else "$" + ENV["failure"], exc))
     sources = {key: "--" + key if given.get(key) is not None else "$" + ENV[key]
                for key in ENV}
     if options["benchmark"] is not None and benchmark_info(options["benchmark"]) is None:

@@ -13,7 +13,10 @@ dotted path takes no arguments), else the defaults.
 Standard library only; Python 3.8+.
 """
 
+import math
 import os
+
+from transitlm.reward.scoring import checked_weights
 
 ENV = {"benchmark": "TRANSITLM_REWARD_BENCHMARK", "protocol": "TRANSITLM_REWARD_PROTOCOL",
        "shaping": "TRANSITLM_REWARD_SHAPING", "failure": "TRANSITLM_REWARD_FAILURE"}
@@ -24,7 +27,10 @@ DEFAULTS = {"benchmark": None, "protocol": "reference", "shaping": "dense", "fai
 def settings(**given):
     """The score() keywords of a call: those given (None = not given), else
     the environment's, else the defaults.  Keys not of score() are ignored
-    (a trainer's own keywords, such as TRL's trainer_state)."""
+    (a trainer's own keywords, such as TRL's trainer_state).  ValueError for
+    a failure score that is not a finite number or weights that cannot be
+    used (transitlm.reward.scoring.checked_weights): the score is always a
+    finite number."""
     values = dict(DEFAULTS)
     for key, variable in ENV.items():
         if os.environ.get(variable):
@@ -33,7 +39,12 @@ def settings(**given):
         if given.get(key) is not None:
             values[key] = given[key]
     try:
-        values["failure"] = float(values["failure"])
-    except (TypeError, ValueError):
-        raise ValueError("failure must be a number, not %r" % (values["failure"],))
+        failure = float(values["failure"])
+    except (TypeError, ValueError, OverflowError):
+        failure = None
+    if failure is None or not math.isfinite(failure):
+        raise ValueError("the failure score must be a finite number, not %r"
+                         % (values["failure"],))
+    values["failure"] = failure
+    values["weights"] = checked_weights(values["weights"])
     return values

@@ -2,8 +2,9 @@
 
     from transitlm.reward.trl import route_reward
     GRPOTrainer(..., reward_funcs=[route_reward], ...)
-    # or, per component, weighted:
-    reward_funcs=[route_conn, route_rem, route_ea], reward_weights=[1.0, 2.0, 1.0]
+    # or, per component, weighted (the weights are GRPOConfig's):
+    GRPOTrainer(..., reward_funcs=[route_conn, route_rem, route_ea],
+                args=GRPOConfig(..., reward_weights=[1.0, 2.0, 1.0]))
     # TRL's command line imports a dotted path:
     trl grpo ... --reward_funcs transitlm.reward.trl.route_reward
 
@@ -18,7 +19,9 @@ GRPOTrainer._calculate_rewards) -- and wants one float per completion.  The
 dataset (``reward.py prepare --format trl``) carries the release's columns
 ``sft_prompt``, ``sft_label``, ``req_type`` and ``task_id``.  When TRL passes
 ``log_metric`` (v1.0 on), the mean of every component over the batch is
-logged through it as ``transitlm/<key>``.
+logged through it as ``transitlm/<key>`` by the function that scored the
+batch: ``route_reward``, or the first of the component functions (the
+others reuse its results).
 
 ``make_reward(name, **settings)`` makes a reward function with other settings
 (protocol, shaping, failure, station file, ...) and its own ``__name__``.
@@ -27,7 +30,8 @@ Settings otherwise come from the environment (transitlm.reward.settings).
 Standard library only; Python 3.8+.
 """
 
-from transitlm.reward.batch import BatchMemo, means, rows_from_columns, score_batch
+from transitlm.reward.batch import BatchMemo, means, rows_from_columns
+from transitlm.reward.settings import settings
 
 _MEMO = BatchMemo()
 _SETTINGS = ("benchmark", "protocol", "shaping", "failure", "station_info", "line_info",
@@ -35,9 +39,10 @@ _SETTINGS = ("benchmark", "protocol", "shaping", "failure", "station_info", "lin
 
 
 def _results(completions, columns, options):
+    """-> (each completion's result, whether this call scored the batch)."""
     completions = list(completions or ())
     rows = rows_from_columns(columns, len(completions))
-    return score_batch(completions, rows, memo=_MEMO, **options)
+    return _MEMO.scored(completions, rows, settings(**options))
 
 
 def make_reward(name="route_reward", key="score", **options):
@@ -48,11 +53,14 @@ def make_reward(name="route_reward", key="score", **options):
     if unknown:
         raise ValueError("unknown setting(s) %s (known: %s)" % (", ".join(unknown),
                                                               ", ".join(_SETTINGS)))
+    settings(**options)      # weights and failure checked when set, not mid-training
 
     def reward(prompts=None, completions=None, completion_ids=None, log_metric=None,
                log_extra=None, trainer_state=None, **columns):
-        results = _results(completions, columns, options)
-        if log_metric is not None and key == "score":
+        results, scored = _results(completions, columns, options)
+        # Logged by the function that scored the batch (the first component of
+        # a batch, every route_reward call); TRL averages what it is given.
+        if log_metric is not None and (scored or key == "score"):
             for component, value in sorted(means(results).items()):
                 log_metric("transitlm/%s" % component, value)
         return [result[key] for result in results]
