@@ -5,10 +5,12 @@ method and the function that answers); everything else is here.
 
 No request can crash it or hold it: every answer, errors included, is JSON
 (``{"error": "..."}`` for an error, never a traceback); a body is refused
-(4xx) before decoding when it nests deeper than ``MAX_JSON_DEPTH`` or holds a
-list longer than the service's limit; a request must arrive in full within
-``read_timeout`` seconds of its first byte (else 408 or the connection is
-closed), an idle connection is closed after that long, at most ``MAX_BUSY``
+(4xx) before decoding when it nests deeper than ``MAX_JSON_DEPTH``, holds a
+list longer than the service's limit or more than ``MAX_JSON_VALUES`` values;
+a body is read and decoded without a long call in C (transitlm.json_steps),
+so a large one never holds the other requests; a request must arrive in
+full within ``read_timeout`` seconds of its first byte (else 408 or the
+connection is closed), an idle connection is closed after that long, at most ``MAX_BUSY``
 bodies are decoded and answered at a time, and at most ``MAX_CONNECTIONS``
 connections are served at once (more get a canned 503), holding at most
 ``MAX_BODIES_BYTES`` of request bodies together (more get 503 and
