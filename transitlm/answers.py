@@ -144,6 +144,12 @@ def _matches(pattern, tags, text, chunk=None):
     ``text``, as ``pattern.finditer(text)`` finds them, each search over at
     most ``chunk`` characters (and a tag's length) in C."""
     chunk = chunk or _SEARCH_CHUNK
+    if len(text) <= chunk:
+        return pattern.finditer(text)
+    return _chunked_matches(pattern, tags, text, chunk)
+
+
+def _chunked_matches(pattern, tags, text, chunk):
     overlap = max(map(len, tags)) - 1
     start, length = 0, len(text)
     while start < length:
