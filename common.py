@@ -22,6 +22,7 @@ import csv
 import functools
 import hashlib
 import io
+import itertools
 import json
 import marshal
 import math
@@ -926,28 +927,95 @@ JSON_WHITESPACE = " \t\n\r"
 # JSON nested deeper than this is refused before decoding: the json module
 # recurses per level, and a hostile cell must become an error row, not a crash.
 MAX_JSON_DEPTH = 100
-# The unrolled form of "(?:[^"\\]|\\.)*": linear, without a step per character.
-_JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string's body after its opening quote (the unrolled form of
+# (?:[^"\\]|\\.)*, linear, without a step per character): it stops before the
+# closing quote, or at the end, or before a backslash that ends the text.
+_STRING_BODY = r'[^"\\]*(?:\\.[^"\\]*)*'
+_STRING_BODY_RE = re.compile(_STRING_BODY, re.DOTALL)
+# A closed string, or (group 1) one still open where the text ends.
+_STRING_OR_OPEN_RE = re.compile('"%s"|("%s\\\\?\\Z)' % (_STRING_BODY, _STRING_BODY), re.DOTALL)
 _NOT_A_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# Characters one regular expression reads at a time: a service's other
+# threads get the interpreter lock between two (a call in C never yields it).
+SCAN_CHUNK = 1 << 16
+
+
+def json_outside_strings(text, chunk=SCAN_CHUNK, spans=None):
+    """The text of JSON ``text`` outside its strings, yielded in pieces (in
+    order) of at most ``chunk`` characters each.  A list ``spans`` receives
+    (start, end) of each closed string that runs past the end of a chunk
+    (with its quotes; every string of more than ``chunk`` characters is one),
+    and (start, None) of a string left open where the text ends.
+
+    A quote opens a string that ends at the next quote not escaped by a
+    backslash; a string opened and never closed is kept, with everything
+    after it (no later quote can close a string: each lies inside the open
+    one, escaped, and a string opened there reads the same characters).
+    Time linear in the text, each step a regular expression over one chunk,
+    whatever the text holds (unclosed strings, runs of escaped quotes or of
+    backslashes).
+    """
+    opened = None            # the pieces of a string not closed yet
+    escaped = False          # the first character of the next chunk is escaped
+    start, length = 0, len(text)
+    while start < length:
+        end = min(length, start + chunk)
+        if opened is not None:
+            stop = _STRING_BODY_RE.match(text, start + escaped, end).end()
+            if stop < end and text[stop] == '"':
+                opened = None                         # closed: the string is left out
+                start = stop + 1
+                if spans is not None:
+                    spans.append((opened_at, start))
+                continue
+            opened.append(text[start:end])
+            escaped = stop < end                      # a backslash ends the chunk
+            start = end
+            continue
+        # [outside, None (a closed string), outside, ..., the open string or None, ""]
+        parts = _STRING_OR_OPEN_RE.split(text[start:end])
+        tail = parts[-2] if len(parts) > 1 else None
+        if tail is not None:
+            del parts[-2:]
+            opened, opened_at = [tail], end - len(tail)
+            escaped = _STRING_BODY_RE.match(tail, 1).end() < len(tail)
+        yield "".join(filter(None, parts))
+        start = end
+    if opened is not None and spans is not None:
+        spans.append((opened_at, None))
+    for piece in opened or ():
+        yield piece
+
+
+def count_of(text, characters, chunk=SCAN_CHUNK):
+    """How many of ``characters`` (each one character) ``text`` holds,
+    counted at most ``chunk`` characters at a time (see SCAN_CHUNK)."""
+    return sum(text.count(character, start, start + chunk)
+               for start in range(0, len(text), chunk) for character in characters)
 
 
 def json_too_deep(text, limit=MAX_JSON_DEPTH):
     """Does JSON text nest arrays/objects more than ``limit`` levels deep?
 
-    Scans without recursion; text with few brackets (every real row) is
-    answered by two counts.  Brackets inside strings do not count.
+    Scans without recursion, in time linear in the text; text with few
+    brackets (every real row) is answered by two counts.  Brackets inside
+    strings do not count (see json_outside_strings); any closing bracket
+    closes a level.
     """
-    if text.count("[") + text.count("{") <= limit:
+    if (text.count("[") + text.count("{") if len(text) <= SCAN_CHUNK
+            else count_of(text, "[{")) <= limit:
         return False
-    brackets = _NOT_A_BRACKET_RE.sub("", _JSON_STRING_RE.sub("", text))
     depth = 0
-    for char in brackets:
-        if char == "[" or char == "{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
+    for piece in json_outside_strings(text):
+        brackets = _NOT_A_BRACKET_RE.sub("", piece)
+        if not brackets:
+            continue
+        if max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets),
+                                    initial=depth)) > limit:
+            return True
+        opens = brackets.count("[") + brackets.count("{")
+        depth += 2 * opens - len(brackets)
     return False
 
 

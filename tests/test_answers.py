@@ -8,8 +8,8 @@ import tempfile
 import time
 import unittest
 
-from tests.support import common, evaluate_to_files, prompt, route, write_samples
-from tests.support import write_station_file
+from tests.support import (READING_PATTERNS, common, evaluate_to_files, example_rows, prompt,
+                           reading_text, route, write_samples, write_station_file)
 from transitlm.answers import END_OF_TURN_TOKENS, REASONING_TAGS, read_answer
 import transitlm.api  # noqa: E402
 import transitlm.reports  # noqa: E402
@@ -71,6 +71,25 @@ class ReadingTest(unittest.TestCase):
                      "<reasoning>never closed"):
             self.assertEqual(code_of(text), "unclosed_reasoning", text)
 
+    def test_a_block_cut_off_in_every_format_is_unclosed_reasoning(self):
+        # Each format's block opened, a route drafted inside it, and the text
+        # cut before the block closes: never read as the answer.
+        cut = ["%s I will answer %s" % (opening, ROUTE_TEXT) for opening, _ in REASONING_TAGS]
+        cut += ["<THINKING>%s" % ROUTE_TEXT, "<Reasoning>\n%s<|im_end|>" % ROUTE_TEXT]
+        # gpt-oss: its analysis channel with no final channel after it.
+        analysis = "<|channel|>analysis<|message|>draft %s" % ROUTE_TEXT
+        cut += [analysis, analysis + "<|end|>", analysis + "<|end|><|start|>assistant",
+                "<|channel|>final<|message|>%s<|end|><|start|>assistant%s"
+                % (ROUTE_TEXT, analysis)]
+        for text in cut:
+            self.assertEqual(code_of(text), "unclosed_reasoning", text)
+        for opening, closing in REASONING_TAGS:        # closed: the route after it is read
+            answer = read_answer("%s %s %s%s" % (opening, DRAFT, closing, ROUTE_TEXT))
+            self.assertEqual(answer.value, ROUTE, opening)
+        answer = read_answer(analysis + "<|end|><|start|>assistant<|channel|>final<|message|>"
+                             + ROUTE_TEXT + "<|return|>")
+        self.assertEqual((answer.value, answer.reasoning), (ROUTE, True))
+
     def test_no_answer_after_the_reasoning(self):
         self.assertEqual(code_of("<think>all thinking</think>  "), "invalid_json")
         self.assertEqual(code_of(""), "invalid_json")
@@ -111,6 +130,52 @@ class ReadingTest(unittest.TestCase):
             started = time.perf_counter()
             self.assertIsNotNone(code_of(text))
             self.assertLess(time.perf_counter() - started, 5.0)
+
+
+class LinearTimeTest(unittest.TestCase):
+    """Issue 38: every adversarial pattern (tests/support's READING_PATTERNS)
+    is read in time linear in its length -- by read_answer (the evaluators
+    and the reward), by the reward's score() and by a service's scan of a
+    body (common.json_too_deep and json_outside_strings, bounded_json).  The
+    pattern at LARGE characters is timed against the pattern at SMALL read
+    LARGE / SMALL times over (the same number of characters): linear, the
+    two take about the same time; quadratic, the first takes LARGE / SMALL
+    times longer (8 here; 3 s at 32 KB for escaped quotes before).  The times
+    at 1 MB are bench/bench_reading.py's."""
+
+    SMALL, LARGE = 32 * 1024, 256 * 1024
+    SLACK = 3.0                  # a linear reader stays under it, load or not; 8 is quadratic
+    NOISE_S = 0.02               # and a spell of a loaded machine (quadratic: seconds, minutes)
+
+    def block_time(self, function, text, times):
+        started = time.perf_counter()
+        for _ in range(times):
+            function(text)
+        return time.perf_counter() - started
+
+    def test_every_pattern_at_two_sizes(self):
+        from transitlm.bounded_json import json_shape_problem
+        from transitlm.reward import score
+        row = example_rows("single_route")[0]
+        score("{}", row, benchmark="single_route")     # the scorer, made before the clock
+        readers = {"read_answer": code_of,
+                   "json_shape_problem": lambda text: json_shape_problem(text, 2048),
+                   "score": lambda text: score(text, row, benchmark="single_route")}
+        times = self.LARGE // self.SMALL
+        for pattern in READING_PATTERNS:
+            small, large = reading_text(pattern, self.SMALL), reading_text(pattern, self.LARGE)
+            for name, reader in readers.items():
+                # Taken in turns, best of two, so that a spell of load falls on both.
+                smalls, larges = [], []
+                for _ in range(2):
+                    smalls.append(self.block_time(reader, small, times))
+                    larges.append(self.block_time(reader, large, 1))
+                with self.subTest(pattern=pattern, reader=name):
+                    self.assertLess(min(larges), self.SLACK * min(smalls) + self.NOISE_S,
+                                    "%.4f s at %d KB, "
+                                    "%.4f s for %d times %d KB" % (
+                                        min(larges), self.LARGE // 1024, min(smalls), times,
+                                        self.SMALL // 1024))
 
 
 class EvaluatorReadingTest(unittest.TestCase):

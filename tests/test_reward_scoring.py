@@ -152,5 +152,46 @@ class ShapingTest(unittest.TestCase):
         self.assertGreater(unreachable["score"], 0.0)
 
 
+class CompletionCodesTest(unittest.TestCase):
+    """The error_code of what a completion holds (docs/reward.md, failure
+    codes): a value holding no text is invalid_completion, an empty one
+    no_response, a reasoning block cut off in any format unclosed_reasoning;
+    JSON text is judged by the evaluator as a predictions file would be."""
+
+    def code(self, completion, benchmark="single_route"):
+        row = read_rows(os.path.join(REPO, "data", "benchmark1_single_route_example.csv"))[0]
+        return transitlm.reward.score(completion, row, benchmark=benchmark)
+
+    def test_a_value_holding_no_text(self):
+        for completion in ({"foo": 1}, [{"foo": 1}], {1: 2}, [], [1, 2], 12,
+                           {"role": "assistant", "content": 5}):
+            got = self.code(completion)
+            self.assertEqual((got["error_code"], got["score"], got["format"]),
+                             ("invalid_completion", 0.0, 0.0), repr(completion))
+
+    def test_an_empty_completion(self):
+        for completion in (None, "", {"role": "assistant", "content": ""},
+                           {"role": "assistant", "content": None},
+                           [{"role": "assistant", "content": []}]):
+            self.assertEqual(self.code(completion)["error_code"], "no_response", repr(completion))
+
+    def test_json_text_without_a_route_is_the_evaluators_verdict(self):
+        # The published evaluator judges {"foo": 1} as a route of no station
+        # (evaluated): the reward keeps that verdict and pays only the format.
+        got = self.code('{"foo": 1}')
+        self.assertEqual((got["error_code"], got["format"], got["rem"]), ("", 1.0, 0.0))
+
+    def test_reasoning_cut_off_in_every_format(self):
+        label = read_rows(os.path.join(REPO, "data",
+                                       "benchmark1_single_route_example.csv"))[0]["sft_label"]
+        for opening in ("<think>", "<thinking>", "<reasoning>",
+                        "<|channel|>analysis<|message|>"):
+            got = self.code("%sthe answer: %s" % (opening, label))
+            self.assertEqual((got["error_code"], got["score"]), ("unclosed_reasoning", 0.0),
+                             opening)
+        closed = self.code("<|channel|>analysis<|message|>hmm<|end|><|start|>assistant"
+                           "<|channel|>final<|message|>%s<|return|>" % label)
+        self.assertEqual((closed["error_code"], closed["rem"]), ("", 1.0))
+
 if __name__ == "__main__":
     unittest.main()

@@ -24,10 +24,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
+from unittest import mock
 
 from tests.support import (REPO, FramingChecks, ServerTestCase, chatml, example_rows,
-                           run_reward, write_fixture_files)
+                           reading_text, run_reward, write_fixture_files)
 from transitlm import json_service  # noqa: E402
 from transitlm.reward import openrlhf, service  # noqa: E402
 from transitlm.reward.scoring import score  # noqa: E402
@@ -349,6 +351,68 @@ class ConcurrencyTest(RewardServerTestCase):
             lambda number, index: expected[number, index])
         self.assertEqual(failures, [])
         self.assertEqual(len(self.log), self.CLIENTS * self.REQUESTS)
+
+
+class StallingBodyTest(RewardServerTestCase):
+    """Issue 38: one request never holds the others.  While the largest body
+    the service accepts, its completion made of the pattern that once took
+    minutes (escaped quotes: the reading restarted at every quote), is
+    decoded and scored, /healthz answers within HEALTHZ_S (about 40 ms at
+    most here): no step of the decoding or the reading runs in C over more
+    than a chunk of the text without letting other threads run.  The
+    interpreter switches threads as reward.py serve makes it
+    (json_service.SWITCH_INTERVAL_S)."""
+
+    HEALTHZ_S = 0.1              # the issue's bound, on every answer but the slowest
+    SLOWEST_S = 0.5              # the slowest one, with room for a loaded machine
+    # (json.loads of the body in one call made the slowest 60-170 ms)
+    MIN_ANSWERS = 3
+
+    def test_healthz_answers_while_the_worst_body_is_scored(self):
+        switch = sys.getswitchinterval()
+        self.addCleanup(sys.setswitchinterval, switch)
+        sys.setswitchinterval(json_service.SWITCH_INTERVAL_S)
+        _, prompt, label = labelled_rows("single_route", 1)[0]
+        frame = len(json.dumps(body_of([("", prompt, label)])).encode("utf-8"))
+        unit = '\\"{'                    # each character escaped in the body: 5 bytes for 3
+        query = reading_text("escaped quotes", (service.MAX_BODY_BYTES - frame) * 3 // 5)
+        body = json.dumps(body_of([(query, prompt, label)])).encode("utf-8")
+        self.assertTrue(query.startswith(unit))
+        self.assertLessEqual(len(body), service.MAX_BODY_BYTES)
+        self.assertGreater(len(body), service.MAX_BODY_BYTES - 16)
+        started, answered, result = threading.Event(), threading.Event(), []
+        parse_request = service.parse_request
+
+        def parse_and_tell(raw):
+            started.set()
+            return parse_request(raw)
+
+        def post():
+            try:
+                result.append(self.request("POST", REWARD, body))
+            finally:
+                answered.set()
+        with mock.patch.object(service, "parse_request", parse_and_tell):
+            poster = threading.Thread(target=post)
+            poster.start()
+            self.addCleanup(poster.join, 60)
+            self.assertTrue(started.wait(60))
+            times = []
+            while not answered.is_set():
+                began = time.perf_counter()
+                status = self.request("GET", "/healthz")[0]
+                took = time.perf_counter() - began
+                self.assertEqual(status, 200)
+                if not answered.is_set():       # answered while the body was being scored
+                    times.append(took)
+            poster.join(60)
+        self.assertEqual(result[0][0], 200, result[0][2])
+        self.assertEqual((result[0][2]["rewards"], result[0][2]["extra_logs"]["format"]),
+                         ([0.0], [0.0]))             # unreadable (too_deep), not an error
+        self.assertGreaterEqual(len(times), self.MIN_ANSWERS, times)
+        times.sort()
+        self.assertLess(times[-1], self.SLOWEST_S, times)
+        self.assertLess(times[-2], self.HEALTHZ_S, times)
 
 
 class FramingTest(FramingChecks, RewardServerTestCase):

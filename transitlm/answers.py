@@ -16,8 +16,9 @@ before it answers, and its text carries that thinking::
    (``</think>``, ``</thinking>``, ``</reasoning>``, ...; also when only the
    closing tag is there, as the Qwen3 and DeepSeek-R1 chat templates put the
    opening one in the prompt), or after gpt-oss's final-channel marker; a
-   reasoning block opened and never closed is an error (code
-   ``unclosed_reasoning``): the model ran out of tokens before it answered;
+   reasoning block opened and never closed (gpt-oss: its analysis channel
+   with no final channel after it) is an error (code ``unclosed_reasoning``):
+   the model ran out of tokens before it answered;
 3. the route is the answer when it is JSON, else the first JSON object in
    it (a ```json fence, a sentence around it).
 
@@ -29,7 +30,9 @@ The reading takes time linear in the text: each candidate object is decoded
 from a window of the text that grows only while the object may run past it,
 and the total decoded is bounded (READ_BUDGET_FACTOR times the text), so
 text made of a million broken objects costs a bounded, linear time and is an
-``invalid_json`` error row.
+``invalid_json`` error row.  No step is a long call in C (a service's other
+threads run between two): the tags are searched a chunk at a time, and a
+text over a megabyte is decoded in steps (transitlm.json_steps).
 
 Standard library only; Python 3.8+.
 """
@@ -37,8 +40,9 @@ Standard library only; Python 3.8+.
 import json
 import re
 
-from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, RowError, decode_json, json_too_deep,
-                    loads_stripped)
+from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, SCAN_CHUNK, RowError, decode_json,
+                    json_too_deep, loads_stripped)
+from transitlm.json_steps import AT_ONCE, loads_in_steps, raw_decode_in_steps
 
 # Tokens a chat template ends a turn with; never part of an answer.
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>",
@@ -49,17 +53,21 @@ REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
                   ("<reasoning>", "</reasoning>"), ("<reflection>", "</reflection>"),
                   ("<seed:think>", "</seed:think>"),
                   ("\u25c1think\u25b7", "\u25c1/think\u25b7"))          # Kimi's
-# gpt-oss (harmony): the answer follows the last final-channel marker.
+# gpt-oss (harmony): the answer follows the last final-channel marker; its
+# reasoning (the analysis channel) is a block that only a final channel closes.
 FINAL_CHANNEL_MARKERS = ("<|channel|>final<|message|>",)
+ANALYSIS_CHANNEL_MARKERS = ("<|channel|>analysis<|message|>",)
 
 READ_WINDOW = 4096             # characters a candidate object is first decoded from
 READ_BUDGET_FACTOR = 8         # at most this many times the text is handed to the decoder
 READ_BUDGET_MIN = 1 << 20
 
-_OPEN_RE = re.compile("|".join(re.escape(open_) for open_, _ in REASONING_TAGS), re.IGNORECASE)
-_CLOSE_RE = re.compile("|".join(re.escape(close) for _, close in REASONING_TAGS)
-                       + "|" + "|".join(re.escape(marker) for marker in FINAL_CHANNEL_MARKERS),
-                       re.IGNORECASE)
+_OPENINGS = tuple(open_ for open_, _ in REASONING_TAGS) + ANALYSIS_CHANNEL_MARKERS
+_CLOSINGS = tuple(close for _, close in REASONING_TAGS) + FINAL_CHANNEL_MARKERS
+_OPEN_RE = re.compile("|".join(map(re.escape, _OPENINGS)), re.IGNORECASE)
+_CLOSE_RE = re.compile("|".join(map(re.escape, _CLOSINGS)), re.IGNORECASE)
+# Characters one search reads at a time (see common.SCAN_CHUNK).
+_SEARCH_CHUNK = SCAN_CHUNK
 _DECODER = json.JSONDecoder()
 
 
@@ -94,7 +102,8 @@ def read_answer(text, what="prediction", strict=False):
         raise RowError("%s is nested more than %d levels deep" % (what, MAX_JSON_DEPTH),
                        "too_deep")
     try:
-        return Answer(loads_stripped(stripped), reasoning)
+        return Answer(loads_stripped(stripped) if len(stripped) <= AT_ONCE
+                      else loads_in_steps(stripped), reasoning)
     except ValueError as exc:
         error = getattr(exc, "msg", None) or str(exc)
     found = first_json_object(stripped)
@@ -117,17 +126,42 @@ def answer_text(text, what="prediction"):
         if token in text:
             text = text.replace(token, "")
     last = None
-    for last in _CLOSE_RE.finditer(text):
+    for last in _matches(_CLOSE_RE, _CLOSINGS, text):
         pass
     reasoning = last is not None
     if reasoning:
         text = text[last.end():]
-    opened = _OPEN_RE.search(text)
+    opened = next(_matches(_OPEN_RE, _OPENINGS, text), None)
     if opened is not None:
         raise RowError("%s opens a reasoning block (%s) that is never closed: the model "
                        "stopped before it answered" % (what, opened.group(0)),
                        "unclosed_reasoning")
     return text, reasoning
+
+
+def _matches(pattern, tags, text, chunk=None):
+    """The matches of ``pattern`` (the alternatives ``tags``, literal) in
+    ``text``, as ``pattern.finditer(text)`` finds them, each search over at
+    most ``chunk`` characters (and a tag's length) in C."""
+    chunk = chunk or _SEARCH_CHUNK
+    if len(text) <= chunk:
+        return pattern.finditer(text)
+    return _chunked_matches(pattern, tags, text, chunk)
+
+
+def _chunked_matches(pattern, tags, text, chunk):
+    overlap = max(map(len, tags)) - 1
+    start, length = 0, len(text)
+    while start < length:
+        end = min(length, start + chunk + overlap)
+        found = pattern.search(text, start, end)
+        if found is not None:
+            yield found
+            start = found.end()
+        elif end == length:
+            return
+        else:
+            start = end - overlap        # a tag may begin in the last ``overlap`` characters
 
 
 def first_json_object(text):
@@ -148,8 +182,10 @@ def first_json_object(text):
             budget -= end - start
             if budget < 0:
                 return None
+            candidate = text[start:end]
             try:
-                value, _ = _DECODER.raw_decode(text[start:end])
+                value, _ = (_DECODER.raw_decode(candidate) if len(candidate) <= AT_ONCE
+                            else raw_decode_in_steps(candidate))
             except ValueError as exc:
                 if end < len(text) and _may_run_past(exc, end - start):
                     window *= 4

@@ -22,17 +22,13 @@ Standard library only; Python 3.8+.
 import json
 import re
 
-from common import MAX_JSON_DEPTH, json_too_deep
+from common import MAX_JSON_DEPTH, count_of, json_outside_strings, json_too_deep
 
 MAX_JSON_VALUES = 200000        # JSON values (counted by their separators) decoded at most
 MAX_INT_DIGITS = 4000
-# A JSON string, without a step per character (as common.json_too_deep).
-_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# The tokens of the shape scan: a structural character, or a whole JSON
-# string (skipped, so brackets and commas inside it do not count).  The
-# string pattern is the "unrolled" form: ``"(?:[^"\\]|\\.)*"`` takes seconds
-# and a gigabyte on one 10 MB string.
-_SHAPE_TOKEN_RE = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"')
+# The tokens of the shape scan, read outside strings (common.json_outside_strings:
+# linear whatever the text holds, so brackets and commas inside strings do not count).
+_SHAPE_TOKEN_RE = re.compile(r"[\[\]{},]")
 
 
 def parse_int(digits):
@@ -42,14 +38,17 @@ def parse_int(digits):
     return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
 
 
-def value_count_over(text, limit):
+def value_count_over(text, limit, outside=None):
     """Do the commas, ``[`` and ``{`` of ``text`` outside its strings (about
     one per value) number more than ``limit``?  Answered by three counts when
-    the whole text has fewer."""
-    if text.count(",") + text.count("[") + text.count("{") <= limit:
+    the whole text has fewer.  ``outside``: the text's pieces outside its
+    strings when they were read already (json_outside_strings)."""
+    if outside is None and count_of(text, ",[{") <= limit:
         return False
-    bare = _STRING_RE.sub("", text)
-    return bare.count(",") + bare.count("[") + bare.count("{") > limit
+    count = 0
+    for bare in json_outside_strings(text) if outside is None else outside:
+        count += bare.count(",") + bare.count("[") + bare.count("{")
+    return count > limit
 
 
 def _no_constant(name):
@@ -111,7 +110,7 @@ def loads_bounded(text, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES, st
         raise ValueError("not JSON (%s)" % (getattr(exc, "msg", None) or exc))
 
 
-def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
+def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH, outside=None):
     """Scan JSON text, without decoding it, for what would make decoding costly.
 
     Returns ("too_long", message) when some array holds more than
@@ -120,14 +119,13 @@ def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
     per level), else None.  Brackets and commas inside strings do not count.
     The scan stops at the first excess: a 10 MB text of five million tiny
     items is refused after ``max_items`` steps.  Invalid JSON is not judged
-    here (decoding reports it).
+    here (decoding reports it).  ``outside``: as value_count_over's.
     """
-    few_commas = max_items is None or text.count(",") < max_items
-    if few_commas and text.count("[") + text.count("{") <= max_depth:
+    few_commas = max_items is None or count_of(text, ",") < max_items
+    if outside is None and few_commas and count_of(text, "[{") <= max_depth:
         return None                      # no array can be too long, nor nesting too deep
     commas = []                          # per open container: commas so far (None: object)
-    for token in _SHAPE_TOKEN_RE.finditer(text):
-        char = text[token.start()]
+    for char in _structure(json_outside_strings(text) if outside is None else outside):
         if char == ",":
             if max_items is not None and commas and commas[-1] is not None:
                 commas[-1] += 1
@@ -137,6 +135,14 @@ def json_shape_problem(text, max_items=None, max_depth=MAX_JSON_DEPTH):
             commas.append(0 if char == "[" else None)
             if len(commas) > max_depth:
                 return "too_deep", "nested more than %d levels deep" % max_depth
-        elif char != '"' and commas:
+        elif commas:
             commas.pop()
     return None
+
+
+def _structure(outside):
+    """The brackets and commas of JSON text outside its strings, one at a time."""
+    for piece in outside:
+        for char in _SHAPE_TOKEN_RE.findall(piece):
+            yield char
+

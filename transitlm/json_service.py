@@ -5,10 +5,12 @@ method and the function that answers); everything else is here.
 
 No request can crash it or hold it: every answer, errors included, is JSON
 (``{"error": "..."}`` for an error, never a traceback); a body is refused
-(4xx) before decoding when it nests deeper than ``MAX_JSON_DEPTH`` or holds a
-list longer than the service's limit; a request must arrive in full within
-``read_timeout`` seconds of its first byte (else 408 or the connection is
-closed), an idle connection is closed after that long, at most ``MAX_BUSY``
+(4xx) before decoding when it nests deeper than ``MAX_JSON_DEPTH``, holds a
+list longer than the service's limit or more than ``MAX_JSON_VALUES`` values;
+a body is read and decoded without a long call in C (transitlm.json_steps),
+so a large one never holds the other requests; a request must arrive in
+full within ``read_timeout`` seconds of its first byte (else 408 or the
+connection is closed), an idle connection is closed after that long, at most ``MAX_BUSY``
 bodies are decoded and answered at a time, and at most ``MAX_CONNECTIONS``
 connections are served at once (more get a canned 503), holding at most
 ``MAX_BODIES_BYTES`` of request bodies together (more get 503 and
@@ -30,6 +32,7 @@ cleanly (requests under way are answered) with exit status 130/143.
 Standard library only; Python 3.8+.
 """
 
+import codecs
 import io
 import json
 import math
@@ -41,8 +44,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from common import MAX_JSON_DEPTH
-from transitlm.bounded_json import json_shape_problem, parse_int
+from common import MAX_JSON_DEPTH, json_outside_strings
+from transitlm.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
+from transitlm.json_steps import AT_ONCE, loads_in_steps
 from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
 from transitlm.terminal import one_line
 
@@ -542,14 +546,14 @@ def body_framing(headers, version="HTTP/1.1", max_body_bytes=MAX_BODY_BYTES):
     return ("length", int(declared))
 
 
-def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items"):
+def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items", outside=None):
     """(status, message) when a body would be costly to decode, else None.
 
     413 when some array holds more than ``max_items`` items (the request's
     list of ``items``, such as "cases", is one), 400 when the nesting is
     deeper than ``max_depth``; see ``bounded_json.json_shape_problem``.
     """
-    problem = json_shape_problem(text, max_items, max_depth)
+    problem = json_shape_problem(text, max_items, max_depth, outside)
     if problem is None:
         return None
     kind, message = problem
@@ -559,20 +563,42 @@ def body_shape_problem(text, max_items, max_depth=MAX_JSON_DEPTH, items="items")
     return 400, "body is %s" % message
 
 
+def _utf8_text(body):
+    """body.decode("utf-8"), a megabyte at a time (each a call in C)."""
+    if len(body) <= AT_ONCE:
+        return body.decode("utf-8")
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts = [decoder.decode(body[start:start + AT_ONCE])
+             for start in range(0, len(body), AT_ONCE)]
+    parts.append(decoder.decode(b"", True))
+    return "".join(parts)
+
+
 def decode_body(body, max_items, items):
     """Request body bytes -> the decoded JSON value; RequestProblem (4xx) when
-    it is not UTF-8, too costly to decode (body_shape_problem) or not JSON.
+    it is not UTF-8, too costly to decode (body_shape_problem, or more than
+    MAX_JSON_VALUES values: 413) or not JSON.
     A number of more than 4,000 digits becomes a float (inf): only the value
     that holds it is wrong, not the whole body."""
     try:
-        text = body.decode("utf-8")
+        text = _utf8_text(body)
     except UnicodeDecodeError:
         raise RequestProblem(400, "body is not UTF-8 text")
-    problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items)
+    outside = spans = None
+    if len(text) > AT_ONCE:          # read outside its strings once, for the three steps
+        spans = []
+        outside = list(json_outside_strings(text, spans=spans))
+    problem = body_shape_problem(text, max_items, MAX_JSON_DEPTH, items, outside)
     if problem:
         raise RequestProblem(*problem)
+    if value_count_over(text, MAX_JSON_VALUES, outside):
+        # json.loads runs in C without letting other threads run: a body of
+        # millions of values would hold every other request (/healthz too).
+        raise RequestProblem(413, "body holds more than %d JSON values: send smaller batches"
+                             % MAX_JSON_VALUES)
     try:
-        return json.loads(text, parse_int=parse_int)
+        # json.loads, never long in C (transitlm.json_steps)
+        return loads_in_steps(text, parse_int=parse_int, spans=spans)
     except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
 

@@ -453,6 +453,35 @@ def hostile_text(index):
     return texts[index % len(texts)]
 
 
+# Text that made a reader's time grow with the square of its length (issue
+# 38): each pattern is repeated to the size wanted (reading_text).  The
+# reading must stay linear on every one (tests/test_answers.py;
+# bench/bench_reading.py gives the times at 1 MB).
+_ROUTE_TEXT = json.dumps({"line_sequence": ["地铁1号线"], "station_sequence": ["罗湖", "国贸"],
+                          "total_distance": "2公里"}, ensure_ascii=False)
+READING_PATTERNS = {
+    "escaped quotes": '\\"{',                       # \"{\"{... (a string never closed)
+    "unclosed strings": '{"a',
+    "quote and backslash": '"\\',
+    "backslash runs": "\\" * 7 + '"',
+    "square brackets": "[",
+    "curly brackets": "{",
+    "stringified route": json.dumps(_ROUTE_TEXT),   # "{\"line_sequence\": ...}"
+    "stringified route, unquoted": json.dumps(_ROUTE_TEXT)[1:-1],
+    "route": _ROUTE_TEXT,
+    "open objects": '{"a":0 ',
+    "closed objects": '{"a":0}',
+    "reasoning tags": "<think></think>{",
+    "mixed": '\\"{[{"a":0 "\\\\<think>' + json.dumps(_ROUTE_TEXT)[1:30],
+}
+
+
+def reading_text(pattern, size):
+    """READING_PATTERNS[pattern] repeated to ``size`` characters."""
+    unit = READING_PATTERNS[pattern]
+    return (unit * (size // len(unit) + 1))[:size]
+
+
 def hostile_runs(folder):
     """Run folders of two benchmarks whose folder names, recorded model names,
     cities and failure codes are hostile, in a 140-character folder -> paths."""

@@ -69,7 +69,8 @@ def completion_text(completion):
     list of {"role", "content"}: the last assistant message's, else the last
     message's content; content parts of type "text" joined); None (nothing
     generated) as empty text.  None for a value that holds no text (a number,
-    an object of another shape, or one that fails when read)."""
+    an object of another shape -- a dict with neither "role" nor "content" is
+    not a message --, or one that fails when read)."""
     try:
         return _completion_text(completion)
     except Exception:           # an object whose methods raise, nesting past the stack
@@ -84,12 +85,16 @@ def _completion_text(completion):
     if isinstance(completion, (bytes, bytearray)):
         return bytes(completion).decode("utf-8", "replace")
     if isinstance(completion, dict):
-        return _content_text(completion.get("content"))
+        return _content_text(completion.get("content")) if _is_message(completion) else None
     if isinstance(completion, (list, tuple)):
-        messages = [m for m in completion if isinstance(m, dict)]
+        messages = [m for m in completion if isinstance(m, dict) and _is_message(m)]
         answers = [m for m in messages if m.get("role") == "assistant"] or messages
         return _content_text(answers[-1].get("content")) if answers else None
     return None
+
+
+def _is_message(value):
+    return "content" in value or "role" in value
 
 
 def _content_text(content):
