@@ -239,6 +239,11 @@ class OtherToolsTest(StreamCase):
                 self.assertEqual(status, 2, err)
                 self.assertIn("is not a regular file (it is read back to resume)", err)
                 self.assertTrue(set(os.listdir(self.dir)) <= {"null", "fifo"})
+        with PipeReader() as pipe:         # /dev/fd/N, /dev/stdout: even on a regular file
+            status, _, err = run_generate(["--input", B1, "--api_url", "http://127.0.0.1:9/v1",
+                                           "--model", "m", "--out", pipe.path])
+        self.assertEqual(status, 2, err)
+        self.assertIn("is not a regular file", err)
         self.assert_untouched(self.path("null"))
 
     def test_harness_refuses_a_device_for_its_folder(self):
