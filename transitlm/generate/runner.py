@@ -382,6 +382,20 @@ def output_summary(path):
     return summary
 
 
+# Characters some line readers (str.splitlines, editors) take for a line end:
+# escaped, so that a line of the output is one line to every reader.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LINE_BREAK_TABLE = str.maketrans(_LINE_BREAKS)
+
+
+def readable_json_line(obj):
+    """One strict JSON line, as UTF-8 bytes a person can read (Chinese as
+    itself, not \\uXXXX); a lone surrogate (half of a character a server
+    sent escaped) is written as its JSON escape, never as invalid UTF-8."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False).translate(_LINE_BREAK_TABLE)
+    return (text + "\n").encode("utf-8", "backslashreplace")
+
+
 class LineWriter(object):
     """Appends whole JSON lines to the output file, one write() each, from any
     thread.  O_APPEND and a single write per line mean a kill never leaves half
@@ -403,8 +417,7 @@ class LineWriter(object):
 
     def write(self, obj):
         # Strict JSON: a NaN or infinite number a server sent (in usage, say) becomes null.
-        data = (json.dumps(finite(self.redactor.value(obj)), ensure_ascii=True,
-                           allow_nan=False) + "\n").encode("ascii")
+        data = readable_json_line(finite(self.redactor.value(obj)))
         with self.lock:
             if self.closed:
                 return False
