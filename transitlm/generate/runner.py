@@ -637,6 +637,9 @@ def error_line(index_id, model, message, answer, attempts):
             "latency_s": round(answer.latency, 3)}
 
 
+WORK_POLL_S = 0.1              # how soon a worker waiting for a row sees a stop
+
+
 class Run(object):
     """Feeds pending rows through a bounded queue to ``concurrency`` threads that
     ask the model and append each answer to the output file."""
@@ -681,9 +684,21 @@ class Run(object):
             if release is not None:
                 release()
 
+    def _next_item(self):
+        """The next row to ask for; None when there is none or the run stops.
+        A worker waiting for work sees a stop within WORK_POLL_S, so none is
+        left waiting for ever behind a run that ended (in-process: the API, a
+        notebook, the tests), its connection open."""
+        while not self.stop.is_set():
+            try:
+                return self.work.get(timeout=WORK_POLL_S)
+            except queue.Empty:
+                continue
+        return None
+
     def _ask_until_done(self):
         while True:
-            item = self.work.get()
+            item = self._next_item()
             if item is None or self.stop.is_set():
                 return
             index_id, system, user = item
