@@ -170,6 +170,8 @@ class OutputFile(_Transaction):
     def write(self, data):
         try:
             self.handle.write(data)
+            if self.streamed:          # sent as written: a reader sees it now, and a
+                self.handle.flush()    # stream shared with stdout keeps its order
         except OSError as exc:
             raise InputError(_problem(self.path, exc))
 
