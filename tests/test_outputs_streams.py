@@ -241,6 +241,12 @@ class OtherToolsTest(StreamCase):
                 self.assertEqual(status, 2, err)
                 self.assertIn("is not a regular file (it is read back to resume)", err)
                 self.assertTrue(set(os.listdir(self.dir)) <= {"null", "fifo"})
+        device_node(self.path("x.jsonl.settings.json"))       # its settings file too
+        status, _, err = run_generate(["--input", B1, "--api_url", "http://127.0.0.1:9/v1",
+                                       "--model", "m", "--out", self.path("x.jsonl")])
+        self.assertEqual(status, 2, err)
+        self.assertIn("settings.json is not a regular file", err)
+        self.assert_untouched(self.path("x.jsonl.settings.json"))
         with PipeReader() as pipe:         # /dev/fd/N, /dev/stdout: even on a regular file
             status, _, err = run_generate(["--input", B1, "--api_url", "http://127.0.0.1:9/v1",
                                            "--model", "m", "--out", pipe.path])

@@ -50,6 +50,9 @@ def check_paths(out, inputs, run_dir=None):
         raise UsageError("--out %s is not a regular file (it is read back to resume)" % out)
     if os.path.isdir(settings_path(out)):
         raise UsageError("%s is a folder" % settings_path(out))
+    if os.path.exists(settings_path(out)) and not os.path.isfile(settings_path(out)):
+        raise UsageError("%s is not a regular file (it is read back to resume)"
+                         % settings_path(out))
     folder = os.path.dirname(os.path.abspath(out))
     while not os.path.isdir(folder):
         if os.path.lexists(folder):
