@@ -387,7 +387,7 @@ class ServerRuns(unittest.TestCase):
         run.start()
         feeder = threading.Thread(target=run.feed, args=(rows(),), daemon=True)
         feeder.start()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60
         while run.stats.in_flight < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.2)
