@@ -50,6 +50,11 @@ KILOMETRE_LATIN = "km"
 HOUR = "小时"
 MINUTE = "分钟"
 ACCESS_PREFIX = "接驳:"          # access mode entry in a route's full line set
+# The access modes an English benchmark's prompt asks for (make_benchmark.py
+# --lang en), read as the modes they name: walk 步行, bike 骑行, taxi 打车.
+ENGLISH_ACCESS_MODES = {"walk": WALK, "bike": CYCLE, "taxi": TAXI_MARKERS[0]}
+_ACCESS_MODE_ALIASES = dict((spelling, mode) for word, mode in ENGLISH_ACCESS_MODES.items()
+                            for spelling in (word, word.capitalize(), word.upper()))
 
 
 EARTH_RADIUS_KM = 6371.0
@@ -338,6 +343,13 @@ def haversine_km(lng1, lat1, lng2, lat2):
 
 
 _RADIANS_PER_DEGREE = math.pi / 180.0
+
+
+def access_mode(text):
+    """An access mode as the rules read it: an English one (``walk``, ``bike``,
+    ``taxi``; or Walk, WALK ...) is the Chinese mode it names, any other text
+    is itself."""
+    return _ACCESS_MODE_ALIASES.get(text, text)
 
 
 def access_threshold_km(mode, taxi_markers=TAXI_MARKERS):
@@ -1224,7 +1236,8 @@ class Route(object):
             # field, in this order, so that a message names the first bad field.
             self._read_fields(obj, protocol)
         else:
-            self.start_mode, self.end_mode = start_mode, end_mode
+            self.start_mode = _ACCESS_MODE_ALIASES.get(start_mode, start_mode)
+            self.end_mode = _ACCESS_MODE_ALIASES.get(end_mode, end_mode)
         self.transit_lines = transit_line_count(self.lines)
         self.cycling_legs = (CYCLE in self.start_mode) + (CYCLE in self.end_mode)
         self.score = expert_score(self.time_min, self.transit_lines + self.cycling_legs,
@@ -1236,8 +1249,8 @@ class Route(object):
         self.time_min = parse_time_minutes(get("total_time"), protocol.full_time_parsing,
                                            "total_time")
         self.fare_cny = parse_fare_cny(get("total_fare"), "total_fare")
-        self.start_mode = _text_field(obj, "start_transfer_mode")
-        self.end_mode = _text_field(obj, "end_transfer_mode")
+        self.start_mode = access_mode(_text_field(obj, "start_transfer_mode"))
+        self.end_mode = access_mode(_text_field(obj, "end_transfer_mode"))
         self.start_access_km = parse_distance_km(get("start_transfer_distance"),
                                                  "start_transfer_distance")
         self.end_access_km = parse_distance_km(get("end_transfer_distance"),

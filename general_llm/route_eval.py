@@ -32,7 +32,7 @@ if _REPO not in sys.path:
 
 from common import (  # noqa: E402  (the path set-up above must come first)
     BUS_STOP_PREFIX, LINE_COLUMNS, MAX_JSON_DEPTH, MIN_STATION_SIMILARITY, TRANSFER, WALK,
-    InputError, access_threshold_km, bigram_jaccard, bigrams, city_code_of, haversine_km,
+    InputError, access_mode, access_threshold_km, bigram_jaccard, bigrams, city_code_of, haversine_km,
     jaccard, json_too_deep, strip_line_suffix, type_name)
 
 # Data of the general-LLM setting (the published route-eval service's rules).
@@ -409,8 +409,9 @@ def _parse_case(case):
     parsed.lines = _text_list(pred["line_sequence"], "pred line_sequence")
     parsed.names = _text_list(pred["station_name"], "pred station_name")
     # A missing transfer mode reads like an empty one: walking.
-    parsed.start_mode = _text(pred.get("start_transfer_mode"), "pred start_transfer_mode")
-    parsed.end_mode = _text(pred.get("end_transfer_mode"), "pred end_transfer_mode")
+    parsed.start_mode = access_mode(_text(pred.get("start_transfer_mode"),
+                                          "pred start_transfer_mode"))
+    parsed.end_mode = access_mode(_text(pred.get("end_transfer_mode"), "pred end_transfer_mode"))
     return parsed
 
 

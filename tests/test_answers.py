@@ -221,10 +221,23 @@ class EvaluatorReadingTest(unittest.TestCase):
         self.assertEqual([r["status"] for r in records], ["evaluated"] * 3 + ["error"])
         self.assertEqual(records[3]["failure_codes"], ["error.unclosed_reasoning"])
         self.assertEqual([r["exact_match"] for r in records[:3]], [True] * 3)
-        self.assertEqual(report["input_notes"]["reasoning"], 3)
+        # Two were read after their reasoning; the one cut off inside it is
+        # counted apart (issue 39.5), not as a route read after reasoning.
+        self.assertEqual(report["input_notes"]["reasoning"], 2)
+        self.assertEqual(report["input_notes"]["reasoning_unclosed"], 1)
         self.assertEqual(report["input_notes"]["json_extracted"], 1)
         text = transitlm.reports.render_text_head(SingleRoute(), report)
-        self.assertIn("3 answer(s) carried reasoning", text)
+        self.assertIn("2 answer(s) carried reasoning", text)
+        self.assertIn("1 answer(s) were cut off inside their reasoning", text)
+
+    def test_answers_all_cut_off_are_not_said_to_be_read(self):
+        self.answers = ["<think>out of tokens " + DRAFT] * len(self.rows)
+        report, records = self.run_cli()
+        self.assertEqual(report["input_notes"]["reasoning_unclosed"], 4)
+        self.assertNotIn("reasoning", report["input_notes"])
+        text = transitlm.reports.render_text_head(SingleRoute(), report)
+        self.assertNotIn("the route was read after it", text)
+        self.assertIn("4 answer(s) were cut off inside their reasoning", text)
 
     def test_strict_json_keeps_the_published_reading(self):
         report, records = self.run_cli("--strict_json")

@@ -266,6 +266,26 @@ class PythonApi(unittest.TestCase):
         with self.assertRaises(common.InputError):
             transitlm.api.evaluate("single_route", rows, station_info=stations, protcol="paper")
 
+    def test_a_run_folder_records_the_call_that_made_it(self):
+        # Issue 39.5: run.json's command is the API call, not the process's argv
+        # (a notebook kernel's, a test runner's).
+        import csv
+        with open(os.path.join(REPO, "data", BUNDLED["b1"]), encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run")
+            transitlm.evaluate("single_route", rows, out=out, protocol="paper")
+            with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+                command = json.load(handle)["command"]
+            self.assertEqual(command, ["transitlm.evaluate('single_route', out=%r, "
+                                       "protocol='paper', rows=<%d rows>)" % (out, len(rows))])
+            report, records = transitlm.evaluate("single_route", input_field="sft_label")
+            transitlm.api.write_run_folder(out, report, records, overwrite=True)
+            with open(os.path.join(out, "run.json"), encoding="utf-8") as handle:
+                command = json.load(handle)["command"]
+            self.assertEqual(command, ["transitlm.api.write_run_folder(%r, overwrite=True)"
+                                       % out])
+
     def test_aggregate_records_equals_the_report(self):
         with tempfile.TemporaryDirectory() as tmp:
             for short in EVALUATORS:

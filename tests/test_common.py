@@ -99,6 +99,14 @@ class Geometry(unittest.TestCase):
         # the route-eval service does not treat 滴滴 as a taxi
         self.assertEqual(common.access_threshold_km("滴滴", route_eval.SERVICE_TAXI_MARKERS), 3)
 
+    def test_english_access_modes(self):
+        # What an English benchmark's prompt asks for reads as the mode it names.
+        for text, mode, limit in (("walk", "步行", 3), ("Bike", "骑行", 5), ("TAXI", "打车", 10),
+                                  ("foot", "foot", 3), ("walking", "walking", 3)):
+            with self.subTest(text):
+                self.assertEqual(common.access_mode(text), mode)
+                self.assertEqual(common.access_threshold_km(common.access_mode(text)), limit)
+
     def test_iou(self):
         self.assertEqual(common.iou([], ["a"]), 0.0)
         self.assertEqual(common.iou(["a"], []), 0.0)

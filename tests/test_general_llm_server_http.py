@@ -17,7 +17,7 @@ if REPO not in sys.path:
 from general_llm import server as service  # noqa: E402
 from tests.support import (  # noqa: E402
     FramingChecks, ServerTestCase, fixture_lines, fixture_stations, serve_in_background,
-    stop_serving)
+    stop_serving, wait_until)
 
 BATCH = service.BATCH_PATH
 
@@ -102,12 +102,20 @@ class TimeoutTest(ServerTestCase):
         self.assertEqual(self.read_all(sock), b"")
         self.assertEqual(self.log, [])
 
+
+
+class KeepAliveTest(ServerTestCase):
+    """An idle keep-alive connection stays open within the read timeout (a
+    long one here: a busy machine may pause this test for a while)."""
+
+    SERVER_OPTIONS = {"read_timeout": 30.0}
+
     def test_keep_alive_within_the_timeout(self):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
             for _ in range(3):
                 self.assertEqual(self.request("GET", "/healthz", connection=conn)[0], 200)
-                time.sleep(0.15)        # idle for half the read timeout
+                time.sleep(0.15)        # idle between requests
         finally:
             conn.close()
 
@@ -130,10 +138,7 @@ class ConnectionLimitTest(ServerTestCase):
         finally:
             for sock in held:
                 sock.close()
-        for _ in range(100):               # the held connections' threads end
-            time.sleep(0.05)
-            if self.server._connections == 0:
-                break
+        self.assertTrue(wait_until(lambda: self.server._connections == 0))  # their threads end
         self.assertEqual(self.request("GET", "/healthz")[0], 200)
 
 
@@ -297,22 +302,19 @@ class BodyBudgetTest(ServerTestCase):
             held.sendall(b"POST " + BATCH.encode("ascii") + b" HTTP/1.1\r\nHost: t\r\n"
                          b"Content-Length: 80\r\n\r\n" + b'{"cases": ')
             body = b'{"cases": []}' + b" " * 37                 # 50 bytes
-            for _ in range(100):                     # until the held body is counted
-                status, response, payload = self.request("POST", BATCH, body)
-                if status == 503:
-                    break
-                time.sleep(0.02)
+            answers = []
+
+            def busy():                              # once the held body is counted
+                answers.append(self.request("POST", BATCH, body))
+                return answers[-1][0] == 503
+            wait_until(busy)
+            status, response, payload = answers[-1]
             self.assertEqual(status, 503)
             self.assertIn("server busy", payload["error"])
             self.assertEqual(response.getheader("Retry-After"), "1")
         finally:
             held.close()                             # its body ends short: 400, released
-        for _ in range(100):
-            status = self.request("POST", BATCH, body)[0]
-            if status == 200:
-                break
-            time.sleep(0.02)
-        self.assertEqual(status, 200)
+        self.assertTrue(wait_until(lambda: self.request("POST", BATCH, body)[0] == 200))
         self.assertEqual(self.server._bodies_bytes, 0)
 
 

@@ -279,3 +279,25 @@ class Helpers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StoppedWorkersTest(unittest.TestCase):
+    def test_idle_workers_end_when_the_run_stops(self):
+        # Issue 39.6: a worker waiting for a row when the run is stopped (Ctrl-C
+        # in-process, a fatal answer) ends, and closes its connection, instead
+        # of waiting for ever on an empty queue.
+        import signal
+        import threading
+        import types
+        released = []
+        transport = types.SimpleNamespace(release=lambda: released.append(1))
+        settings = types.SimpleNamespace(backoff_base=0.5, backoff_cap=8.0)
+        run = runner.Run(settings, transport, writer=None, concurrency=3, rate_limit=None)
+        run.start()
+        run.request_stop(signal.SIGINT)
+        for thread in run.threads:
+            thread.join(10)               # they end within runner.WORK_POLL_S
+        self.assertEqual([thread.is_alive() for thread in run.threads], [False] * 3)
+        self.assertEqual(len(released), 3)
+        self.assertFalse([thread for thread in threading.enumerate()
+                          if thread in run.threads])

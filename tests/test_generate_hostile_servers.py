@@ -200,14 +200,14 @@ class HostileServers(unittest.TestCase):
         self.assertLessEqual(len(self.hostile.seen("loop")), 6 * 2)
 
     def test_timeout_bounds_the_whole_redirected_request(self):
-        started = time.monotonic()
         status, _, stderr = self.generate("slow_hops", "--timeout", "0.8", "--retries", "0",
                                           "--sample_count", "1")
-        elapsed = time.monotonic() - started
         self.assertEqual(status, 2, stderr)           # nothing ever answered: a fatal stop
         self.assertIn("no answer within 0.8 s", stderr)
-        self.assertLess(elapsed, 1.6)                 # the hops alone take 1.8 s
-        self.assertLessEqual(len(self.hostile.seen("slow_hops")), 3 + 3)
+        # Each hop takes the server 0.3 s: within 0.8 s a client can send at
+        # most 3 (at 0, 0.3 and 0.6 s; fewer on a slow machine, never more),
+        # where one that timed each hop apart would follow all six.
+        self.assertLessEqual(len(self.hostile.seen("slow_hops")), 3)
 
     def test_key_in_a_redirect_location_is_redacted(self):
         status, _, stderr = self.generate("key_location")

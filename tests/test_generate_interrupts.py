@@ -14,24 +14,34 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import unittest
 
 from tests.support import (B1, REPO, SECRET, StandIn, answers_from, read_csv, read_lines,
                            run_generate)
 
 SCRIPT = os.path.join(REPO, "generate.py")
-# Seconds after the process starts.  Alone, generate.py starts in about a tenth
-# of a second; with these 24 starting within a quarter of a second on two
-# cores, the first half second is start-up, the rest the run (38 rows, 4 at a
-# time, 0.05 s each) and its end.
-INSTANTS = (0.004, 0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2,
-            0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)
+ROWS = len(read_csv(B1))
+# When each run is stopped.  ("after", s): s seconds after the process starts
+# -- its start-up, modules loading, the input read; what it has reached by
+# then depends on the machine, and every outcome is checked for what it
+# leaves.  The rest wait for an event of the run itself, so they stop it
+# where they say however slow the machine is: ("held", 1) once its first
+# request arrived at a server that answers nothing until the run has ended
+# (nothing can be written: nothing may be left); ("asked", n) once the
+# server has received n requests; ("lines", n) once the output holds n lines
+# (it must then be kept, whole, and resumable).
+TRIGGERS = (("after", 0.004), ("after", 0.006), ("after", 0.008), ("after", 0.01),
+            ("after", 0.013), ("after", 0.016), ("after", 0.02), ("after", 0.03),
+            ("after", 0.05), ("after", 0.1), ("after", 0.2), ("after", 0.4),
+            ("held", 1), ("held", 1), ("asked", 2), ("asked", 8), ("asked", 20),
+            ("asked", ROWS), ("lines", 1), ("lines", 4), ("lines", 12), ("lines", 25),
+            ("lines", ROWS), ("lines", 2))
 # ... and the signal sent at each: SIGINT and SIGTERM in turn, SIGKILL at four.
-SIGNALS = [(signal.SIGINT, signal.SIGTERM)[number % 2] for number in range(len(INSTANTS))]
-for _number in (13, 17, 20, 23):
+SIGNALS = [(signal.SIGINT, signal.SIGTERM)[number % 2] for number in range(len(TRIGGERS))]
+for _number in (15, 19, 21, 23):
     SIGNALS[_number] = signal.SIGKILL
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
+WAIT_S = 120                     # a bound on any wait, never reached by a working run
 
 
 def project_traceback(stderr):
@@ -42,61 +52,115 @@ def project_traceback(stderr):
     return re.search(r'File "[^"]*(generate\.py|transitlm/[^"]*)", line [1-9]', stderr)
 
 
+def lines_in(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().count(b"\n")
+    except OSError:
+        return 0
+
+
+class Run(object):
+    """One generate.py process, its own stand-in server, and the thread that
+    signals it when its trigger comes."""
+
+    def __init__(self, folder, trigger, signum, answers, delay):
+        self.folder, self.trigger, self.signum = folder, trigger, signum
+        self.out = os.path.join(folder, "new", "preds.jsonl")
+        self.release = threading.Event()        # a held server answers after this
+        held = trigger[0] == "held"
+
+        def script(user, nth):
+            if held:
+                self.release.wait(WAIT_S)
+            return ("slow", delay[0], answers[user])
+        self.server = StandIn(script)
+        # -S: the interpreter without site-packages' start-up code, which is
+        # not generate.py's (it needs nothing but the standard library).
+        self.process = subprocess.Popen(
+            [sys.executable, "-S", SCRIPT, "--input", B1, "--api_url", self.server.url,
+             "--model", "stand-in-model", "--out", self.out, "--concurrency", "4"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(os.environ, OPENAI_API_KEY=SECRET))
+        self.signalled = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def reached(self):
+        kind, value = self.trigger
+        if kind in ("held", "asked"):
+            return len(self.server.requests) >= value
+        return lines_in(self.out) >= value
+
+    def watch(self):
+        kind, value = self.trigger
+        if kind == "after":
+            self.signalled.wait(value)            # nothing sets it: a plain wait
+        else:
+            waited = 0.0
+            while not self.reached() and self.process.poll() is None and waited < WAIT_S:
+                self.signalled.wait(0.002)
+                waited += 0.002
+        if self.process.poll() is None:
+            self.process.send_signal(self.signum)
+
+    def finish(self):
+        try:
+            stdout, stderr = self.process.communicate(timeout=WAIT_S)
+        finally:
+            self.release.set()
+            self.thread.join(WAIT_S)
+        return stdout, stderr
+
+
 class Interrupts(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.answers = answers_from(B1)
         self.delay = [0.05]
-        self.server = StandIn(lambda user, nth: ("slow", self.delay[0], self.answers[user]))
+        self.runs = []
 
     def tearDown(self):
-        self.server.close()
+        for run in self.runs:
+            run.release.set()
+            run.server.close()
         self.tmp.cleanup()
 
-    @staticmethod
-    def stop(process, signum):
-        if process.poll() is None:
-            process.send_signal(signum)
-
     def test_stopped_at_any_instant(self):
-        runs = []
-        for number, instant in enumerate(INSTANTS):
+        runs = self.runs
+        for number, trigger in enumerate(TRIGGERS):
             folder = os.path.join(self.tmp.name, str(number))
             os.mkdir(folder)
-            out = os.path.join(folder, "new", "preds.jsonl")
-            # -S: the interpreter without site-packages' start-up code, which is
-            # not generate.py's (it needs nothing but the standard library).
-            process = subprocess.Popen(
-                [sys.executable, "-S", SCRIPT, "--input", B1, "--api_url", self.server.url,
-                 "--model", "stand-in-model", "--out", out, "--concurrency", "4"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=dict(os.environ, OPENAI_API_KEY=SECRET))
-            signum = SIGNALS[number]
-            timer = threading.Timer(instant, self.stop, (process, signum))
-            timer.start()
-            runs.append((timer, process, signum, instant, folder, out))
-            time.sleep(0.01)                 # not all starting on the same instant
+            runs.append(Run(folder, trigger, SIGNALS[number], self.answers, self.delay))
         resumable = []
-        for timer, process, signum, instant, folder, out in runs:
-            timer.join()
-            stdout, stderr = process.communicate(timeout=30)
+        for run in runs:
+            stdout, stderr = run.finish()
             self.assertNotIn(SECRET.encode(), stdout + stderr)
             stderr = stderr.decode("utf-8", "replace")
-            with self.subTest(instant=instant, signal=signum.name):
+            kind, value = run.trigger
+            signum, out = run.signum, run.out
+            with self.subTest(trigger=run.trigger, signal=signum.name):
                 self.assertFalse(project_traceback(stderr), stderr)
-                status = process.returncode
+                status = run.process.returncode
+                if kind == "held":           # asking, nothing answered: nothing left
+                    self.assertEqual(status, STATUS[signum], stderr)
+                    self.assertEqual(os.listdir(run.folder), [])
+                    continue
+                if kind == "lines":          # whole lines were there: they stay
+                    self.assertTrue(os.path.exists(out))
                 if signum == signal.SIGKILL:
                     self.assertIn(status, (0, -signal.SIGKILL))
                     if os.path.exists(out):        # whole lines (and a settings file)
                         read_lines(out)
-                        resumable.append(out)
+                        resumable.append(run)
                     continue
                 if status not in (0, STATUS[signum]):
                     # stopped before the first line of generate.py: the interpreter
                     # killed by the signal before it handles signals, or stopped by
-                    # it as it starts (exit 1 or the signal's death); nothing begun
+                    # it as it starts (exit 1 or the signal's death); nothing begun.
+                    # A run that asked the server had begun.
                     self.assertIn(status, (-signum, 1), stderr)
-                    self.assertLess(instant, 0.05, stderr)
+                    self.assertEqual(kind, "after", stderr)
                     self.assertNotIn("generate.py:", stderr)
                 elif status:
                     last = (stderr.strip().splitlines() or [""])[-1]
@@ -111,22 +175,22 @@ class Interrupts(unittest.TestCase):
                     lines = read_lines(out)         # whole lines only
                     self.assertTrue(lines)
                     self.assertTrue(os.path.exists(out + ".settings.json"))
-                    resumable.append(out)
+                    resumable.append(run)
                 else:
-                    self.assertEqual(os.listdir(folder), [])    # nothing left behind
+                    self.assertEqual(os.listdir(run.folder), [])    # nothing left behind
         self.assertTrue(resumable)
-        self.assertLess(len(resumable), len(runs))
         self.delay[0] = 0.0
         prompts = dict((row["index_id"], row["sft_prompt"]) for row in read_csv(B1))
-        for out in resumable:
+        for run in resumable:
+            out = run.out
             answered = set(prompts[line["indexid"]] for line in read_lines(out)
                            if "generate_results" in line)
-            before = len(self.server.requests)
+            before = len(run.server.requests)
             status, stdout, stderr = run_generate(
-                ["--input", B1, "--api_url", self.server.url, "--model", "stand-in-model",
+                ["--input", B1, "--api_url", run.server.url, "--model", "stand-in-model",
                  "--out", out], environ={"OPENAI_API_KEY": SECRET})
             self.assertEqual(status, 0, stderr)
-            self.assertFalse(answered & set(self.server.users()[before:]))  # not asked again
+            self.assertFalse(answered & set(run.server.users()[before:]))  # not asked again
             self.assertEqual(sorted(line["indexid"] for line in read_lines(out)),
                              sorted(prompts))
             self.assertNotIn(SECRET, stdout + stderr)

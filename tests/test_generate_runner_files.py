@@ -181,6 +181,24 @@ class OutputFiles(unittest.TestCase):
         self.assertEqual(data.count(b"\n"), 1)            # the text's newline is escaped
         self.assertEqual(read_lines(self.path), [{"indexid": "a", "generate_results": "路线\n"}])
 
+    def test_lines_are_readable_utf8_and_old_escaped_files_resume(self):
+        # Issue 39.5: Chinese as itself, not \\uXXXX; what another reader would
+        # take for a line end, and half a character, stay escaped.
+        self.write(b'{"indexid": "a", "generate_results": "\\u8def\\u7ebf"}\n')  # 1.3's form
+        writer = runner.LineWriter(self.path)
+        self.assertTrue(writer.write({"indexid": "b", "generate_results": "步行\u2028\ud800"}))
+        writer.close()
+        with open(self.path, "rb") as handle:
+            data = handle.read()
+        self.assertIn("步行".encode("utf-8"), data)
+        self.assertIn(b"\\u2028\\ud800", data)
+        data.decode("utf-8")                               # strict UTF-8 throughout
+        self.assertEqual(len(data.decode("utf-8").splitlines()), 2)
+        state = runner.read_output_state(self.path)
+        self.assertEqual(state.results, {"a", "b"})
+        self.assertEqual([line["generate_results"] for line in read_lines(self.path)],
+                         ["路线", "步行\u2028\ud800"])
+
 
 if __name__ == "__main__":
     unittest.main()

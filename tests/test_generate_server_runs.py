@@ -112,7 +112,7 @@ class ServerRuns(unittest.TestCase):
 
         def script(user, nth):
             if user == trickled and nth == 1:
-                return ("trickle", 0.05, self.answers[user])   # several seconds in all
+                return ("trickle", 0.5, self.answers[user])    # over a minute in all
             return ("ok", self.answers[user])
 
         server = self.serve(script)
@@ -126,8 +126,9 @@ class ServerRuns(unittest.TestCase):
         first = by_id[self.rows[0]["index_id"]]
         self.assertEqual(first["generate_results"], self.answers[trickled])
         self.assertEqual(first["attempts"], 2)          # the trickle was cut off, retried
-        # The trickled answer alone would take over 10 s; the timeout cut it at 0.6 s.
-        self.assertLess(elapsed, 8.0)
+        # The trickled answer alone would take over a minute; the timeout cut it
+        # at 0.6 s (the bound leaves a busy machine half a minute to spare).
+        self.assertLess(elapsed, 30.0)
 
     def test_key_never_written(self):
         def script(user, nth):
@@ -386,7 +387,7 @@ class ServerRuns(unittest.TestCase):
         run.start()
         feeder = threading.Thread(target=run.feed, args=(rows(),), daemon=True)
         feeder.start()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60
         while run.stats.in_flight < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.2)

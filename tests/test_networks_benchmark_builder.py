@@ -354,6 +354,46 @@ class DemoNetworkBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCas
         self.assertTrue(rows[0]["system_prompt"].startswith("You are a public transport"))
         self.assertIn("How do I get from", json.loads(rows[0]["sft_prompt"])["query"])
 
+    def test_english_benchmark_agrees_with_itself(self):
+        # Its prompt asks for English access modes, and the evaluators read a
+        # route written with them as the label written with the Chinese ones.
+        self.assertEqual(self.done_en.returncode, 0, self.done_en.stderr)
+        english = dict((mode, word) for word, mode in common.ENGLISH_ACCESS_MODES.items())
+        for evaluator, filename in EVALUATORS:
+            path = os.path.join(self.en, filename)
+            _, rows = read_rows(path)
+            with self.subTest(evaluator):
+                self.assertIn('"start_transfer_mode": "walk|bike|taxi"', rows[0]["system_prompt"])
+                self.assertNotIn(common.WALK, rows[0]["system_prompt"])
+                predictions = os.path.join(self.tmp.name, "en-" + evaluator + ".jsonl")
+                translated = 0
+                with open(predictions, "w", encoding="utf-8") as handle:
+                    for row in rows:
+                        label = json.loads(row["sft_label"])
+                        for route in (label.values() if evaluator == "diversity" else [label]):
+                            for side in ("start_transfer_mode", "end_transfer_mode"):
+                                if route.get(side) in english:
+                                    route[side] = english[route[side]]
+                                    translated += 1
+                        handle.write(json.dumps({"indexid": row["indexid"],
+                                                 "generate_results": label},
+                                                ensure_ascii=False) + "\n")
+                self.assertGreater(translated, 0)
+                argv = ["--input", path, "--station_info", os.path.join(DATA, "station_info.csv"),
+                        "--line_info", os.path.join(DATA, "line_info.csv")] \
+                    if evaluator == "general_llm" else \
+                    ["--input", path, "--station_info", os.path.join(DATA, "station_info.csv")]
+                with tempfile.TemporaryDirectory() as out:
+                    ours, records, _ = support.evaluate_to_files(
+                        transitlm.records.load_benchmark(evaluator),
+                        argv + ["--predictions", predictions, "--workers", "1"], out)
+                    labels, _, _ = support.evaluate_to_files(
+                        transitlm.records.load_benchmark(evaluator),
+                        argv + ["--input_field", "sft_label", "--workers", "1"], out)
+                self.assertFalse([r for r in records
+                                  if "overlap.access_mode_mismatch" in r.get("failure_codes", [])])
+                self.assertEqual(ours["metrics"], labels["metrics"])
+
     def test_deterministic(self):
         with tempfile.TemporaryDirectory() as again:
             done = run(SCRIPT, "--network", DATA, "--out", again, "--samples", "12")

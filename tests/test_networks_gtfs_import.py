@@ -167,6 +167,15 @@ class SmallFeedTest(unittest.TestCase):
         self.assertNotIn("Traceback", done.stderr)
         return done.stderr
 
+    def test_the_summary_names_rail_lines_only_where_there_are(self):
+        # Issue 39.5: a bus-only feed is not announced as "0 rail-bound, named 地铁...".
+        _, stdout = self.import_ok(BASE_FEED, "--route_types", "3")
+        line = [text for text in stdout.splitlines() if text.startswith("lines ")][0]
+        self.assertRegex(line, r"^lines +1 \(no rail-bound line: all buses\)$")
+        _, stdout = self.import_ok(BASE_FEED)
+        line = [text for text in stdout.splitlines() if text.startswith("lines ")][0]
+        self.assertRegex(line, r"^lines +3 \(2 rail-bound, named 地铁\.\.\.\)$")
+
     def test_network_of_the_small_feed(self):
         out, stdout = self.import_ok(BASE_FEED)
         header, stations = read_csv(os.path.join(out, "station_info.csv"))

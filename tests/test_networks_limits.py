@@ -3,6 +3,7 @@ inputs: every input the tests build themselves, small and in temporary folders.
 Each class of damage gives one line and exit status 2 (or a counted skip), never a
 traceback or a hang; limits are refused by name; text reaches the terminal escaped."""
 
+import contextlib
 import csv
 import datetime
 import io
@@ -30,6 +31,7 @@ from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from transitlm.networks import limits  # noqa: E402
 from transitlm.networks.demo import build as make_demo  # noqa: E402
 from tests.support import BASE_FEED, run_in_process, write_feed  # noqa: E402
+from tests.support.streams import unix_socket  # noqa: E402
 
 
 def run(script, *args, timeout=60):
@@ -391,12 +393,12 @@ class FeedFilesTest(ImportCase):
         self.refused(feed, "line_info.csv would overwrite the input", extra=("--out", out))
         archive = self.zip_feed(zip_bytes(BASE_FEED))
         self.refused(archive, "is not a folder", extra=("--out", archive))
-        if hasattr(os, "mkfifo"):          # a write to a FIFO would wait for a reader
-            out = os.path.join(self.dir, "fifo_out")
-            os.makedirs(out)
-            os.mkfifo(os.path.join(out, "hop_times.csv"))
-            self.refused(self.feed(), "hop_times.csv exists and is not a regular file",
-                         extra=("--out", out))
+        # A FIFO or a device is written through (tests/test_outputs_streams.py);
+        # a socket can be neither written through nor replaced.
+        out = os.path.join(self.dir, "socket_out")
+        os.makedirs(out)
+        with contextlib.closing(unix_socket(os.path.join(out, "hop_times.csv"))):
+            self.refused(self.feed(), "hop_times.csv is a socket", extra=("--out", out))
 
     def test_a_link_planted_under_an_output_name_is_replaced_not_written_through(self):
         # A symlink where an output goes, pointing at a file no run reads: the
@@ -599,14 +601,13 @@ class NetworkInputTest(NetworkCase):
                                     os.path.join(network, "line_info.csv"), "--samples", "1")
         self.assertEqual(status, 2, err)
         self.assertIn("is not a folder", err)
-        if hasattr(os, "mkfifo"):
-            out = os.path.join(self.dir, "fifo_out")
-            os.makedirs(out)
-            os.mkfifo(os.path.join(out, "general_llm.csv"))
+        out = os.path.join(self.dir, "socket_out")
+        os.makedirs(out)
+        with contextlib.closing(unix_socket(os.path.join(out, "general_llm.csv"))):
             status, _, err = in_process(mb.main, "--network", network, "--out", out,
                                         "--samples", "1")
-            self.assertEqual(status, 2, err)
-            self.assertIn("general_llm.csv exists and is not a regular file", err)
+        self.assertEqual(status, 2, err)
+        self.assertIn("general_llm.csv is a socket", err)
 
     def test_a_link_planted_under_an_output_name_is_replaced_not_written_through(self):
         victim = os.path.join(self.dir, "victim.csv")
@@ -680,12 +681,11 @@ class DemoArgumentsTest(unittest.TestCase):
             status, _, err = in_process(make_demo.main, "--out", handle.name)
         self.assertEqual(status, 2)
         self.assertIn("is not a folder", err)
-        if hasattr(os, "mkfifo"):
-            with tempfile.TemporaryDirectory() as out:
-                os.mkfifo(os.path.join(out, "line_info.csv"))
-                status, _, err = in_process(make_demo.main, "--out", out)
-            self.assertEqual(status, 2)
-            self.assertIn("line_info.csv exists and is not a regular file", err)
+        with tempfile.TemporaryDirectory() as out:
+            os.mkdir(os.path.join(out, "line_info.csv"))
+            status, _, err = in_process(make_demo.main, "--out", out)
+        self.assertEqual(status, 2)
+        self.assertIn("line_info.csv is a folder", err)
 
 
 if __name__ == "__main__":

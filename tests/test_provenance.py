@@ -204,12 +204,12 @@ class NoOverwriteNoDebris(unittest.TestCase):
                     [sys.executable, os.path.join(REPO, "single_route", "evaluate.py"),
                      "--quiet", "--input", fifo, "--out", out],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-                deadline = time.time() + 20
+                deadline = time.time() + 120     # a bound, never reached when all is well
                 while not os.path.isdir(out) and time.time() < deadline:
                     time.sleep(0.02)        # the run made its folder and waits on the FIFO
                 self.assertTrue(os.path.isdir(out))
                 process.send_signal(stop)
-                _, err = process.communicate(timeout=20)
+                _, err = process.communicate(timeout=120)
                 if stop == signal.SIGTERM:
                     self.assertEqual((process.returncode, err), (143, "\nterminated (SIGTERM)\n"))
                 else:

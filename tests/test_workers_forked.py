@@ -179,10 +179,10 @@ class ForkedWorkersTest(unittest.TestCase):
         started = time.monotonic()
         with self.assertRaises(KeyError):
             with pool:
-                pool.submit((1, 20.0))     # a long task the error must not wait for
-                pool.submit((2, 20.0))
+                pool.submit((1, 600.0))    # a long task the error must not wait for
+                pool.submit((2, 600.0))
                 raise KeyError("stop")
-        self.assertLess(time.monotonic() - started, 10)
+        self.assertLess(time.monotonic() - started, 60)   # however busy the machine
         for pid in pids:
             self.assertFalse(_alive(pid), "worker %d left running" % pid)
 

@@ -5,13 +5,14 @@ Standard library only; Python 3.8+.
 """
 
 import os
+import tempfile
 
 from transitlm.catalog import DATA_DIR, load_benchmark
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs)
 from transitlm.provenance import (
-    check_run_folder, command_line, read_generation, run_json, run_record)
+    check_run_folder, read_generation, run_json, run_record, without_credentials)
 from transitlm.reports import (
     details_bytes, failure_line, failures_title, render_text_head, render_text_tail, report_json)
 
@@ -34,6 +35,10 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     page); a folder that already holds a run is refused unless ``overwrite``.
     """
     benchmark = load_benchmark(benchmark_name)
+    command = api_command("transitlm.evaluate", [benchmark_name], dict(
+        options, **({"rows": rows} if rows is not None else {}),
+        **({"out": out} if out is not None else {}),
+        **({"overwrite": True} if overwrite else {})))
     if rows is None and not options.get("input"):
         options["input"] = os.path.join(DATA_DIR, benchmark.default_input)
     if out is not None:
@@ -45,7 +50,7 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
                                    lambda aggregate: RowSinks(aggregate, collect=records),
                                    rows=rows)
     if out is not None:
-        write_run_folder(out, report, records, overwrite=overwrite,
+        write_run_folder(out, report, records, overwrite=overwrite, command=command,
                          generation=read_generation(options.get("predictions")))
     return report, records
 
@@ -71,11 +76,35 @@ def write_run_folder(folder, report, records, overwrite=False, command=None, gen
         text.write(failures_title(len(lines), report["counts"]["samples"]))
         text.write("".join(lines))
         text.write(render_text_tail(report))
-        record = run_record(report, command if command is not None else command_line(),
-                            generation)
+        if command is None:
+            command = api_command("transitlm.api.write_run_folder", [folder],
+                                  {"overwrite": overwrite} if overwrite else {})
+        record = run_record(report, command, generation)
         outputs.write(os.path.join(folder, RUN_JSON), run_json(record))
         if network is not None:
             from transitlm.pages import evaluator_page
             details.handle.flush()
-            outputs.write(os.path.join(folder, REPORT_HTML),
-                          evaluator_page(report, details.temp, network, html_rows))
+            if details.temp is not None:
+                page = evaluator_page(report, details.temp, network, html_rows)
+            else:               # details.jsonl is a device or a pipe: read back a copy
+                with tempfile.NamedTemporaryFile(prefix="transitlm-") as copy:
+                    for record in records:
+                        copy.write(details_bytes(record))
+                    copy.flush()
+                    page = evaluator_page(report, copy.name, network, html_rows)
+            outputs.write(os.path.join(folder, REPORT_HTML), page)
+
+
+def api_command(function, args, keywords):
+    """run.json's ``command`` for a run made through the Python API: the
+    call, as one text -- ["transitlm.evaluate('single_route', input='b1.csv',
+    out='runs/b1')"] -- keywords in name order, rows given in memory as
+    their count, credentials in a URL redacted."""
+    def shown(value):
+        if isinstance(value, (list, tuple)) or hasattr(value, "__next__"):
+            count = len(value) if isinstance(value, (list, tuple)) else None
+            return "<%s rows>" % count if count is not None else "<rows>"
+        return without_credentials(repr(value))
+    parts = [shown(value) for value in args]
+    parts += ["%s=%s" % (key, shown(keywords[key])) for key in sorted(keywords)]
+    return ["%s(%s)" % (function, ", ".join(parts))]

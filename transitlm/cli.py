@@ -13,7 +13,7 @@ from transitlm.catalog import DATA_DIR, DATA_ENV, station_file
 from transitlm.engine import Options, RowSinks, evaluate_stream
 from transitlm.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, OutputFile, Outputs,
-    overwrite_problem, settings_path)
+    is_stream, overwrite_problem, settings_path, unwritable_problem)
 from transitlm.provenance import (
     check_run_folder, command_line, read_generation, run_json,
     run_record)
@@ -115,8 +115,9 @@ def _output_plan(args, benchmark, options):
                          % " and --".join(to_stdout))
     if plan["html"] == "-":
         raise InputError("--html needs a file name")
-    problem = overwrite_problem(
-        [(_role_name(role), path) for role, path in plan.items() if path != "-"],
+    files = [(_role_name(role), path) for role, path in plan.items() if path != "-"]
+    problem = unwritable_problem(files) or overwrite_problem(
+        files,
         [("the input file", args.input), ("the predictions file", args.predictions),
          ("the settings file of the predictions",
           settings_path(args.predictions) if args.predictions else None),
@@ -183,12 +184,18 @@ def _run(benchmark, args):
         # again (with the parents it needed) when the run does not succeed.
         if args.out:
             outputs.make_folders(args.out, "run folder")
-        details_path = plan.get("out_details") or (
-            plan["details"] if plan["details"] not in (None, "-") else None)
+        # The details are read back after the rounds for a page or standard
+        # output: from the first details file that is not a stream (a device
+        # or a pipe is written through, and cannot be read back), else a spool.
+        read_back = plan["details"] == "-" or plan["html"] or plan.get("out_html")
+        details_files = [path for path in (plan.get("out_details"), plan["details"])
+                         if path not in (None, "-")]
+        details_path = next((path for path in details_files
+                             if not (read_back and is_stream(path))), None)
         details = None
         if details_path:
             details = output(details_path, binary=True)
-        elif plan["details"] == "-" or plan["html"]:
+        elif details_files or read_back:
             details = spool(binary=True)
         text_wanted = not any(plan[role] == "-" for role in ("json", "details")) \
             or plan.get("out_text")
@@ -203,9 +210,9 @@ def _run(benchmark, args):
         for role in ("json", "out_json"):
             if plan.get(role) and plan[role] != "-":
                 output(plan[role]).write(json_text)
-        if details is not None and plan["details"] not in (None, "-") \
-                and plan["details"] != details_path:
-            _copy_spool(details, output(plan["details"], binary=True))
+        for path in details_files:
+            if path != details_path:
+                _copy_spool(details, output(path, binary=True))
         text_parts = None
         if text_wanted:
             head = render_text_head(benchmark, report)

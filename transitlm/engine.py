@@ -291,8 +291,8 @@ class RowJudge(object):
                 return DecodedRow(sample, origin, destination, city, label, label)
             answer = read_answer(sample.prediction, strict=self.strict)
         except RowError as exc:
-            if exc.code == "unclosed_reasoning":
-                self.context.count("reasoning")
+            if exc.code == "unclosed_reasoning":        # cut off: no route was read
+                self.context.count("reasoning_unclosed")
             return self._not_evaluated(sample, str(exc), code=exc.code, prompt=prompt)
         if answer.reasoning:
             self.context.count("reasoning")

@@ -4,10 +4,15 @@ output follows -- written whole or not at all, never over an input.
 An ``OutputFile`` is written to a temporary file beside its path and renamed
 over it when the run succeeds (``commit``), so a failed or interrupted run
 leaves the old file or none, never half a file, and a link planted under the
-output's name is replaced, not written through.  ``Outputs`` commits several
+output's name is replaced, not written through.  A stream -- an existing
+character device such as /dev/null, a FIFO, or a descriptor named as
+/dev/stdout, /dev/stderr or /dev/fd/N -- is never replaced: it is written
+through as the run goes (no temporary file; what was sent before a failure
+stays sent).  Any other existing target that is not a regular file (a
+folder, a block device, a socket) is refused.  ``Outputs`` commits several
 together, after the last one is complete.  ``overwrite_problem`` refuses an
 output that names one of the run's inputs, however the path is spelled (a
-symbolic link, a hard link, ``./``).  ``make_folders``/``remove_folders``
+symbolic link, a hard link, ``./``), and an output that cannot be written.  ``make_folders``/``remove_folders``
 create an output's missing folders and take them away again when the run
 does not succeed.
 
@@ -19,6 +24,9 @@ Standard library only; Python 3.8+.
 
 import csv
 import os
+import re
+import stat
+import sys
 import tempfile
 
 from common import InputError
@@ -45,6 +53,68 @@ def settings_path(predictions_path):
 
 def _problem(path, exc):
     return "cannot write %s: %s" % (path, getattr(exc, "strerror", None) or exc)
+
+
+# A descriptor named as a file: written through that descriptor, whatever it is.
+_DESCRIPTOR_NAMES = {"/dev/stdout": 1, "/dev/stderr": 2}
+_DESCRIPTOR_PATH = re.compile(r"^/(?:dev|proc/self)/fd/([0-9]{1,9})$")
+
+# File types an output is written through, and those it refuses.
+_STREAM_TYPES = (stat.S_ISCHR, stat.S_ISFIFO)
+_REFUSED_TYPES = (("a folder", stat.S_ISDIR), ("a block device", stat.S_ISBLK),
+                  ("a socket", stat.S_ISSOCK))
+
+
+def named_descriptor(path):
+    """The descriptor that /dev/stdout, /dev/stderr, /dev/fd/N or
+    /proc/self/fd/N names, or None."""
+    if path in _DESCRIPTOR_NAMES:
+        return _DESCRIPTOR_NAMES[path]
+    match = _DESCRIPTOR_PATH.match(path or "")
+    return int(match.group(1)) if match else None
+
+
+def _trusted_link(path):
+    """A link the output may follow: not a link, or one owned by this user or
+    root (as the kernel's protected_symlinks rule would have it).  A link
+    someone else planted is replaced, never written through."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return True
+    return not stat.S_ISLNK(status.st_mode) or status.st_uid in (0, os.geteuid())
+
+
+def is_stream(path):
+    """Is ``path`` an output written through rather than replaced: a named
+    descriptor (/dev/stdout ...), or an existing character device or FIFO
+    (through links this user or root owns)?"""
+    if named_descriptor(path) is not None:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return any(test(mode) for test in _STREAM_TYPES) and _trusted_link(path)
+
+
+def unwritable_reason(path):
+    """Why ``path`` cannot be an output -- it exists and is a folder, a block
+    device, a socket or another file that is neither regular nor a stream --
+    or None."""
+    if not path or is_stream(path):
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None                    # new, or a link to be replaced
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(os.lstat(path).st_mode) and not _trusted_link(path):
+        return None                    # a planted link: replaced, not followed
+    what = next((name for name, test in _REFUSED_TYPES if test(mode)),
+                "neither a regular file, a character device nor a FIFO")
+    return "%s is %s: an output is a file, a device such as /dev/null or a pipe" % (path, what)
 
 
 class _Transaction(object):
@@ -79,11 +149,20 @@ class OutputFile(_Transaction):
         self.path = path
         self.keep_mode = keep_mode
         self.durable = durable
-        folder = os.path.dirname(os.path.abspath(path))
-        try:
-            handle, self.temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=folder)
-        except OSError as exc:
-            raise InputError(_problem(path, exc))
+        self.temp = None               # a stream is written through, without one
+        self.streamed = is_stream(path)
+        if self.streamed:
+            handle = _open_stream(path)
+        else:
+            reason = unwritable_reason(path)
+            if reason:
+                raise InputError("cannot write %s" % reason)
+            folder = os.path.dirname(os.path.abspath(path))
+            try:
+                handle, self.temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp",
+                                                     dir=folder)
+            except OSError as exc:
+                raise InputError(_problem(path, exc))
         self.handle = os.fdopen(handle, "wb" if binary else "w",
                                 **({} if binary else {"encoding": "utf-8", "errors": errors,
                                                       "newline": newline}))
@@ -91,10 +170,19 @@ class OutputFile(_Transaction):
     def write(self, data):
         try:
             self.handle.write(data)
+            if self.streamed:          # sent as written: a reader sees it now, and a
+                self.handle.flush()    # stream shared with stdout keeps its order
         except OSError as exc:
             raise InputError(_problem(self.path, exc))
 
     def commit(self):
+        if self.streamed:
+            try:
+                self.handle.close()
+            except OSError as exc:
+                self.discard()
+                raise InputError(_problem(self.path, exc))
+            return
         try:
             if self.durable:
                 self.handle.flush()
@@ -115,12 +203,35 @@ class OutputFile(_Transaction):
     def discard(self):
         try:
             self.handle.close()
-        except OSError:
+        except (OSError, ValueError):
             pass
+        if self.temp is None:
+            return
         try:
             os.remove(self.temp)
         except OSError:
             pass
+
+
+def _open_stream(path):
+    """A descriptor open for writing on the stream ``path`` (a FIFO waits for
+    its reader here, as a shell's redirection would); it is checked once open,
+    so a path swapped for a regular file meanwhile is refused, not written."""
+    number = named_descriptor(path)
+    try:
+        if number is not None:
+            for stream in (sys.stdout, sys.stderr):   # what was printed comes first
+                if stream is not None:
+                    stream.flush()
+            return os.dup(number)
+        handle = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(_problem(path, exc))
+    mode = os.fstat(handle).st_mode
+    if not any(test(mode) for test in _STREAM_TYPES):
+        os.close(handle)
+        raise InputError("cannot write %s: it changed while it was opened" % path)
+    return handle
 
 
 class Outputs(_Transaction):
@@ -144,6 +255,10 @@ class Outputs(_Transaction):
         make_folders(path, self.created, what)
 
     def open(self, path, **options):
+        if is_stream(path):            # a FIFO's open waits for a reader: Ctrl-C still works
+            handle = OutputFile(path, **options)
+            self.files.append(handle)
+            return handle
         with signals_held():           # made and recorded, or neither
             handle = OutputFile(path, **options)
             self.files.append(handle)
@@ -198,7 +313,9 @@ def same_file(first, second):
 
 def overwrite_problem(outputs, inputs):
     """Why an output may not be written -- it names one of the inputs, or the
-    same file as another output -- or None.
+    same file as another output -- or None.  A stream (a character device, a
+    FIFO, /dev/stdout) replaces no file: it is written through, and never
+    clashes.  (Whether each output can be written at all: ``unwritable_problem``.)
 
     ``outputs`` and ``inputs`` are (what, path) pairs, ``what`` as a message
     names the file ("--json", "the station file"; empty: the path alone); a
@@ -206,6 +323,7 @@ def overwrite_problem(outputs, inputs):
     """
     outputs = [(what, path) for what, path in outputs if path]
     inputs = [(what, path) for what, path in inputs if path]
+    outputs = [(what, path) for what, path in outputs if not _streamed_device(path)]
     for index, (what, path) in enumerate(outputs):
         for source_what, source in inputs:
             if same_file(path, source):
@@ -216,6 +334,29 @@ def overwrite_problem(outputs, inputs):
                 return "%s and %s would both be written to %s" % (other_what or other,
                                                                  what or path, path)
     return None
+
+
+def unwritable_problem(outputs):
+    """The first output file, of (what, path) pairs, that exists and can be
+    neither replaced nor written through (``unwritable_reason``), as a line
+    naming it; or None."""
+    for what, path in outputs:
+        reason = unwritable_reason(path)
+        if reason:
+            return "%s%s" % (what + " " if what else "", reason)
+    return None
+
+
+def _streamed_device(path):
+    """A stream that is a device or a FIFO (not a descriptor on a regular
+    file: ``--json /dev/stdout >> input.csv`` still clashes)."""
+    if not is_stream(path):
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return True
+    return any(test(mode) for test in _STREAM_TYPES)
 
 
 def _named(what, path):

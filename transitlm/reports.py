@@ -251,6 +251,10 @@ def reading_notes(notes):
     if notes.get("reasoning"):
         lines.append("%d answer(s) carried reasoning (<think>...</think>): the route was read "
                      "after it" % notes["reasoning"])
+    if notes.get("reasoning_unclosed"):
+        lines.append("%d answer(s) were cut off inside their reasoning (a <think> never "
+                     "closed): no route to read, error.unclosed_reasoning"
+                     % notes["reasoning_unclosed"])
     if notes.get("json_extracted"):
         lines.append("%d prediction(s) had text around the JSON; the first JSON object was used"
                      % notes["json_extracted"])

@@ -307,6 +307,22 @@ def send_json(handler, status, payload, headers=None):
 POLL_INTERVAL_S = 0.005
 
 
+WAIT_S = 60.0                    # the bound of a wait for an event: never reached when all is well
+
+
+def wait_until(condition, timeout=WAIT_S, step=0.01):
+    """Wait until ``condition()`` holds -> True, or False after ``timeout``
+    seconds: a test waits for what it needs, however slow the machine."""
+    event = threading.Event()         # never set: its wait is the pause
+    waited = 0.0
+    while not condition():
+        if waited >= timeout:
+            return False
+        event.wait(step)
+        waited += step
+    return True
+
+
 def serve_in_background(server):
     """Serve ``server`` (a socketserver) from a daemon thread -> the thread."""
     thread = threading.Thread(target=server.serve_forever,

@@ -17,7 +17,7 @@ from transitlm.compare.latex import format_latex
 from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from transitlm.compare.groups import compare
 from transitlm.compare.run_folders import CompareError, load_run, run_argument, run_files
-from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem
+from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem, unwritable_problem
 from transitlm.terminal import CommandParser
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
@@ -88,7 +88,7 @@ def check_outputs(outputs, paths):
     for flag, output in outputs:
         if os.path.isdir(output):
             raise CompareError("%s %s is a folder, expected a file name" % (flag, output))
-    problem = overwrite_problem(outputs, protected_files(paths))
+    problem = unwritable_problem(outputs) or overwrite_problem(outputs, protected_files(paths))
     if problem:
         raise CompareError(problem)
 

@@ -25,7 +25,8 @@ import os
 from common import InputError
 from transitlm.generate.settings import (SettingsFileError, differences, read_settings,
                                            write_settings)
-from transitlm.files import make_folders, overwrite_problem, remove_folders, settings_path
+from transitlm.files import (make_folders, named_descriptor, overwrite_problem, remove_folders,
+                             settings_path)
 from transitlm.generate.runner import OutputState, UsageError, read_output_state
 
 
@@ -45,10 +46,13 @@ def check_paths(out, inputs, run_dir=None):
         raise UsageError("--eval_out %s is --out or its settings file" % run_dir)
     if os.path.isdir(out):
         raise UsageError("--out %s is a folder" % out)
-    if os.path.exists(out) and not os.path.isfile(out):
+    if (os.path.exists(out) and not os.path.isfile(out)) or named_descriptor(out) is not None:
         raise UsageError("--out %s is not a regular file (it is read back to resume)" % out)
     if os.path.isdir(settings_path(out)):
         raise UsageError("%s is a folder" % settings_path(out))
+    if os.path.exists(settings_path(out)) and not os.path.isfile(settings_path(out)):
+        raise UsageError("%s is not a regular file (it is read back to resume)"
+                         % settings_path(out))
     folder = os.path.dirname(os.path.abspath(out))
     while not os.path.isdir(folder):
         if os.path.lexists(folder):

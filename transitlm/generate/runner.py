@@ -404,6 +404,20 @@ def output_summary(path):
     return summary
 
 
+# Characters some line readers (str.splitlines, editors) take for a line end:
+# escaped, so that a line of the output is one line to every reader.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LINE_BREAK_TABLE = str.maketrans(_LINE_BREAKS)
+
+
+def readable_json_line(obj):
+    """One strict JSON line, as UTF-8 bytes a person can read (Chinese as
+    itself, not \\uXXXX); a lone surrogate (half of a character a server
+    sent escaped) is written as its JSON escape, never as invalid UTF-8."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False).translate(_LINE_BREAK_TABLE)
+    return (text + "\n").encode("utf-8", "backslashreplace")
+
+
 class LineWriter(object):
     """Appends whole JSON lines to the output file, one write() each, from any
     thread.  O_APPEND and a single write per line mean a kill never leaves half
@@ -425,8 +439,7 @@ class LineWriter(object):
 
     def write(self, obj):
         # Strict JSON: a NaN or infinite number a server sent (in usage, say) becomes null.
-        data = (json.dumps(finite(self.redactor.value(obj)), ensure_ascii=True,
-                           allow_nan=False) + "\n").encode("ascii")
+        data = readable_json_line(finite(self.redactor.value(obj)))
         with self.lock:
             if self.closed:
                 return False
@@ -645,6 +658,9 @@ def error_line(index_id, model, message, answer, attempts):
             "latency_s": round(answer.latency, 3)}
 
 
+WORK_POLL_S = 0.1              # how soon a worker waiting for a row sees a stop
+
+
 class Run(object):
     """Feeds pending rows through a bounded queue to ``concurrency`` threads that
     ask the model and append each answer to the output file."""
@@ -689,9 +705,21 @@ class Run(object):
             if release is not None:
                 release()
 
+    def _next_item(self):
+        """The next row to ask for; None when there is none or the run stops.
+        A worker waiting for work sees a stop within WORK_POLL_S, so none is
+        left waiting for ever behind a run that ended (in-process: the API, a
+        notebook, the tests), its connection open."""
+        while not self.stop.is_set():
+            try:
+                return self.work.get(timeout=WORK_POLL_S)
+            except queue.Empty:
+                continue
+        return None
+
     def _ask_until_done(self):
         while True:
-            item = self.work.get()
+            item = self._next_item()
             if item is None or self.stop.is_set():
                 return
             index_id, system, user = item

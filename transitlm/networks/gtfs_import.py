@@ -1062,8 +1062,8 @@ def summary(result, outputs, args, out_dir, city):
         "stations       %s stops at %s places, %s transfer links" % (
             fmt_count(len(outputs["stations"])), fmt_count(outputs["places"]),
             fmt_count(outputs["links"])),
-        "lines          %s (%s rail-bound, named 地铁...)" % (fmt_count(len(outputs["lines"])),
-                                                         fmt_count(outputs["rail_lines"])),
+        "lines          %s (%s)" % (fmt_count(len(outputs["lines"])),
+                                    rail_summary(outputs["rail_lines"], len(outputs["lines"]))),
         "stop rules     %s pass-through stop times left out; on the lines %s stops without "
         "boarding, %s without alighting" % (
             fmt_count(result["pass_through"]), fmt_count(outputs["no_boarding"]),
@@ -1076,6 +1076,14 @@ def summary(result, outputs, args, out_dir, city):
     lines.append("written        %s/{station_info,line_info,hop_times,line_service}.csv" % out_dir)
     # Feed text (names, ids, the time zone's city) reaches the terminal escaped.
     return "\n".join(limits.terminal_text(line) for line in lines)
+
+
+def rail_summary(rail, lines):
+    """How many lines are rail-bound (named 地铁... so the evaluators count
+    them as subway lines), in words: none for a bus-only feed."""
+    if not rail:
+        return "no rail-bound line: all buses" if lines else "none"
+    return "%s rail-bound, named 地铁..." % fmt_count(rail)
 
 
 def fare_summary(table, kinds):

@@ -27,7 +27,7 @@ import struct
 import zipfile
 import zlib
 
-from transitlm.files import overwrite_problem
+from transitlm.files import overwrite_problem, unwritable_reason
 from transitlm.terminal import one_line as terminal_one_line
 
 KIB = 1024
@@ -328,25 +328,23 @@ def zip_entry_problem(info, name, max_bytes):
 # ---------------------------------------------------------------------------
 
 def unwritable_output(outputs):
-    """The first output that exists and is not a regular file (a FIFO would make
-    the write wait for a reader), or None."""
+    """Why the first output that can be neither replaced nor written through
+    (a folder, a block device, a socket: transitlm.files.unwritable_reason)
+    cannot be written, or None.  A character device or a FIFO is written
+    through, as by every tool."""
     for out in outputs:
-        if os.path.lexists(out) and not is_regular(out):
-            return out
+        reason = unwritable_reason(out)
+        if reason:
+            return reason
     return None
 
 
 def outputs_problem(outputs, inputs):
     """Why the outputs cannot be written (one would overwrite an input, or one
-    exists and is not a regular file), or None."""
+    exists and can be neither replaced nor written through), or None."""
     clash = overwrite_problem([("", out) for out in outputs],
                               [("the input", path) for path in inputs])
-    if clash:
-        return clash
-    odd = unwritable_output(outputs)
-    if odd:
-        return "%s exists and is not a regular file" % odd
-    return None
+    return clash or unwritable_output(outputs)
 
 
 def seed_int(text, digits):

@@ -21,7 +21,7 @@ ROUTE_FIELDS = {
            '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
     "en": ('{"line_sequence": [full line names, ...], "station_sequence": [%s, ..., "【换乘】", ...], '
            '"total_distance": "12.3公里", "total_time": "45分钟", "total_fare": "4", '
-           '"start_transfer_mode": "步行|骑行|打车", "end_transfer_mode": "步行|骑行|打车", '
+           '"start_transfer_mode": "walk|bike|taxi", "end_transfer_mode": "walk|bike|taxi", '
            '"start_transfer_distance": "500米", "end_transfer_distance": "1.2公里"}'),
 }
 STATION_WORDS = {"zh": ("站点ID", "站点名称"), "en": ("stop ids", "station names")}

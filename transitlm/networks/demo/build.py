@@ -267,15 +267,12 @@ def parse_args(argv):
 
 
 def output_problem(out):
-    """Why --out cannot take the files (a file, or a file there that is not a regular
-    file), or None."""
+    """Why --out cannot take the files (a file, or a file there that can be
+    neither replaced nor written through), or None."""
     if os.path.exists(out) and not os.path.isdir(out):
         return "--out %s is not a folder" % out
-    odd = limits.unwritable_output([os.path.join(out, name) for name in
-                                    [FILE_STATIONS, FILE_LINES] + [b.filename for b in BENCHMARKS]])
-    if odd:
-        return "%s exists and is not a regular file" % odd
-    return None
+    return limits.unwritable_output([os.path.join(out, name) for name in
+                                     [FILE_STATIONS, FILE_LINES] + [b.filename for b in BENCHMARKS]])
 
 
 def main(argv=None):
