@@ -708,6 +708,87 @@ class Background(object):
         return self._value
 
 
+class Offloaded(object):
+    """A slow fixture that is pure computation (CPU-bound, so a thread of
+    this process would not run it beside the tests): the function
+    ``target`` ("package.module:function", called with JSON ``arguments``)
+    run in a fresh Python process of its own (tests.support.fixture_process;
+    not a fork of this process, whose other threads may hold locks), started
+    as its test module is loaded.  The processes run one at a time, in the
+    order their modules were loaded, which is the order the tests run in: one
+    core for the suite, one for these.  ``result()`` returns the function's
+    JSON result; one not started yet is run at once by the caller; a function
+    that failed fails the test with its traceback."""
+
+    _lock = threading.Condition()
+    _queue = []
+    _running = []
+    _lane = None
+
+    def __init__(self, target, *arguments):
+        self.argv = [sys.executable, "-m", "tests.support.fixture_process", target,
+                     json.dumps(arguments)]
+        self._value = self._error = None
+        self._done = threading.Event()
+        cls = Offloaded
+        with cls._lock:
+            cls._queue.append(self)
+            if cls._lane is None:
+                cls._lane = threading.Thread(target=cls._run_queue, daemon=True)
+                cls._lane.start()
+                import atexit
+                atexit.register(cls._stop_running)
+            cls._lock.notify()
+
+    @classmethod
+    def _run_queue(cls):
+        while True:
+            with cls._lock:
+                while not cls._queue:
+                    cls._lock.wait()
+                job = cls._queue.pop(0)
+            job._run()
+
+    @classmethod
+    def _stop_running(cls):
+        # A module run on its own may not ask for every result.
+        with cls._lock:
+            del cls._queue[:]
+            for process in cls._running:
+                process.kill()
+
+    def _run(self):
+        try:
+            with Offloaded._lock:
+                process = subprocess.Popen(self.argv, cwd=REPO, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, universal_newlines=True,
+                                           encoding="utf-8")
+                Offloaded._running.append(process)
+            out, err = process.communicate()
+            with Offloaded._lock:
+                Offloaded._running.remove(process)
+            if process.returncode != 0:
+                raise AssertionError("%s exited %s:\n%s" % (" ".join(self.argv[2:]),
+                                                             process.returncode, err))
+            self._value = json.loads(out)
+        except BaseException as exc:            # handed to the test that asks
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self):
+        with Offloaded._lock:
+            mine = self in Offloaded._queue
+            if mine:
+                Offloaded._queue.remove(self)
+        if mine:
+            self._run()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def in_ci():
     """Is CI set (CI=true, as CI services and .ci/run set it)?"""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
