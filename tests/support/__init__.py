@@ -683,65 +683,35 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 BROWSER_TIMEOUT_S = 120
 
 
-class Background(object):
-    """A slow fixture started as its test module is loaded, so it runs while
-    the suite goes on: work that waits on other processes (a program of its
-    own, commands run one after another) and leaves this process's core to
-    the other tests.  ``result()`` waits for it and returns its value, or
-    raises what it raised."""
-
-    def __init__(self, function):
-        self._value = self._error = None
-        self._thread = threading.Thread(target=self._run, args=(function,), daemon=True)
-        self._thread.start()
-
-    def _run(self, function):
-        try:
-            self._value = function()
-        except BaseException as exc:            # handed to the test that asks
-            self._error = exc
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-class Offloaded(object):
-    """A slow fixture that is pure computation (CPU-bound, so a thread of
-    this process would not run it beside the tests): the function
-    ``target`` ("package.module:function", called with JSON ``arguments``)
-    run in a fresh Python process of its own (tests.support.fixture_process;
-    not a fork of this process, whose other threads may hold locks), started
-    as its test module is loaded.  The processes run one at a time, in the
-    order their modules were loaded, which is the order the tests run in: one
-    core for the suite, one for these.  ``result()`` returns the function's
-    JSON result; one not started yet is run at once by the caller; a function
-    that failed fails the test with its traceback."""
+class _Beside(object):
+    """A slow fixture started as its test module is loaded and computed
+    beside the suite, in the lane: one job at a time, in the order their
+    modules were loaded, which is the order the tests run in (and ask for
+    them) -- one core for the suite, one for the lane, rather than every
+    fixture at once while the first modules run.  ``result()`` waits for the
+    job and returns its value, or raises what it raised; a job the lane has
+    not started yet is run at once by the caller."""
 
     _lock = threading.Condition()
     _queue = []
-    _running = []
     _lane = None
+    _processes = []             # Offloaded's, running
 
-    def __init__(self, target, *arguments):
-        self.argv = [sys.executable, "-m", "tests.support.fixture_process", target,
-                     json.dumps(arguments)]
+    def _enqueue(self):
         self._value = self._error = None
         self._done = threading.Event()
-        cls = Offloaded
+        cls = _Beside
         with cls._lock:
             cls._queue.append(self)
             if cls._lane is None:
-                cls._lane = threading.Thread(target=cls._run_queue, daemon=True)
+                cls._lane = threading.Thread(target=cls._run_lane, daemon=True)
                 cls._lane.start()
                 import atexit
-                atexit.register(cls._stop_running)
+                atexit.register(cls._stop)
             cls._lock.notify()
 
     @classmethod
-    def _run_queue(cls):
+    def _run_lane(cls):
         while True:
             with cls._lock:
                 while not cls._queue:
@@ -750,43 +720,74 @@ class Offloaded(object):
             job._run()
 
     @classmethod
-    def _stop_running(cls):
+    def _stop(cls):
         # A module run on its own may not ask for every result.
         with cls._lock:
             del cls._queue[:]
-            for process in cls._running:
+            for process in cls._processes:
                 process.kill()
 
     def _run(self):
         try:
-            with Offloaded._lock:
-                process = subprocess.Popen(self.argv, cwd=REPO, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, universal_newlines=True,
-                                           encoding="utf-8")
-                Offloaded._running.append(process)
-            out, err = process.communicate()
-            with Offloaded._lock:
-                Offloaded._running.remove(process)
-            if process.returncode != 0:
-                raise AssertionError("%s exited %s:\n%s" % (" ".join(self.argv[2:]),
-                                                             process.returncode, err))
-            self._value = json.loads(out)
+            self._value = self._compute()
         except BaseException as exc:            # handed to the test that asks
             self._error = exc
         finally:
             self._done.set()
 
     def result(self):
-        with Offloaded._lock:
-            mine = self in Offloaded._queue
+        with _Beside._lock:
+            mine = self in _Beside._queue
             if mine:
-                Offloaded._queue.remove(self)
+                _Beside._queue.remove(self)
         if mine:
             self._run()
         self._done.wait()
         if self._error is not None:
             raise self._error
         return self._value
+
+
+class Background(_Beside):
+    """Work that waits on other processes (a program of its own, commands run
+    one after another): ``function()`` run in the lane's thread."""
+
+    def __init__(self, function):
+        self._function = function
+        self._enqueue()
+
+    def _compute(self):
+        return self._function()
+
+
+class Offloaded(_Beside):
+    """Pure computation (CPU-bound, so a thread of this process would not run
+    it beside the tests): the function ``target`` ("package.module:function",
+    called with JSON ``arguments``) run in a fresh Python process of its own
+    (tests.support.fixture_process; not a fork of this process, whose other
+    threads may hold locks) -> its JSON result; a function that failed fails
+    the test with its traceback."""
+
+    def __init__(self, target, *arguments):
+        self.argv = [sys.executable, "-m", "tests.support.fixture_process", target,
+                     json.dumps(arguments)]
+        self._enqueue()
+
+    def _compute(self):
+        with _Beside._lock:
+            process = subprocess.Popen(self.argv, cwd=REPO, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, universal_newlines=True,
+                                       encoding="utf-8")
+            _Beside._processes.append(process)
+        try:
+            out, err = process.communicate()
+        finally:
+            with _Beside._lock:
+                _Beside._processes.remove(process)
+        if process.returncode != 0:
+            raise AssertionError("%s exited %s:\n%s" % (" ".join(self.argv[3:]),
+                                                         process.returncode, err))
+        return json.loads(out)
 
 
 def in_ci():
