@@ -24,8 +24,11 @@ BUNDLED = chunked_runs.BUNDLED
 CAN_RUN_PARITY = os.path.isdir(GENERATED) and transitlm.workers.can_fork()
 PARITY_RUNS = (Offloaded("tests.support.chunked_runs:parity_runs_by_one_and_two")
                if CAN_RUN_PARITY else None)
-ODD_CSV_RUNS = (Offloaded("tests.support.chunked_runs:odd_csv_runs")
-                if transitlm.workers.can_fork() else None)
+CAN_FORK = transitlm.workers.can_fork()
+BUNDLED_RUNS = Offloaded("tests.support.chunked_runs:bundled_runs") if CAN_FORK else None
+EVERY_BENCHMARK_RUNS = (Offloaded("tests.support.chunked_runs:every_benchmark_runs")
+                        if CAN_FORK else None)
+ODD_CSV_RUNS = Offloaded("tests.support.chunked_runs:odd_csv_runs") if CAN_FORK else None
 
 
 @unittest.skipUnless(os.path.isdir(GENERATED), "../shared/parity is not available")
@@ -177,22 +180,20 @@ class ChunkedReading(unittest.TestCase):
     def test_every_benchmark_in_small_chunks(self):
         # Totals merged chunk by chunk (Aggregate.merge) add the same numbers in
         # the same order as one process: reports equal byte for byte.
-        from personalized.evaluate import Personalized
-        cases = ((Personalized(), "benchmark2_personalized_example.csv", ()),
-                 (Diversity(), "benchmark3_diversity_example.csv", ()),
-                 (GeneralLLM(), "general_llm_example.csv",
-                  ("--line_info", os.path.join(BUNDLED, "line_info.csv"))))
-        for benchmark, name, extra in cases:
-            with self.subTest(benchmark=benchmark.name):
-                sample = os.path.join(BUNDLED, name)
-                one = self.outputs(sample, 1, None, benchmark, extra, by_rows=True)
-                for chunk_bytes in (97, 2000):
-                    for workers in (2, 1):
-                        self.assertEqual(self.outputs(sample, workers, chunk_bytes, benchmark,
-                                                      extra), one)
+        runs = EVERY_BENCHMARK_RUNS.result()
+        self.assertEqual([name for name, _, _ in runs],
+                         ["personalized", Diversity.name, GeneralLLM.name])
+        for name, one, chunked in runs:
+            with self.subTest(benchmark=name):
+                self.assertEqual(len(one), 3, "the run failed: %s" % (one,))
+                for chunk_bytes, workers, outputs in chunked:
+                    self.assertEqual(outputs, one, (chunk_bytes, workers))
+                self.assertEqual(len(chunked), 4)
 
     def test_bundled_rows_in_small_chunks(self):
-        report, details, _ = self.assert_same(self.bundled())
+        one, chunked = BUNDLED_RUNS.result()
+        self.check_same(one, chunked)
+        report, details, _ = one
         self.assertEqual(details.count("\n"), 38)
 
     def test_odd_csv(self):

@@ -147,3 +147,31 @@ def parity_runs_by_one_and_two():
             out.append([cls.name, parity_outputs(tmp, cls(), sample, 1, extra),
                         parity_outputs(tmp, cls(), sample, 2, extra)])
     return out
+
+
+def every_benchmark_runs():
+    """The bundled examples of benchmarks 2, 3 and the general LLM, each read
+    row by row in one process and in chunks of 97 and 2000 bytes by two
+    workers and by one process -> [[benchmark, the first outputs, [(chunk
+    size, workers, outputs)]]]."""
+    from personalized.evaluate import Personalized
+    cases = ((Personalized(), "benchmark2_personalized_example.csv", ()),
+             (Diversity(), "benchmark3_diversity_example.csv", ()),
+             (GeneralLLM(), "general_llm_example.csv",
+              ("--line_info", os.path.join(BUNDLED, "line_info.csv"))))
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for benchmark, name, extra in cases:
+            sample = os.path.join(BUNDLED, name)
+            one = outputs(tmp, sample, 1, None, benchmark, extra, by_rows=True)
+            out.append([benchmark.name, one, [
+                (chunk_bytes, workers, outputs(tmp, sample, workers, chunk_bytes, benchmark,
+                                               extra))
+                for chunk_bytes in (97, 2000) for workers in (2, 1)]])
+    return out
+
+
+def bundled_runs():
+    """same_outputs of the bundled single-route example."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return same_outputs(tmp, bundled())
