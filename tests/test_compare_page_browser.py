@@ -5,15 +5,14 @@ interval whiskers, and the page's script runs without a JavaScript error.
 Skips where Chromium is not installed (Debian: apt-get install chromium),
 except under CI."""
 
-import atexit
 import os
 import shutil
 import tempfile
 import unittest
 
 from tests.support import (
-    CHROMIUM, Background, benchmark_records, require_installed, run_compare, run_frames,
-    with_script, write_run)
+    CHROMIUM, benchmark_records, require_installed, run_compare, run_frames, with_script,
+    write_run)
 
 WIDTHS = (900, 1280)
 
@@ -40,54 +39,39 @@ b.setAttribute('data-whisker',w?getComputedStyle(w).stroke+' '+getComputedStyle(
 """
 
 
-def render_comparisons():
-    """Comparison pages of runs with long names, in Chromium -> (their
-    folder, the checking script's findings per page and width); None where
-    Chromium is not installed."""
-    if not CHROMIUM:
-        return None
-    tmp = tempfile.mkdtemp(prefix="compare_browser_")
-    atexit.register(shutil.rmtree, tmp, True)     # whether or not the class ran
-    long_folder = "a-folder-name-that-goes-on-" + "x" * 120
-    runs = []
-    for benchmark in ("single_route", "personalized", "diversity"):
-        for model, quality in (("qwen2.5-7b-instruct-with-a-rather-long-model-name-"
-                                + "y" * 60, 0.4), ("llama", 0.9)):
-            records = benchmark_records(benchmark, 60, quality, seed=len(model),
-                                        cities=("北京", "Shenzhen", "z" * 90))
-            for record in records:
-                if record["failure_codes"]:
-                    record["failure_codes"].append("overlap." + "w" * 100)
-            runs.append(write_run(
-                os.path.join(tmp, long_folder, "%s-%s" % (model[:5], benchmark)),
-                records, benchmark, model=model))
-    frames = []
-    for name, argv in (("several", runs), ("one", runs[:2])):
-        page = os.path.join(tmp, name + ".html")
-        status, _, err = run_compare(list(argv) + ["--html", page, "--bootstrap", "100",
-                                                   "--by", "city", "--by", "failure"])
-        assert status == 0, err
-        with open(page, encoding="utf-8") as handle:
-            html = handle.read()
-        with open(os.path.join(tmp, name + "-probe.html"), "w",
-                  encoding="utf-8") as handle:
-            handle.write(with_script(html, PROBE))
-        frames += [("%s@%d" % (name, width), name + "-probe.html", width)
-                   for width in WIDTHS]
-    return tmp, run_frames(tmp, frames, height=1000)
-
-
-# Rendered as the module loads, in the lane beside the suite (a program of its
-# own: tests.support.Background).
-RENDERED = Background(render_comparisons)
-
-
 class ComparisonPageBrowserTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # Skipped on a developer's machine without Chromium; failed in CI.
         require_installed(CHROMIUM, "the browser checks", "chromium")
-        cls.tmp, cls.found = RENDERED.result()
+        cls.tmp = tempfile.mkdtemp(prefix="compare_browser_")
+        long_folder = "a-folder-name-that-goes-on-" + "x" * 120
+        runs = []
+        for benchmark in ("single_route", "personalized", "diversity"):
+            for model, quality in (("qwen2.5-7b-instruct-with-a-rather-long-model-name-"
+                                    + "y" * 60, 0.4), ("llama", 0.9)):
+                records = benchmark_records(benchmark, 60, quality, seed=len(model),
+                                            cities=("北京", "Shenzhen", "z" * 90))
+                for record in records:
+                    if record["failure_codes"]:
+                        record["failure_codes"].append("overlap." + "w" * 100)
+                runs.append(write_run(
+                    os.path.join(cls.tmp, long_folder, "%s-%s" % (model[:5], benchmark)),
+                    records, benchmark, model=model))
+        frames = []
+        for name, argv in (("several", runs), ("one", runs[:2])):
+            page = os.path.join(cls.tmp, name + ".html")
+            status, _, err = run_compare(list(argv) + ["--html", page, "--bootstrap", "100",
+                                                       "--by", "city", "--by", "failure"])
+            assert status == 0, err
+            with open(page, encoding="utf-8") as handle:
+                html = handle.read()
+            with open(os.path.join(cls.tmp, name + "-probe.html"), "w",
+                      encoding="utf-8") as handle:
+                handle.write(with_script(html, PROBE))
+            frames += [("%s@%d" % (name, width), name + "-probe.html", width)
+                       for width in WIDTHS]
+        cls.found = run_frames(cls.tmp, frames, height=1000)
 
     @classmethod
     def tearDownClass(cls):

@@ -16,7 +16,6 @@ fail), and the policy stops that same raw payload.
 
 Skips where Chromium is not installed, except under CI (CI=true)."""
 
-import atexit
 import base64
 import hashlib
 import html.parser
@@ -30,9 +29,9 @@ import unittest
 import common
 import transitlm.pages.evaluator
 from tests.support import (
-    CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN, Background,
-    hostile_runs, hostile_text, page_error_row, page_record, page_report, page_route,
-    require_installed, run_compare, run_frames, with_script, write_details)
+    CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN, hostile_runs,
+    hostile_text, page_error_row, page_record, page_report, page_route, require_installed,
+    run_compare, run_frames, with_script, write_details)
 
 WIDTHS = (900, 1280)
 HOSTILE_STOPS = (HOSTILE_MARKUP[1], HOSTILE_BIDI[1], WIDE_TOKEN, HOSTILE_MARKUP[4])
@@ -258,42 +257,27 @@ def probed(page, keep_policy=True, raw=""):
     return CSP_RE.sub("", page).replace("</body>", "<script>%s</script></body>" % PROBE, 1)
 
 
-def render_hostile_pages():
-    """The hostile pages (and variants without their policy or with raw
-    markup let in) in Chromium at every width -> (their folder, the probe's
-    findings per page and width); None where Chromium is not installed."""
-    if not CHROMIUM:
-        return None
-    folder = tempfile.mkdtemp(prefix="hostile_browser_")
-    atexit.register(shutil.rmtree, folder, True)     # whether or not the class ran
-    pages = {"evaluator": hostile_page(folder, "single_route")[1],
-             "general_llm": hostile_page(folder, "general_llm")[1],
-             "comparison": hostile_comparison_page(folder)[1]}
-    raw = "".join(HOSTILE_MARKUP[:3])
-    variants = {name: probed(text) for name, text in pages.items()}
-    variants["evaluator-no-policy"] = probed(pages["evaluator"], keep_policy=False)
-    variants["comparison-no-policy"] = probed(pages["comparison"], keep_policy=False)
-    variants["raw-no-policy"] = probed(pages["evaluator"], keep_policy=False, raw=raw)
-    variants["raw-with-policy"] = probed(pages["evaluator"], raw=raw)
-    frames = []
-    for name, text in variants.items():
-        with open(os.path.join(folder, name + ".html"), "w", encoding="utf-8") as out:
-            out.write(text)
-        frames += [("%s@%d" % (name, width), name + ".html", width)
-                   for width in (WIDTHS if not name.startswith("raw") else WIDTHS[1:])]
-    return folder, run_frames(folder, frames)
-
-
-# Rendered as the module loads, in the lane beside the suite (a program of its
-# own: tests.support.Background).
-RENDERED = Background(render_hostile_pages)
-
-
 class HostilePagesInChromiumTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_installed(CHROMIUM, "the browser checks", "chromium")
-        cls.folder, cls.found = RENDERED.result()
+        cls.folder = tempfile.mkdtemp(prefix="hostile_browser_")
+        pages = {"evaluator": hostile_page(cls.folder, "single_route")[1],
+                 "general_llm": hostile_page(cls.folder, "general_llm")[1],
+                 "comparison": hostile_comparison_page(cls.folder)[1]}
+        raw = "".join(HOSTILE_MARKUP[:3])
+        variants = {name: probed(text) for name, text in pages.items()}
+        variants["evaluator-no-policy"] = probed(pages["evaluator"], keep_policy=False)
+        variants["comparison-no-policy"] = probed(pages["comparison"], keep_policy=False)
+        variants["raw-no-policy"] = probed(pages["evaluator"], keep_policy=False, raw=raw)
+        variants["raw-with-policy"] = probed(pages["evaluator"], raw=raw)
+        frames = []
+        for name, text in variants.items():
+            with open(os.path.join(cls.folder, name + ".html"), "w", encoding="utf-8") as out:
+                out.write(text)
+            frames += [("%s@%d" % (name, width), name + ".html", width)
+                       for width in (WIDTHS if not name.startswith("raw") else WIDTHS[1:])]
+        cls.found = run_frames(cls.folder, frames)
 
     @classmethod
     def tearDownClass(cls):
