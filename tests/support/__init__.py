@@ -33,6 +33,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -690,12 +691,23 @@ class _Beside(object):
     them) -- one core for the suite, one for the lane, rather than every
     fixture at once while the first modules run.  ``result()`` waits for the
     job and returns its value, or raises what it raised; a job the lane has
-    not started yet is run at once by the caller."""
+    not started yet is run at once by the caller.
+
+    SIGINT and SIGTERM sent to this process go to a thread that does not
+    hold them: between jobs the lane holds them, and a test that signals this
+    process (transitlm.exit_status holds them in the main thread while a run
+    commits) pauses the lane (``lane_paused``) so that they reach the main
+    thread only; a job runs with them let through, so that the programs it
+    starts can be stopped."""
 
     _lock = threading.Condition()
     _queue = []
     _lane = None
     _processes = []             # Offloaded's, running
+    _busy = False               # the lane runs a job
+    _paused = 0
+    _HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM")
+                  if hasattr(signal, name))
 
     def _enqueue(self):
         self._value = self._error = None
@@ -711,13 +723,42 @@ class _Beside(object):
             cls._lock.notify()
 
     @classmethod
+    def _hold(cls, how):
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(how, cls._HELD)
+
+    @classmethod
     def _run_lane(cls):
+        cls._hold(signal.SIG_BLOCK)
         while True:
             with cls._lock:
-                while not cls._queue:
+                while not cls._queue or cls._paused:
                     cls._lock.wait()
                 job = cls._queue.pop(0)
-            job._run()
+                cls._busy = True
+            cls._hold(signal.SIG_UNBLOCK)
+            try:
+                job._run()
+            finally:
+                cls._hold(signal.SIG_BLOCK)
+                with cls._lock:
+                    cls._busy = False
+                    cls._lock.notify_all()
+
+    @classmethod
+    @contextlib.contextmanager
+    def paused(cls):
+        """The lane's job done and no other started while the block runs."""
+        with cls._lock:
+            cls._paused += 1
+            while cls._busy:
+                cls._lock.wait()
+        try:
+            yield
+        finally:
+            with cls._lock:
+                cls._paused -= 1
+                cls._lock.notify_all()
 
     @classmethod
     def _stop(cls):
@@ -746,6 +787,9 @@ class _Beside(object):
         if self._error is not None:
             raise self._error
         return self._value
+
+
+lane_paused = _Beside.paused
 
 
 class Background(_Beside):
