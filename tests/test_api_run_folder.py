@@ -14,53 +14,17 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import PARITY, REPO, common, run_evaluator
+from tests.support import REPO, Offloaded, common
+from tests.support.run_folders import EVALUATORS, cases, run_to_folder
 import transitlm
 import transitlm.api
 import transitlm.records
-from transitlm.catalog import load_benchmark
 
-EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
-              "general": "general_llm"}
 BUNDLED = {"b1": "benchmark1_single_route_example.csv",
            "b2": "benchmark2_personalized_example.csv",
            "b3": "benchmark3_diversity_example.csv",
            "general": "general_llm_example.csv"}
 KNOWN_REQ_TYPES = (2, 5, 7, 8)
-
-
-def api_to_folder(short, folder, protocol, input_path=None):
-    """The Python API's run folder (the same bytes as --out's: test_provenance)
-    -> (report, details rows); in-process, so many cases stay fast."""
-    options = {"protocol": protocol, "out": folder}
-    if input_path:
-        data = os.path.dirname(input_path)
-        options.update(input=input_path, station_info=os.path.join(data, "station_info.csv"))
-        if short == "general":
-            options["line_info"] = os.path.join(data, "line_info.csv")
-    transitlm.evaluate(EVALUATORS[short], **options)
-    with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
-        report = json.load(handle)
-    with open(os.path.join(folder, "details.jsonl"), encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle]
-    return report, rows
-
-
-def run_to_folder(short, folder, protocol, extra=()):
-    """Run an evaluator's command line with --out (in-process: the programs
-    themselves run in test_cli and test_provenance) -> (report, details rows,
-    text report, stdout)."""
-    status, stdout, stderr = run_evaluator(
-        load_benchmark(EVALUATORS[short]),
-        ["--protocol", protocol, "--out", folder] + list(extra))
-    assert status == 0, stderr
-    with open(os.path.join(folder, "report.json"), encoding="utf-8") as handle:
-        report = json.load(handle)
-    with open(os.path.join(folder, "details.jsonl"), encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle]
-    with open(os.path.join(folder, "report.txt"), encoding="utf-8") as handle:
-        text = handle.read()
-    return report, rows, text, stdout
 
 
 def code_problems(report, rows):
@@ -135,39 +99,29 @@ def code_problems(report, rows):
     return problems
 
 
-def cases():
-    """(name, short benchmark, input path or None for the bundled one)."""
-    out = [("bundled", short, None) for short in EVALUATORS]
-    if os.path.isdir(PARITY):
-        for case in sorted(os.listdir(PARITY)):
-            for short in EVALUATORS:
-                path = os.path.join(PARITY, case, short + ".csv")
-                if os.path.isfile(path):
-                    out.append((case, short, path))
-    return out
+# The runs of many cases, started as the module loads, in a process of their
+# own beside the suite (tests/support/run_folders.py; tests.support.Offloaded).
+API_RUNS = Offloaded("tests.support.run_folders:every_case_by_the_api")
+COMMAND_RUNS = Offloaded("tests.support.run_folders:every_bundled_run_by_the_command")
 
 
 class FailureCodes(unittest.TestCase):
     def test_codes_match_the_rounds_everywhere(self):
         checked = 0
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, short, path in cases():
-                for protocol in ("reference", "paper"):
-                    with self.subTest(case=name, benchmark=short, protocol=protocol):
-                        folder = os.path.join(tmp, "%s-%s-%s" % (name, short, protocol))
-                        report, rows = api_to_folder(short, folder, protocol, path)
-                        self.assertEqual(len(rows), report["counts"]["samples"])
-                        self.assertEqual([r["row"] for r in rows],
-                                         list(range(1, len(rows) + 1)))
-                        self.assertEqual(code_problems(report, rows), [])
-                        # every code is <stage>.<snake_case> (or no_response)
-                        for row in rows:
-                            for code in row["failure_codes"]:
-                                stage, _, reason = code.partition(".")
-                                self.assertIn(stage, transitlm.records.STAGES)
-                                self.assertTrue(reason.replace("_", "").isalnum()
-                                                or code == "no_response", code)
-                        checked += 1
+        for name, short, protocol, report, rows in API_RUNS.result():
+            with self.subTest(case=name, benchmark=short, protocol=protocol):
+                self.assertEqual(len(rows), report["counts"]["samples"])
+                self.assertEqual([r["row"] for r in rows], list(range(1, len(rows) + 1)))
+                self.assertEqual(code_problems(report, rows), [])
+                # every code is <stage>.<snake_case> (or no_response)
+                for row in rows:
+                    for code in row["failure_codes"]:
+                        stage, _, reason = code.partition(".")
+                        self.assertIn(stage, transitlm.records.STAGES)
+                        self.assertTrue(reason.replace("_", "").isalnum()
+                                        or code == "no_response", code)
+                checked += 1
+        self.assertEqual(checked, 2 * len(cases()))
         self.assertGreaterEqual(checked, 8)
 
     def test_code_check_detects_a_missing_code(self):
@@ -287,14 +241,12 @@ class PythonApi(unittest.TestCase):
                                        % out])
 
     def test_aggregate_records_equals_the_report(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            for short in EVALUATORS:
-                for protocol in ("reference", "paper"):
-                    folder = os.path.join(tmp, short + protocol)
-                    report, rows, _, _ = run_to_folder(short, folder, protocol)
-                    figures = transitlm.records.aggregate_records(report["benchmark"], protocol, rows)
-                    for key in ("counts", "rounds", "metrics", "diversity"):
-                        self.assertEqual(figures.get(key), report.get(key), (short, key))
+        runs = COMMAND_RUNS.result()
+        self.assertEqual(len(runs), 2 * len(EVALUATORS))
+        for short, protocol, report, rows in runs:
+            figures = transitlm.records.aggregate_records(report["benchmark"], protocol, rows)
+            for key in ("counts", "rounds", "metrics", "diversity"):
+                self.assertEqual(figures.get(key), report.get(key), (short, key))
 
 
 if __name__ == "__main__":

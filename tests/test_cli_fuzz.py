@@ -10,50 +10,18 @@ order -- or stop (exit 2) with one line on stderr naming the file.  A
 traceback fails the test.  Deterministic: fixed seeds.
 """
 
-import contextlib
-import csv
-import io
 import json
 import os
-import random
 import tempfile
 import unittest
 
-from tests.support import REPO, common
-import transitlm.cli  # noqa: E402
+from tests.support import Offloaded
+from tests.support.fuzzing import SingleRoute, evaluate, read_rows, write_rows
 
-from single_route.evaluate import SingleRoute
-from personalized.evaluate import Personalized
-from diversity.evaluate import Diversity
-from general_llm.evaluate import GeneralLLM
-
-BENCHMARKS = [(SingleRoute, "benchmark1_single_route_example.csv"),
-              (Personalized, "benchmark2_personalized_example.csv"),
-              (Diversity, "benchmark3_diversity_example.csv"),
-              (GeneralLLM, "general_llm_example.csv")]
-ROUTE_FIELDS = ("station_sequence", "line_sequence", "station_name", "total_distance",
-                "total_time", "total_fare", "start_transfer_mode", "end_transfer_mode",
-                "start_transfer_distance", "end_transfer_distance")
-HOSTILE_VALUES = [None, True, 0, -1, 1e999, -1e999, float("nan"), 10 ** 400, "1e999", "NaN",
-                  "Infinity", "\ud800", "\udfff\x1b[31m", [], {}, [[["x"]]], {"a": {"b": 1}},
-                  ["A", None, 3, {"x": 1}], "9" * 5000, "公里米小时分钟元"]
-
-
-def deep(levels, leaf="1"):
-    return '{"a":' * levels + leaf + "}" * levels
-
-
-def read_rows(name):
-    with open(os.path.join(REPO, "data", name), encoding="utf-8", newline="") as handle:
-        return list(csv.reader(handle))
-
-
-def write_rows(path, rows, newline="\n", bom=False):
-    buffer = io.StringIO(newline="")
-    csv.writer(buffer, lineterminator=newline).writerows(rows)
-    data = buffer.getvalue().encode("utf-8", "surrogatepass")
-    with open(path, "wb") as handle:
-        handle.write((b"\xef\xbb\xbf" if bom else b"") + data)
+# The fuzzed runs (tests/support/fuzzing.py), started as the module loads, in
+# a process of their own beside the suite (tests.support.Offloaded).
+JSON_LEVEL = Offloaded("tests.support.fuzzing:json_level_runs")
+CSV_LEVEL = Offloaded("tests.support.fuzzing:csv_level_runs")
 
 
 class Fuzz(unittest.TestCase):
@@ -63,145 +31,45 @@ class Fuzz(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def evaluate(self, cls, path):
-        details = os.path.join(self.tmp.name, "details.jsonl")
-        report_path = os.path.join(self.tmp.name, "report.json")
-        for stale in (details, report_path):
-            if os.path.exists(stale):
-                os.remove(stale)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = transitlm.cli.run(cls(), ["--input", path, "--details", details,
-                                        "--json", report_path, "--workers", "1"])
-        return status, out.getvalue(), err.getvalue(), details, report_path
-
-    def check(self, cls, path, rows_expected=None, what=""):
-        status, out, err, details, report_path = self.evaluate(cls, path)
-        self.assertIn(status, (0, 2), what)
-        if status == 2:
+    def check(self, run):
+        """A run (tests.support.fuzzing.run) finished with every row accounted
+        for, or stopped with one line on stderr naming the file."""
+        what, err = run["what"], run["stderr"]
+        self.assertIn(run["status"], (0, 2), what)
+        if run["status"] == 2:
             lines = err.strip().splitlines()
             self.assertEqual(len(lines), 1, "%s: %s" % (what, err))
-            self.assertTrue(lines[0].startswith("error: ") and path in lines[0],
+            self.assertTrue(lines[0].startswith("error: ") and run["path"] in lines[0],
                             "%s: %s" % (what, err))
-            self.assertFalse(os.path.exists(details), "%s: partial details left" % what)
-            return status
+            self.assertFalse(run["details_left"], "%s: partial details left" % what)
+            return run["status"]
         self.assertEqual(err, "", what)
-        with open(report_path, encoding="utf-8") as handle:
-            report = json.load(handle)
-        with open(details, encoding="utf-8") as handle:
-            lines = [json.loads(line) for line in handle]
-        counts = report["counts"]
+        self.assertIsNotNone(run["report"], what)
+        self.assertIsNotNone(run["rows"], what)
+        counts = run["report"]["counts"]
         self.assertEqual(counts["samples"],
                          counts["evaluated"] + counts["errors"] + counts["no_response"], what)
-        self.assertEqual(len(lines), counts["samples"], what)
-        self.assertEqual([line["row"] for line in lines], list(range(1, len(lines) + 1)), what)
-        if rows_expected is not None:
-            self.assertEqual(counts["samples"], rows_expected, what)
-        return status
+        self.assertEqual(len(run["rows"]), counts["samples"], what)
+        self.assertEqual(run["rows"], list(range(1, len(run["rows"]) + 1)), what)
+        if run["rows_expected"] is not None:
+            self.assertEqual(counts["samples"], run["rows_expected"], what)
+        return run["status"]
 
     # -- JSON level: every row stays a row ------------------------------------------
     def test_json_level_damage_becomes_error_rows(self):
-        for cls, name in BENCHMARKS:
-            rows = read_rows(name)
-            header, body = rows[0], rows[1:]
-            i_pred = header.index("generate_results")
-            i_prompt = header.index("sft_prompt")
-            i_label = header.index("sft_label")
-            rng = random.Random(name)
-            damaged = [header]
-            for number, row in enumerate(body):
-                row = list(row)
-                kind = number % 8
-                if kind == 0:
-                    row[i_pred] = deep(rng.choice([101, 2000, 5000]))
-                elif kind == 1:
-                    row[rng.choice([i_prompt, i_label])] = "[" * 3000 + "]" * 3000
-                elif kind in (2, 3, 4):
-                    try:
-                        obj = json.loads(row[i_pred])
-                    except ValueError:
-                        obj = {}
-                    target = obj.get("first", obj) if isinstance(obj, dict) else obj
-                    if isinstance(target, dict):
-                        for field in rng.sample(ROUTE_FIELDS, 3):
-                            target[field] = rng.choice(HOSTILE_VALUES)
-                    row[i_pred] = json.dumps(obj, ensure_ascii=rng.random() < 0.5)
-                elif kind == 5:
-                    prompt = json.loads(row[i_prompt])
-                    prompt[rng.choice(["start", "end"])] = rng.choice(
-                        ["inf,0", "nan,nan", "10,140", "200,10", "1e999,1", [1, 2, 3], 5])
-                    prompt["city"] = rng.choice([None, 3, "\ud800", ["x"]])
-                    row[i_prompt] = json.dumps(prompt)
-                elif kind == 6:
-                    stations = ["s%d" % i for i in range(100000)]
-                    route = {"station_sequence": stations, "line_sequence": ["L"] * 100,
-                             "station_name": stations[:10]}
-                    row[i_pred] = json.dumps({"first": route} if cls is Diversity else route)
-                else:
-                    row[i_label] = rng.choice(["", "null", "[1,2]", '"text"',
-                                               json.dumps({"total_time": 10 ** 400})])
-                damaged.append(row)
-            path = os.path.join(self.tmp.name, "json-" + name)
-            write_rows(path, damaged)
-            with self.subTest(benchmark=cls.name):
-                self.assertEqual(self.check(cls, path, len(body), cls.name), 0)
+        runs = JSON_LEVEL.result()
+        self.assertEqual(len(runs), 4)
+        for run in runs:
+            with self.subTest(benchmark=run["benchmark"]):
+                self.assertEqual(self.check(run), 0)
 
     # -- CSV level: rows stay accounted for, or the file is refused in one line ------
     def test_csv_level_damage(self):
-        mutations = ["stray_quote", "truncated_quote", "nul", "bom_crlf", "huge_field",
-                     "short_row", "long_row", "duplicate_header", "blank_lines", "binary"]
-        for cls, name in BENCHMARKS:
-            rows = read_rows(name)
-            for seed, mutation in enumerate(mutations):
-                rng = random.Random("%s-%d" % (name, seed))
-                path = os.path.join(self.tmp.name, "%s-%s" % (mutation, name))
-                expected = None
-                body = [list(row) for row in rows[1:]]
-                header = list(rows[0])
-                if mutation == "bom_crlf":
-                    write_rows(path, [header] + body, newline="\r\n", bom=True)
-                    expected = len(body)
-                elif mutation == "huge_field":
-                    body[rng.randrange(len(body))][-1] = "x" * 300000
-                    write_rows(path, [header] + body)
-                    expected = len(body)
-                elif mutation == "short_row":
-                    victim = body[rng.randrange(len(body))]
-                    del victim[rng.randrange(1, len(victim)):]
-                    write_rows(path, [header] + body)
-                    expected = len(body)
-                elif mutation == "long_row":
-                    body[rng.randrange(len(body))].extend(["extra", "cells"])
-                    write_rows(path, [header] + body)
-                    expected = len(body)
-                elif mutation == "duplicate_header":
-                    header.append(header[0])
-                    for row in body:
-                        row.append(row[0])
-                    write_rows(path, [header] + body)
-                    expected = len(body)
-                else:
-                    write_rows(path, [header] + body)
-                    with open(path, "rb") as handle:
-                        data = bytearray(handle.read())
-                    lines = data.split(b"\n")
-                    at = rng.randrange(1, len(lines) - 1)
-                    if mutation == "stray_quote":
-                        lines[at] = lines[at] + b',"'
-                    elif mutation == "truncated_quote":
-                        lines[at] = lines[at][:rng.randrange(1, len(lines[at]))] + b'"'
-                    elif mutation == "nul":
-                        pos = rng.randrange(len(lines[at]))
-                        lines[at] = lines[at][:pos] + b"\x00" + lines[at][pos:]
-                    elif mutation == "blank_lines":
-                        lines[at:at] = [b"", b"  ", b""]
-                        expected = len(body)
-                    elif mutation == "binary":
-                        lines[at] = bytes(rng.randrange(256) for _ in range(200))
-                    with open(path, "wb") as handle:
-                        handle.write(b"\n".join(lines))
-                with self.subTest(benchmark=cls.name, mutation=mutation):
-                    self.check(cls, path, expected, "%s %s" % (cls.name, mutation))
+        runs = CSV_LEVEL.result()
+        self.assertEqual(len(runs), 4 * 10)
+        for run in runs:
+            with self.subTest(benchmark=run["benchmark"], mutation=run["mutation"]):
+                self.check(run)
 
     def test_a_stray_quote_never_loses_a_row_silently(self):
         rows = read_rows("benchmark1_single_route_example.csv")
@@ -212,7 +80,7 @@ class Fuzz(unittest.TestCase):
         lines[5] += '"'                    # a stray quote at the end of a row
         with open(path, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines))
-        status, _, err, details, _ = self.evaluate(SingleRoute, path)
+        status, _, err, details, _ = evaluate(SingleRoute, path, self.tmp.name)
         if status == 2:
             self.assertIn(path, err)
             return

@@ -13,10 +13,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from transitlm.compare import group_figures as comparison  # noqa: E402
-from transitlm.compare import metric_terms  # noqa: E402
 from transitlm.compare import bootstrap as resampling  # noqa: E402
-from tests.support import evaluated_record  # noqa: E402
+from tests.support import Offloaded  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -123,41 +121,30 @@ class BootstrapSumsTest(unittest.TestCase):
 # Interval quality
 # ---------------------------------------------------------------------------
 
-def conn_interval(records, resamples, seed, confidence=0.95):
-    columns = metric_terms.term_columns(FakeRun(), records, ["conn"])
-    series = [(columns[0]["conn"], columns[1]["conn"])]
-    draws = comparison.resampled_metrics(series, len(records), resamples, seed)[0]
-    return resampling.percentile_interval(draws, confidence)
-
-
-class FakeRun(object):
-    benchmark, protocol, details_path = "single_route", "reference", "<memory>"
-
-
-def bernoulli_records(n, rate, seed):
-    rng = random.Random(seed)
-    return [evaluated_record(i + 1, "r%d" % i, reachable=rng.random() < rate)
-            for i in range(n)]
+# Simulations of many samples (tests/support/interval_quality.py), started as
+# the module loads, each in a process of its own beside the suite (pure
+# computation: tests.support.Offloaded).  200 independent samples of 100 rows
+# with true Conn 0.3, 400 resamples each; one sample of 10000 rows, 1000
+# resamples.
+COVERAGE_RATE, COVERAGE_SAMPLES = 0.3, 200
+COVERAGE = Offloaded("tests.support.interval_quality:coverage_hits", COVERAGE_RATE,
+                     COVERAGE_SAMPLES, 100, 400)
+WIDE = Offloaded("tests.support.interval_quality:one_interval", 10000, 0.3, 7, 1000, 1)
 
 
 class IntervalQualityTest(unittest.TestCase):
     def test_coverage_of_a_known_rate(self):
-        # 200 independent samples of 100 rows with true Conn 0.3: the 95 %
-        # interval should contain 0.3 about 95 % of the time (fixed seeds:
-        # deterministic; the bound is coarse).
-        true_rate, hits, draws = 0.3, 0, 200
-        for seed in range(draws):
-            low, high = conn_interval(bernoulli_records(100, true_rate, seed), 400, seed)
-            hits += low <= true_rate <= high
-        self.assertGreaterEqual(hits / draws, 0.85)
-        self.assertLessEqual(hits / draws, 0.99)
+        # The 95 % interval should contain 0.3 about 95 % of the time (fixed
+        # seeds: deterministic; the bound is coarse).
+        hits = COVERAGE.result()
+        self.assertGreaterEqual(hits / COVERAGE_SAMPLES, 0.85)
+        self.assertLessEqual(hits / COVERAGE_SAMPLES, 0.99)
 
     def test_width_matches_the_normal_approximation_at_10000_rows(self):
-        records = bernoulli_records(10000, 0.3, seed=7)
-        rate = sum(r["reachable"] for r in records) / len(records)
-        low, high = conn_interval(records, 1000, seed=1)
+        found = WIDE.result()
+        rate, low, high = found["rate"], found["low"], found["high"]
         z = statistics.NormalDist().inv_cdf(0.975)
-        normal_width = 2 * z * math.sqrt(rate * (1 - rate) / len(records))
+        normal_width = 2 * z * math.sqrt(rate * (1 - rate) / 10000)
         self.assertLess(abs((high - low) / normal_width - 1), 0.15)
         self.assertLess(low, rate)
         self.assertGreater(high, rate)

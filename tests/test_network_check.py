@@ -22,7 +22,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.support import REPO, ServerTestCase, run_evaluator, run_in_process, write_feed
+from tests.support import (REPO, Background, ServerTestCase, run_evaluator, run_in_process,
+                           write_feed)
 from tests.support import BASE_FEED, example_rows
 import common  # noqa: E402
 from transitlm import api, network_check  # noqa: E402
@@ -51,6 +52,31 @@ def run(script, *args):
                           universal_newlines=True)
 
 
+def build_gtfs_benchmark():
+    """A temporary folder holding net/ (a small GTFS feed imported), bench/ (a
+    benchmark built on it) and bare/ (bench's files without network.json),
+    made by the commands as a user runs them."""
+    tmp = tempfile.TemporaryDirectory()
+    root = tmp.name
+    net, bench, bare = (os.path.join(root, name) for name in ("net", "bench", "bare"))
+    done = run("data/import_gtfs.py", write_feed(root, BASE_FEED), "--out", net,
+               "--city", "Springfield")
+    assert done.returncode == 0, done.stderr
+    done = run("data/make_benchmark.py", "--network", net, "--out", bench, "--samples", "3")
+    assert done.returncode == 0, done.stderr
+    os.mkdir(bare)
+    for name in FILES.values():
+        shutil.copy(os.path.join(bench, name), bare)
+    return tmp
+
+
+# A build of its own for each class below, as its setUpClass made them:
+# commands run one after another, started as the module loads and made beside
+# the suite (tests.support.Background).
+BUILDS = {name: Background(build_gtfs_benchmark)
+          for name in ("EvaluatorTest", "OtherToolsTest", "PrepareTest")}
+
+
 class GtfsBenchmark(unittest.TestCase):
     """A network imported from a small GTFS feed, a benchmark built on it
     (``bench``, with network.json) and the same files without the record
@@ -58,20 +84,12 @@ class GtfsBenchmark(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+        build = BUILDS.pop(cls.__name__, None)
+        cls.tmp = build.result() if build is not None else build_gtfs_benchmark()
         root = cls.tmp.name
         cls.net = os.path.join(root, "net")
         cls.bench = os.path.join(root, "bench")
         cls.bare = os.path.join(root, "bare")
-        done = run("data/import_gtfs.py", write_feed(root, BASE_FEED), "--out", cls.net,
-                   "--city", "Springfield")
-        assert done.returncode == 0, done.stderr
-        done = run("data/make_benchmark.py", "--network", cls.net, "--out", cls.bench,
-                   "--samples", "3")
-        assert done.returncode == 0, done.stderr
-        os.mkdir(cls.bare)
-        for name in FILES.values():
-            shutil.copy(os.path.join(cls.bench, name), cls.bare)
         cls.stations = os.path.join(cls.net, "station_info.csv")
         cls.lines = os.path.join(cls.net, "line_info.csv")
 

@@ -6,6 +6,7 @@ the benchmark-3 route switch; verdicts of checks a row never reached read
 "not reached", the general LLM's unchecked plausibility "not checked"; on
 hand-made run folders and on real runs of the four evaluators (--out)."""
 
+import atexit
 import html
 import json
 import os
@@ -23,7 +24,7 @@ import transitlm.pages.layout
 import transitlm.pages.maps
 import transitlm.pages.static
 from tests.support import (  # the run-folder fixtures, under the names these tests use
-    EVALUATORS, REPO, external_references, page_error_row as error_row,
+    EVALUATORS, REPO, Background, external_references, page_error_row as error_row,
     page_network as network, page_record as evaluated,
     page_report as fixture_report, page_route as route, parse_page, write_details)
 
@@ -468,15 +469,30 @@ class LabelOfRowsNotEvaluatedTest(unittest.TestCase):
 # Real run folders (the evaluators with --out)
 # ---------------------------------------------------------------------------
 
+def real_runs():
+    """Each evaluator's command run on its bundled example with --out, one
+    after another -> the folder holding a run folder per benchmark."""
+    folder = tempfile.mkdtemp(prefix="html_real_runs_")
+    atexit.register(shutil.rmtree, folder, True)
+    for benchmark in EVALUATORS:
+        subprocess.run([sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
+                        "--quiet", "--out", os.path.join(folder, benchmark)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return folder
+
+
+# Programs of their own, started as the module loads and run in the lane
+# beside the suite (tests.support.Background).
+REAL_RUNS = Background(real_runs)
+
+
 class RunFolderTest(TempDir):
     def test_pages_of_real_runs(self):
         net = common.StationNetwork.load(os.path.join(REPO, "data", "station_info.csv"))
+        runs = REAL_RUNS.result()
         for benchmark in EVALUATORS:
             with self.subTest(benchmark=benchmark):
-                out = os.path.join(self.folder, benchmark)
-                subprocess.run([sys.executable, os.path.join(REPO, benchmark, "evaluate.py"),
-                                "--quiet", "--out", out], check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                out = os.path.join(runs, benchmark)
                 with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
                     report = json.load(handle)
                 details = os.path.join(out, "details.jsonl")

@@ -13,7 +13,7 @@ import time
 import unittest
 from unittest import mock
 
-from tests.support import REPO, common
+from tests.support import REPO, Background, common
 import transitlm
 import transitlm.provenance
 import transitlm.cli
@@ -217,22 +217,37 @@ class NoOverwriteNoDebris(unittest.TestCase):
                 self.assertEqual(sorted(os.listdir(self.tmp.name)), ["input.csv"])
 
 
+VERSION_SCRIPTS = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
+    os.path.join("general_llm", "server.py"), "generate.py", "compare.py", "harness.py",
+    "reward.py", os.path.join("data", "import_gtfs.py"),
+    os.path.join("data", "make_benchmark.py"), os.path.join("data", "make_demo.py")]
+
+
+def versions():
+    """Every script's --version, side by side -> [(script, status, stdout, stderr)]."""
+    runs = [(script, subprocess.Popen([sys.executable, os.path.join(REPO, script), "--version"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True))
+            for script in VERSION_SCRIPTS]
+    answers = []
+    for script, run in runs:
+        out, err = run.communicate(timeout=60)
+        answers.append((script, run.returncode, out, err))
+    return answers
+
+
+# Programs of their own, started as the module loads and run beside the
+# suite (tests.support.Background).
+VERSIONS = Background(versions)
+
+
 class Version(unittest.TestCase):
     def test_every_script_answers_version(self):
-        scripts = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
-            os.path.join("general_llm", "server.py"), "generate.py", "compare.py", "harness.py",
-            "reward.py", os.path.join("data", "import_gtfs.py"),
-            os.path.join("data", "make_benchmark.py"), os.path.join("data", "make_demo.py")]
-        # Side by side: the answers are read in order once all have started.
-        runs = [(script, subprocess.Popen([sys.executable, os.path.join(REPO, script),
-                                           "--version"], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, universal_newlines=True))
-                for script in scripts]
-        for script, run in runs:
+        answers = VERSIONS.result()
+        self.assertEqual([script for script, _, _, _ in answers], VERSION_SCRIPTS)
+        for script, status, out, err in answers:
             with self.subTest(script=script):
-                out, err = run.communicate(timeout=60)
-                self.assertEqual((run.returncode, out, err),
-                                 (0, "transitlm %s\n" % common.VERSION, ""))
+                self.assertEqual((status, out, err), (0, "transitlm %s\n" % common.VERSION, ""))
 
 
 class ProgressCount(unittest.TestCase):

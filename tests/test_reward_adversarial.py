@@ -15,7 +15,7 @@ import unittest
 from unittest import mock
 
 from common import TRANSFER, is_subway_line
-from tests.support import reward_search
+from tests.support import Offloaded, reward_search
 import transitlm.reward  # noqa: E402
 from transitlm.reward import scoring  # noqa: E402
 
@@ -28,19 +28,24 @@ def findings_text(findings):
     return "%d findings, the first:\n%s" % (len(findings), "\n".join(findings[:5]))
 
 
+# The full search, started as the module loads, in a process of its own
+# beside the suite (pure computation: tests.support.Offloaded).
+FULL_SEARCH = Offloaded("tests.support.reward_search:search_outcome", STEPS, SEED)
+
+
 class SearchTest(unittest.TestCase):
     def test_the_search_finds_nothing(self):
-        search = reward_search.Search(steps=STEPS, seed=SEED).run()
-        self.assertEqual(search.findings, [], findings_text(search.findings))
+        search = FULL_SEARCH.result()
+        self.assertEqual(search["findings"], [], findings_text(search["findings"]))
         rows = sum(len(reward_search.example_rows(name)) for name in reward_search.EXAMPLES)
         # Every row of the four benchmarks, both protocols: the label, the
         # fixed mutations and the greedy steps of each.
         self.assertGreater(rows, 100)
-        self.assertGreater(search.tried, rows * 2 * (30 + STEPS))
+        self.assertGreater(search["tried"], rows * 2 * (30 + STEPS))
         # Something not accepted came close to the top, but not to it.
-        self.assertGreater(search.best["dense"], 0.9)
-        self.assertLess(search.best["dense"], 1.0)
-        self.assertEqual(search.best["sparse"], 0.0)
+        self.assertGreater(search["best"]["dense"], 0.9)
+        self.assertLess(search["best"]["dense"], 1.0)
+        self.assertEqual(search["best"]["sparse"], 0.0)
 
     def weakened(self, credited, benchmarks):
         # The fixed mutations of a few rows, under reference, are enough.

@@ -1,12 +1,11 @@
 """--workers: the same records and reports from several processes as from one."""
 
-import csv
 import json
 import os
 import tempfile
 import unittest
 
-from tests.support import PARITY, common, run_evaluator
+from tests.support import Offloaded, chunked_runs, common, run_evaluator
 import transitlm.engine
 import transitlm.workers  # noqa: E402
 import transitlm.inputs  # noqa: E402
@@ -16,56 +15,37 @@ from single_route.evaluate import SingleRoute
 from diversity.evaluate import Diversity
 from general_llm.evaluate import GeneralLLM
 
-GENERATED = os.path.join(PARITY, "generated")
+GENERATED = chunked_runs.GENERATED
+BUNDLED = chunked_runs.BUNDLED
+
+# The many-run comparisons (tests/support/chunked_runs.py), started as the
+# module loads, in a process of their own beside the suite
+# (tests.support.Offloaded).
+CAN_RUN_PARITY = os.path.isdir(GENERATED) and transitlm.workers.can_fork()
+PARITY_RUNS = (Offloaded("tests.support.chunked_runs:parity_runs_by_one_and_two")
+               if CAN_RUN_PARITY else None)
+CAN_FORK = transitlm.workers.can_fork()
+BUNDLED_RUNS = Offloaded("tests.support.chunked_runs:bundled_runs") if CAN_FORK else None
+EVERY_BENCHMARK_RUNS = (Offloaded("tests.support.chunked_runs:every_benchmark_runs")
+                        if CAN_FORK else None)
+ODD_CSV_RUNS = Offloaded("tests.support.chunked_runs:odd_csv_runs") if CAN_FORK else None
 
 
 @unittest.skipUnless(os.path.isdir(GENERATED), "../shared/parity is not available")
 @unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
 class Workers(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def enlarge(self, name, copies=8):
-        """The parity sample file repeated (ids made unique): enough rows for workers."""
-        source = os.path.join(GENERATED, name)
-        target = os.path.join(self.tmp.name, name)
-        with open(source, encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
-        with open(target, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(rows[0])
-            for copy in range(copies):
-                for row in rows[1:]:
-                    writer.writerow(["%s-%d" % (row[0], copy)] + row[1:])
-        return target
-
-    def outputs(self, benchmark, sample, workers, extra=()):
-        json_path = os.path.join(self.tmp.name, "r%s.json" % workers)
-        details = os.path.join(self.tmp.name, "d%s.jsonl" % workers)
-        status, stdout, err = run_evaluator(benchmark, [
-            "--input", sample, "--station_info", os.path.join(GENERATED, "station_info.csv"),
-            "--workers", str(workers), "--json", json_path, "--details", details]
-            + list(extra))
-        self.assertEqual(status, 0, err)
-        with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
-            return a.read(), b.read(), stdout
-
     def test_identical_outputs(self):
-        line_info = ["--line_info", os.path.join(GENERATED, "line_info.csv")]
-        for cls, name, extra in ((SingleRoute, "b1.csv", ()), (Diversity, "b3.csv", ()),
-                                 (GeneralLLM, "general.csv", line_info)):
-            with self.subTest(benchmark=cls.name):
-                sample = self.enlarge(name)
-                one = self.outputs(cls(), sample, 1, extra)
-                two = self.outputs(cls(), sample, 2, extra)
+        runs = PARITY_RUNS.result()
+        self.assertEqual([name for name, _, _ in runs],
+                         [SingleRoute.name, Diversity.name, GeneralLLM.name])
+        for name, one, two in runs:
+            with self.subTest(benchmark=name):
+                for outputs in (one, two):
+                    self.assertEqual(len(outputs), 3, "the run failed: %s" % (outputs,))
                 self.assertEqual(one, two)
                 self.assertEqual(one[1].count("\n"), 1200)
 
 
-BUNDLED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
 class ChunkHelpers(unittest.TestCase):
@@ -175,99 +155,53 @@ class ChunkedReading(unittest.TestCase):
     def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=(),
                 by_rows=False):
         """``by_rows``: one process reading the file row by row (not in chunks)."""
-        if chunk_bytes:
-            transitlm.inputs.CHUNK_BYTES = chunk_bytes
-        header_bytes = transitlm.inputs.SampleReader._header_bytes
-        if by_rows:
-            transitlm.inputs.SampleReader._header_bytes = lambda reader: None
-        tag = "%s-%s" % (workers, chunk_bytes)
-        json_path = os.path.join(self.tmp.name, "r%s.json" % tag)
-        details = os.path.join(self.tmp.name, "d%s.jsonl" % tag)
-        try:
-            status, stdout, err = run_evaluator(benchmark or SingleRoute(), [
-                "--input", sample, "--station_info", os.path.join(BUNDLED, "station_info.csv"),
-                "--workers", str(workers), "--json", json_path, "--details", details]
-                + list(extra))
-        finally:
-            transitlm.inputs.CHUNK_BYTES = self.saved
-            transitlm.inputs.SampleReader._header_bytes = header_bytes
-        if status != 0:
-            return status, err
-        with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:
-            report = a.read().replace('"workers": %d' % workers, '"workers": N')
-            return report, b.read(), stdout
+        return chunked_runs.outputs(self.tmp.name, sample, workers, chunk_bytes, benchmark,
+                                    extra, by_rows)
 
     def write(self, name, data):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "wb") as handle:
-            handle.write(data)
-        return path
+        return chunked_runs.write(self.tmp.name, name, data)
 
     def bundled(self):
-        with open(os.path.join(BUNDLED, "benchmark1_single_route_example.csv"), "rb") as handle:
-            return handle.read()
+        return chunked_runs.bundled()
+
+    def check_same(self, one, chunked):
+        for chunk_bytes, workers, outputs in chunked:
+            with self.subTest(chunk_bytes=chunk_bytes, workers=workers):
+                self.assertEqual(outputs, one)
+        self.assertEqual(len(chunked), 2 * len(chunked_runs.CHUNK_SIZES))
 
     def assert_same(self, data, name="s.csv"):
         # The file read row by row in one process; in chunks by the workers
         # and, as a worker reads them, by one process.
-        sample = self.write(name, data)
-        one = self.outputs(sample, 1, by_rows=True)
-        for chunk_bytes in (97, 400, 5000, None):
-            for workers in (2, 1):
-                with self.subTest(chunk_bytes=chunk_bytes, workers=workers):
-                    self.assertEqual(self.outputs(sample, workers, chunk_bytes), one)
+        one, chunked = chunked_runs.same_outputs(self.tmp.name, data, name)
+        self.check_same(one, chunked)
         return one
 
     def test_every_benchmark_in_small_chunks(self):
         # Totals merged chunk by chunk (Aggregate.merge) add the same numbers in
         # the same order as one process: reports equal byte for byte.
-        from personalized.evaluate import Personalized
-        cases = ((Personalized(), "benchmark2_personalized_example.csv", ()),
-                 (Diversity(), "benchmark3_diversity_example.csv", ()),
-                 (GeneralLLM(), "general_llm_example.csv",
-                  ("--line_info", os.path.join(BUNDLED, "line_info.csv"))))
-        for benchmark, name, extra in cases:
-            with self.subTest(benchmark=benchmark.name):
-                sample = os.path.join(BUNDLED, name)
-                one = self.outputs(sample, 1, None, benchmark, extra, by_rows=True)
-                for chunk_bytes in (97, 2000):
-                    for workers in (2, 1):
-                        self.assertEqual(self.outputs(sample, workers, chunk_bytes, benchmark,
-                                                      extra), one)
+        runs = EVERY_BENCHMARK_RUNS.result()
+        self.assertEqual([name for name, _, _ in runs],
+                         ["personalized", Diversity.name, GeneralLLM.name])
+        for name, one, chunked in runs:
+            with self.subTest(benchmark=name):
+                self.assertEqual(len(one), 3, "the run failed: %s" % (one,))
+                for chunk_bytes, workers, outputs in chunked:
+                    self.assertEqual(outputs, one, (chunk_bytes, workers))
+                self.assertEqual(len(chunked), 4)
 
     def test_bundled_rows_in_small_chunks(self):
-        report, details, _ = self.assert_same(self.bundled())
+        one, chunked = BUNDLED_RUNS.result()
+        self.check_same(one, chunked)
+        report, details, _ = one
         self.assertEqual(details.count("\n"), 38)
 
     def test_odd_csv(self):
-        data = self.bundled()
-        header, _, body = data.partition(b"\n")
-        lines = body.split(b"\n")
-        variants = {
-            "crlf": data.replace(b"\n", b"\r\n"),
-            "lone_cr": data.replace(b"\n", b"\r"),
-            "bom_and_blank_lines": b"\xef\xbb\xbf" + header + b"\n\n" + b"\n\n".join(lines),
-            # A quote inside an unquoted cell: the quote count is off by one
-            # from there on, so chunk ends are guessed wrong; and a cell that
-            # runs over several lines.
-            "literal_quote": header + b"\n" + lines[0].replace(b",", b'x"y,', 1) + b"\n"
-            + b"\n".join(lines[1:5]) + b'\nid-q,"{}","multi\nline\ncell",x\n'
-            + b"\n".join(lines[5:]),
-            "stray_quote": header + b"\n" + b"\n".join(lines[:3]) + b'"\n'
-            + b"\n".join(lines[3:]),
-            "not_utf8": header + b"\n" + lines[0] + b"\xff\n" + b"\n".join(lines[1:]),
-            "no_final_newline": data.rstrip(b"\n"),
-            "quoted_header": b'"index_id","sft_prompt",sft_label,generate_results\n' + body,
-            "header_only": header + b"\n",
-            "empty": b"",
-            "blank_lines_only": header + b"\n\n\n  \n",
-            # One row far longer than a chunk: the chunk grows to hold it.
-            "long_row": header + b"\n" + b"\n".join(lines[:3]) + b'\nid-long,"{}","{}","'
-            + b"x" * 20000 + b'"\n' + b"\n".join(lines[3:]),
-        }
-        for name, variant in variants.items():
+        runs = ODD_CSV_RUNS.result()
+        self.assertEqual(sorted(runs), sorted(chunked_runs.odd_csv_variants()))
+        for name, (one, chunked) in runs.items():
             with self.subTest(variant=name):
-                self.assert_same(variant, name + ".csv")
+                self.check_same(one, chunked)
 
     def spy_on(self, name):
         """Record the calls of SampleReader.<name> (their arguments after self)."""

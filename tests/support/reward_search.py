@@ -468,3 +468,11 @@ class Search(object):
                     self.findings.append("%s: monotone credit broken: verdicts %s score %s, "
                                          "below %s's %s"
                                          % (where, vector, scores, other, other_scores))
+
+
+def search_outcome(steps, seed):
+    """The full search's findings, completions tried and best scores not
+    accepted, as JSON (tests.support.Offloaded runs it in a process of its
+    own while the suite goes on)."""
+    search = Search(steps=steps, seed=seed).run()
+    return {"findings": search.findings, "tried": search.tried, "best": search.best}
