@@ -40,7 +40,35 @@ def unix_socket(path):
     return sock
 
 
-class FifoReader(object):
+class _Drained(object):
+    """A thread reading ``source`` (a path or a descriptor, as open() takes
+    it) to its end, started on entering; ``data`` holds the bytes read once
+    ``_finish`` has joined it."""
+
+    def __init__(self, source):
+        self.source = source
+        self.chunks = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self):
+        with open(self.source, "rb") as handle:
+            for chunk in iter(lambda: handle.read(65536), b""):
+                self.chunks.append(chunk)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def _finish(self):
+        self.thread.join(60)
+        self.data = b"".join(self.chunks)
+        return False
+
+    def text(self):
+        return self.data.decode("utf-8")
+
+
+class FifoReader(_Drained):
     """A FIFO at ``path`` and a thread reading what one writer sends, until
     that writer closes it.  As a context manager: on leaving, a writer that
     never came is stood in for (the thread is never left waiting), and
@@ -51,17 +79,7 @@ class FifoReader(object):
             raise unittest.SkipTest("no FIFOs here")
         self.path = path
         os.mkfifo(path)
-        self.chunks = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-
-    def _read(self):
-        with open(self.path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(65536), b""):
-                self.chunks.append(chunk)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
+        _Drained.__init__(self, path)
 
     def __exit__(self, *exc):
         if self.thread.is_alive():
@@ -69,35 +87,18 @@ class FifoReader(object):
                 os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
             except OSError:
                 pass                   # it is reading: a writer has it open
-        self.thread.join(60)
-        self.data = b"".join(self.chunks)
-        return False
-
-    def text(self):
-        return self.data.decode("utf-8")
+        return self._finish()
 
 
-class PipeReader(object):
+class PipeReader(_Drained):
     """An os.pipe whose write end is named as /dev/fd/N (``path``) and whose
     read end a thread drains.  On leaving, ``data`` holds the bytes read."""
 
     def __init__(self):
         self.read_end, self.write_end = os.pipe()
         self.path = "/dev/fd/%d" % self.write_end
-        self.chunks = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-
-    def _read(self):
-        with open(self.read_end, "rb") as handle:
-            for chunk in iter(lambda: handle.read(65536), b""):
-                self.chunks.append(chunk)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
+        _Drained.__init__(self, self.read_end)
 
     def __exit__(self, *exc):
         os.close(self.write_end)
-        self.thread.join(60)
-        self.data = b"".join(self.chunks)
-        return False
+        return self._finish()
