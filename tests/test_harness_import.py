@@ -338,20 +338,25 @@ class CompareImportedRunsTest(unittest.TestCase):
         self.assertIn("city", group["breakdowns"])
         self.assertEqual(len(result["main_table"]["columns"]), 2)
         self.assertIn("org/model-b", read(page))
+        def imported_against_the_first(name, tasks, **output):
+            """The bundled answers of benchmark 1 asked through ``tasks``,
+            imported, compared with the first imported run -> compare's JSON."""
+            out = os.path.join(tmp, name)
+            harness_output(out, tasks, lambda benchmark, doc: answers[doc["sft_prompt"]],
+                           **output)
+            status, _, stderr = harness("import", out, "--out", os.path.join(tmp, "i", name))
+            self.assertEqual(status, 0, stderr)
+            status, stdout, stderr = run_compare([
+                os.path.join(runs[0], "transitlm_single_route"),
+                os.path.join(tmp, "i", name, "transitlm_single_route"), "--json", "-",
+                "--bootstrap", "0"])
+            self.assertEqual(status, 0, stderr)
+            return json.loads(stdout)
+
         # The same answers asked with another system prompt: told apart.
         other_tasks = os.path.join(tmp, "other-prompt-tasks")
         write_task_folder(other_tasks, BUNDLED[:1], system_prompt="Plan a route; answer in JSON.")
-        out = os.path.join(tmp, "other-prompt")
-        harness_output(out, other_tasks, lambda benchmark, doc: answers[doc["sft_prompt"]],
-                       model="org/model-c")
-        status, _, stderr = harness("import", out, "--out", os.path.join(tmp, "i", "other"))
-        self.assertEqual(status, 0, stderr)
-        status, stdout, stderr = run_compare([
-            os.path.join(runs[0], "transitlm_single_route"),
-            os.path.join(tmp, "i", "other", "transitlm_single_route"), "--json", "-",
-            "--bootstrap", "0"])
-        self.assertEqual(status, 0, stderr)
-        compared = json.loads(stdout)
+        compared = imported_against_the_first("other-prompt", other_tasks, model="org/model-c")
         self.assertIsNone(compared["signature"])
         self.assertTrue(any("asked different questions" in note and "prompt:file#" not in note
                             and "file#" in note and "column#" in note
@@ -359,16 +364,8 @@ class CompareImportedRunsTest(unittest.TestCase):
         # The same answers scored under the paper protocol: another group.
         paper_tasks = os.path.join(tmp, "paper-tasks")
         write_task_folder(paper_tasks, BUNDLED[:1], protocol="paper")
-        out = os.path.join(tmp, "paper")
-        harness_output(out, paper_tasks, lambda benchmark, doc: answers[doc["sft_prompt"]])
-        status, _, stderr = harness("import", out, "--out", os.path.join(tmp, "i", "paper"))
-        self.assertEqual(status, 0, stderr)
-        status, stdout, stderr = run_compare([
-            os.path.join(runs[0], "transitlm_single_route"),
-            os.path.join(tmp, "i", "paper", "transitlm_single_route"), "--json", "-",
-            "--bootstrap", "0"])
-        self.assertEqual(status, 0, stderr)
-        self.assertEqual([(g["benchmark"], g["protocol"]) for g in json.loads(stdout)["groups"]],
+        compared = imported_against_the_first("paper", paper_tasks)
+        self.assertEqual([(g["benchmark"], g["protocol"]) for g in compared["groups"]],
                          [("single_route", "reference"), ("single_route", "paper")])
 
 
