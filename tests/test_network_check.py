@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -437,6 +438,22 @@ class CheckTest(unittest.TestCase):
         self.assertNotIn("人民公园", names)
         self.assertIn("A", names)
         self.assertNotIn("B", names)
+
+    def test_names_found_are_those_the_rule_matches(self):
+        # Short names included: the rule compares characters, not bigrams, when
+        # either side has fewer than two (common.bigram_jaccard).
+        rng = random.Random(5)
+        alphabet = "人民广场西江大道AB站"
+        names = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5)))
+                 for _ in range(200)]
+        index = network_check.NameIndex(names)
+        for _ in range(2000):
+            query = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5)))
+            index.fuzzy_left = 1
+            expected = query in names or any(
+                common.bigram_jaccard(query, name) >= common.MIN_STATION_SIMILARITY
+                for name in names)
+            self.assertEqual(query in index, expected, query)
 
     def test_worker_sets_merge_into_the_parents(self):
         # A worker's tally comes back as a dict; its station set joins the parent's.

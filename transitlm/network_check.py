@@ -32,8 +32,8 @@ import json
 import os
 
 from common import (
-    BUS_STOP_PREFIX, MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError, bigrams, decode_json,
-    jaccard, route_stations, text_list)
+    BUS_STOP_PREFIX, MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError,
+    bigram_jaccard, bigrams, decode_json, route_stations, text_list)
 
 FLAG = "allow_foreign_network"
 NETWORK_RECORD = "network.json"          # beside the files make_benchmark.py writes
@@ -127,13 +127,19 @@ def label_entries(label):
 
 class NameIndex(object):
     """Station names of a network, matched as the route-eval check matches a
-    name on a line (common's rules): the exact name, else the best bigram
-    Jaccard at least MIN_STATION_SIMILARITY.  Only existence is asked, so
-    the candidates are the names sharing a bigram with the query (counted at
-    C speed), and a name's bigram count is kept, not recomputed.  At most
-    FUZZY_LIMIT queries are matched by similarity (each scans the names
-    sharing its bigrams); later ones that are not an exact name are not
-    found (``unsure`` counts them)."""
+    name on a line (general_llm/route_eval.match_station, common's rules):
+    the exact name, else a name whose ``common.bigram_jaccard`` with the
+    query is at least MIN_STATION_SIMILARITY.  Only existence is asked, so
+    only the names that can reach the bound are scored: those sharing a
+    bigram with the query (found through an index of bigrams), and the
+    names the rule compares by their characters (fewer than 2 characters on
+    either side: a query of one character against names of at most two
+    distinct characters, a longer query against names of one character).
+    For two names of 2 or more characters the Jaccard of their bigram sets
+    is taken from the counts of the index (the bigrams they share over the
+    bigrams of both), the same number ``bigram_jaccard`` computes.  At most
+    FUZZY_LIMIT queries are matched by similarity; later ones that are not
+    an exact name are not found (``unsure`` counts them)."""
 
     def __init__(self, names):
         self.names = [name.strip() for name in names if name and name.strip()]
@@ -152,6 +158,10 @@ class NameIndex(object):
             for gram in grams:
                 postings[gram].append(number)
         self._postings, self._sizes = postings, sizes
+        # Compared by their characters: one character (against a longer
+        # query), at most two distinct ones (against a query of one).
+        self._one_character = [name for name in self.names if len(name) < 2]
+        self._two_characters = [name for name in self.names if len(set(name)) <= 2]
 
     def __contains__(self, query):
         if query in self.exact:
@@ -160,25 +170,24 @@ class NameIndex(object):
             self.unsure += 1
             return False
         self.fuzzy_left -= 1
-        if len(query) < 2:
-            return any(_short_similar(query, name) for name in self.names if len(name) < 3)
         if self._postings is None:
             self._index()
+        if len(query) < 2:
+            return any(bigram_jaccard(query, name) >= MIN_STATION_SIMILARITY
+                       for name in self._two_characters)
+        if any(bigram_jaccard(query, name) >= MIN_STATION_SIMILARITY
+               for name in self._one_character):
+            return True
         grams = bigrams(query)
         shared = collections.Counter()
         for gram in grams:
             shared.update(self._postings.get(gram, ()))
         size, sizes = len(grams), self._sizes
         for number, count in shared.items():
-            # Jaccard = count / (size + sizes[number] - count); names of one
-            # character (no bigram) share none and are not candidates.
+            # Jaccard = count / (size + sizes[number] - count)
             if count >= MIN_STATION_SIMILARITY * (size + sizes[number] - count):
                 return True
         return False
-
-
-def _short_similar(query, name):
-    return jaccard(set(query), set(name)) >= MIN_STATION_SIMILARITY
 
 
 class LabelStations(object):
