@@ -1047,7 +1047,7 @@ def decode_json(text, what, code="invalid_json"):
     """Decode a JSON cell: the text must be JSON (a value already decoded is
     returned as it is).  A RowError carries ``code`` (``too_deep`` for nesting
     over MAX_JSON_DEPTH).  A model's answer, which may hold reasoning or text
-    around its JSON, is read by transitlm.answers.read_answer."""
+    around its JSON, is read by transitlm.evaluation.answers.read_answer."""
     if not isinstance(text, str):
         return text
     if json_too_deep(text):

@@ -6,7 +6,7 @@ chat-completions API, and write its answers as a predictions file.
 
 Each row becomes one non-streaming ``POST {api_url}/chat/completions`` with its
 system prompt (``--system_prompt_file``, else the row's ``system_prompt`` cell,
-else the benchmark's default: transitlm/prompts.py) and its ``sft_prompt`` as
+else the benchmark's default: transitlm/evaluation/chat_messages.py) and its ``sft_prompt`` as
 the messages.  ``--out`` gets one JSON line per row as answers arrive:
 
     {"indexid", "generate_results": TEXT, ["reasoning",] "model", "finish_reason",
@@ -33,7 +33,7 @@ The machinery is in ``transitlm/generate/``: ``cli`` (this command line),
 ``runner`` (rows, output file, the run), ``chat`` (requests and answers),
 ``failures`` and ``waits`` (what a failed answer means, how long to wait),
 ``settings`` (the settings sidecar) and ``resume`` (what may be done with
---out), on ``transitlm.http_client`` (requests bounded by a deadline, over
+--out), on ``transitlm.io.http_client`` (requests bounded by a deadline, over
 connections kept open).
 """
 
@@ -53,12 +53,12 @@ REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 if REPO_DIR not in sys.path:
     sys.path.insert(0, REPO_DIR)
 if __name__ == "__main__":
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
     if _HOLD is not None:
         _HOLD(_signal.SIG_UNBLOCK, (_signal.SIGINT, _signal.SIGTERM))
 
-from transitlm.exit_status import run_command  # noqa: E402
+from transitlm.io.exit_status import run_command  # noqa: E402
 from transitlm.generate.cli import main  # noqa: E402
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import transitlm.records  # noqa: E402
-import transitlm.reports  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 
 CITIES = ("北京", "上海", "深圳", "成都")
 
@@ -88,10 +88,10 @@ def synthetic_row(row, index_id, quality, rng):
 
 def write_run(folder, records):
     os.makedirs(folder)
-    metrics = transitlm.records.aggregate_records("single_route", "reference", records)["metrics"]
+    metrics = transitlm.evaluation.records.aggregate_records("single_route", "reference", records)["metrics"]
     report = {"schema_version": 2, "benchmark": "single_route", "protocol": "reference",
               "signature": "bench|single_route|protocol:reference|rows:%d" % len(records),
-              "counts": {"samples": len(records)}, "metrics": transitlm.reports.finite_or_none(metrics)}
+              "counts": {"samples": len(records)}, "metrics": transitlm.evaluation.reports.finite_or_none(metrics)}
     with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle, ensure_ascii=False, indent=1, sort_keys=True)
     with open(os.path.join(folder, "details.jsonl"), "w", encoding="utf-8") as handle:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the network check (transitlm/network_check.py) costs an evaluator run.
+"""What the network check (transitlm/evaluation/network_check.py) costs an evaluator run.
 
 Grows each bundled example file to --samples rows (the rows repeated with
 new ids, as bench/benchmark.py grows its files), times the evaluator on it in
@@ -29,8 +29,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 import common  # noqa: E402
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_info, station_file  # noqa: E402
-from transitlm.network_check import SAMPLE_HEAD, SAMPLE_STRIDE, LabelStations  # noqa: E402
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, benchmark_info, station_file  # noqa: E402
+from transitlm.evaluation.network_check import SAMPLE_HEAD, SAMPLE_STRIDE, LabelStations  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 

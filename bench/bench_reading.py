@@ -6,12 +6,12 @@ unclosed strings, backslash runs, bracket runs, a stringified route repeated,
 ``{"a":0 `` repeated, reasoning tags, a mix), repeated to each size, prints
 the time (best of --repeat) of
 
-- ``read``: transitlm.answers.read_answer, as the evaluators read a model's
+- ``read``: transitlm.evaluation.answers.read_answer, as the evaluators read a model's
   answer (a predictions file, the Python API) and the reward reads a
   completion;
 - ``score``: transitlm.reward.score against the first bundled benchmark 1 row
   (the scorer made before the clock starts);
-- ``body``: transitlm.json_service.decode_body of the text as a request body
+- ``body``: transitlm.io.json_service.decode_body of the text as a request body
   (the services' scan before decoding, then json.loads when it passes),
 
 and the ratio of the largest size's time to the smallest's (linear: about
@@ -34,8 +34,8 @@ if REPO not in sys.path:
 
 from common import RowError  # noqa: E402
 from tests.support import READING_PATTERNS, example_rows, reading_text  # noqa: E402
-from transitlm.answers import read_answer  # noqa: E402
-from transitlm.json_service import RequestProblem, decode_body  # noqa: E402
+from transitlm.evaluation.answers import read_answer  # noqa: E402
+from transitlm.io.json_service import RequestProblem, decode_body  # noqa: E402
 from transitlm.reward import score  # noqa: E402
 
 

@@ -11,10 +11,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
-from transitlm.exit_status import run_command  # noqa: E402
+from transitlm.io.exit_status import run_command  # noqa: E402
 from transitlm.networks.gtfs_import import main  # noqa: E402
 
 if __name__ == "__main__":

@@ -14,14 +14,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
 import common  # noqa: E402
 import transitlm.cli  # noqa: E402
-import transitlm.engine  # noqa: E402
-import transitlm.records  # noqa: E402
-import transitlm.reports  # noqa: E402
+import transitlm.evaluation.engine  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 
 KEYS = common.ROUTE_KEYS
 
@@ -82,7 +82,7 @@ def best_match(routes, label_first, reachable):
     return None
 
 
-class Diversity(transitlm.engine.Benchmark):
+class Diversity(transitlm.evaluation.engine.Benchmark):
     name = "diversity"
 
     def in_funnel_default(self, protocol):
@@ -176,7 +176,7 @@ class Diversity(transitlm.engine.Benchmark):
         return DiversityTotals(protocol)
 
     def render(self, out, report):
-        transitlm.reports.render_funnel(out, report["rounds"], {
+        transitlm.evaluation.reports.render_funnel(out, report["rounds"], {
             "reachability": "Part A  Round 1  Reachability of the first route",
             "grounding": "Part A  Round 2  Station grounding and distance plausibility",
             "overlap": "Part A  Round 3  Overlap (best match)",
@@ -193,7 +193,7 @@ class DiversityTotals(object):
         self.reach = {key: [0, 0] for key in KEYS}        # present, reachable
         self.all_reachable = 0
         self.distribution = {}
-        # [sum, rows]: sums start at 0.0, counts at 0 (see transitlm.records.Aggregate)
+        # [sum, rows]: sums start at 0.0, counts at 0 (see transitlm.evaluation.records.Aggregate)
         self.rd = [0.0, 0]
         self.rd_label = [0.0, 0]
         self.route_scores = {key: [0.0, 0] for key in KEYS}
@@ -214,7 +214,7 @@ class DiversityTotals(object):
         for key, route in routes.items():
             self.reach[key][0] += 1
             self.reach[key][1] += bool(route["reachable"])
-            self.route_scores[key][0] += transitlm.records._number(route["score"])
+            self.route_scores[key][0] += transitlm.evaluation.records._number(route["score"])
             self.route_scores[key][1] += 1
         self.all_reachable += bool(record["all_routes_reachable"])
         count = str(record["route_count"])
@@ -251,7 +251,7 @@ class DiversityTotals(object):
 
 
 def _fold(total, value):
-    total[0] += transitlm.records._number(value)
+    total[0] += transitlm.evaluation.records._number(value)
     total[1] += 1
 
 
@@ -269,21 +269,21 @@ def render_diversity(out, parts, protocol):
     for key in KEYS:
         row = parts["route_reachability"][key]
         out.text("  %-12s %8d %10d  %s" % (key, row["present"], row["reachable"],
-                                          transitlm.reports.fmt_pct(row["reachable"], row["present"])))
+                                          transitlm.evaluation.reports.fmt_pct(row["reachable"], row["present"])))
     out.count("rows whose routes are all reachable", parts["all_routes_reachable"])
     out.title("Part C  Route diversity")
     for count, rows in parts["route_count_distribution"].items():
         out.count("rows with %s route(s)" % count, rows)
     scope = "all rows" if protocol.rd_over_all_rows else "rows with >= 2"
-    out.value("RD mean, prediction (%s)" % scope, transitlm.reports.fmt_num(parts["rd_mean"], 4))
-    out.value("RD mean, label (%s)" % scope, transitlm.reports.fmt_num(parts["rd_label_mean"], 4))
+    out.value("RD mean, prediction (%s)" % scope, transitlm.evaluation.reports.fmt_num(parts["rd_mean"], 4))
+    out.value("RD mean, label (%s)" % scope, transitlm.evaluation.reports.fmt_num(parts["rd_label_mean"], 4))
     out.title("Part D  Expert score per route")
     for key in KEYS:
         out.value("%s route mean" % key,
-                  transitlm.reports.fmt_num(parts["route_expert_score_mean"][key], 2))
+                  transitlm.evaluation.reports.fmt_num(parts["route_expert_score_mean"][key], 2))
     out.value("first route mean (label score > 0)",
-              transitlm.reports.fmt_num(parts["first_expert_score_mean"], 2))
-    out.value("label first route mean", transitlm.reports.fmt_num(parts["label_first_expert_score_mean"], 2))
+              transitlm.evaluation.reports.fmt_num(parts["first_expert_score_mean"], 2))
+    out.value("label first route mean", transitlm.evaluation.reports.fmt_num(parts["label_first_expert_score_mean"], 2))
 
 
 if __name__ == "__main__":

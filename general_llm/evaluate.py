@@ -15,15 +15,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
 import common  # noqa: E402
-import transitlm.catalog  # noqa: E402
+import transitlm.evaluation.catalog  # noqa: E402
 import transitlm.cli  # noqa: E402
-import transitlm.engine  # noqa: E402
-import transitlm.exit_status  # noqa: E402
-from transitlm.provenance import without_credentials  # noqa: E402
+import transitlm.evaluation.engine  # noqa: E402
+import transitlm.io.exit_status  # noqa: E402
+from transitlm.evaluation.provenance import without_credentials  # noqa: E402
 from general_llm import route_eval  # noqa: E402
 
 API_ENV = "TRANSIT_LM_API"
@@ -56,7 +56,7 @@ class LocalRouteEval(object):
         return route_eval.evaluate_cases(cases, self.lines, self.network)
 
 
-class GeneralLLM(transitlm.engine.Benchmark):
+class GeneralLLM(transitlm.evaluation.engine.Benchmark):
     name = "general_llm"
     batch_rows = 256             # rows judged together (a service is sent --batch_size at a time)
     empty_prediction_is_no_response = True
@@ -117,8 +117,8 @@ class GeneralLLM(transitlm.engine.Benchmark):
             except ValueError as exc:
                 raise common.InputError(str(exc))
         else:
-            self.line_info_path = transitlm.catalog.line_file(
-                options.line_info, transitlm.catalog.station_file(options.station_info),
+            self.line_info_path = transitlm.evaluation.catalog.line_file(
+                options.line_info, transitlm.evaluation.catalog.station_file(options.station_info),
                 options.flag("line_info"))
             self.judge = LocalRouteEval(route_eval.LineTable.load(self.line_info_path),
                                         context.network)
@@ -126,8 +126,8 @@ class GeneralLLM(transitlm.engine.Benchmark):
     def input_files(self, options):
         if options.api_url:
             return []
-        return [("the line file", transitlm.catalog.line_file(
-            options.line_info, transitlm.catalog.station_file(options.station_info),
+        return [("the line file", transitlm.evaluation.catalog.line_file(
+            options.line_info, transitlm.evaluation.catalog.station_file(options.station_info),
             options.flag("line_info")))]
 
     def inputs(self, context):
@@ -211,7 +211,7 @@ class GeneralLLM(transitlm.engine.Benchmark):
         try:
             return self.judge.evaluate(cases, on_batch_failure=policy)
         except ServiceUnavailable as exc:
-            raise transitlm.exit_status.ServiceError(
+            raise transitlm.io.exit_status.ServiceError(
                 "%s\n(no figures were computed; --allow_service_errors counts the cases of "
                 "failed requests as unreachable instead)" % exc)
 

@@ -21,7 +21,7 @@ body is refused (4xx) before decoding when it nests deeper than
 ``MAX_JSON_DEPTH`` or holds a list of more than ``MAX_CASES`` items; the
 time-outs, the limits on bodies and connections, RFC 9112 message framing and
 the log lines are those of every JSON service of the project
-(transitlm/json_service.py, which this module's routes plug into).
+(transitlm/io/json_service.py, which this module's routes plug into).
 """
 
 import os
@@ -31,19 +31,19 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
 from common import MAX_JSON_DEPTH, InputError, StationNetwork  # noqa: E402
-from transitlm.catalog import DATA_ENV, line_file, station_file  # noqa: E402
-from transitlm.exit_status import EXIT_USAGE, run_command  # noqa: E402
-from transitlm.json_service import (  # noqa: E402,F401  (the limits, named here too)
+from transitlm.evaluation.catalog import DATA_ENV, line_file, station_file  # noqa: E402
+from transitlm.io.exit_status import EXIT_USAGE, run_command  # noqa: E402
+from transitlm.io.json_service import (  # noqa: E402,F401  (the limits, named here too)
     DEFAULT_HOST, DEFAULT_READ_TIMEOUT, HEALTH_PATH, MAX_BODIES_BYTES, MAX_BODY_BYTES,
     MAX_CONNECTIONS, JsonServer, RequestProblem, Route, add_listen_arguments, decode_body,
     listen_problem, read_timeout_problem, serve_until_stopped)
-from transitlm.json_service import body_shape_problem as _body_shape_problem  # noqa: E402
-from transitlm.terminal import CommandParser, one_line  # noqa: E402
-from transitlm.network_check import enforce, line_file_verdict  # noqa: E402
+from transitlm.io.json_service import body_shape_problem as _body_shape_problem  # noqa: E402
+from transitlm.io.terminal import CommandParser, one_line  # noqa: E402
+from transitlm.evaluation.network_check import enforce, line_file_verdict  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"

@@ -8,9 +8,9 @@ bounds a whole request (connect, send, redirects and the full answer): every
 socket call waits only for what is left of it, so a service that trickles
 its answer cannot hold the client longer.  Only a 307/308 redirect to the
 same origin is followed (the POST and its body kept); any other redirect
-fails the batch without a retry (transitlm.http_client).  An answer is read
+fails the batch without a retry (transitlm.io.http_client).  An answer is read
 up to ``MAX_ANSWER_BYTES`` and decoded within the limits of
-transitlm.bounded_json; an error answer's body up to ``MAX_ERROR_BYTES``.
+transitlm.io.bounded_json; an error answer's body up to ``MAX_ERROR_BYTES``.
 Text quoted from the service in a message is cut to one line of at most
 ``MESSAGE_LIMIT`` characters with control characters escaped.  Connection errors, timeouts, 5xx
 answers and invalid answers (not JSON, wrong shape, a field of the wrong
@@ -42,11 +42,11 @@ if _REPO not in sys.path:
 
 from common import type_name  # noqa: E402
 from general_llm.route_eval import error_result  # noqa: E402
-from transitlm.bounded_json import loads_bounded  # noqa: E402
-from transitlm.http_client import (AnswerTooLarge, deadline_opener, read_body,  # noqa: E402
+from transitlm.io.bounded_json import loads_bounded  # noqa: E402
+from transitlm.io.http_client import (AnswerTooLarge, deadline_opener, read_body,  # noqa: E402
                                    read_error_body, redirect_problem)
-from transitlm.provenance import without_credentials  # noqa: E402
-from transitlm.terminal import printable  # noqa: E402
+from transitlm.evaluation.provenance import without_credentials  # noqa: E402
+from transitlm.io.terminal import printable  # noqa: E402
 
 BATCH_PATH = "/api/eval/route/batch"
 USER_AGENT = "TransitLM-evaluator/1.0"

@@ -11,13 +11,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
 import common  # noqa: E402
 import transitlm.cli  # noqa: E402
-import transitlm.engine  # noqa: E402
-import transitlm.reports  # noqa: E402
+import transitlm.evaluation.engine  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 
 FEWER_TRANSFERS, NO_SUBWAY, SUBWAY_FIRST, SHORTER_TIME = 2, 5, 7, 8
 PREFERENCE_NAMES = {FEWER_TRANSFERS: "fewer_transfers", NO_SUBWAY: "no_subway",
@@ -89,7 +89,7 @@ def preference_name(req_type, protocol):
     return PREFERENCE_NAMES[req_type]
 
 
-class Personalized(transitlm.engine.Benchmark):
+class Personalized(transitlm.evaluation.engine.Benchmark):
     name = "personalized"
     needs_req_type = True
 
@@ -124,7 +124,7 @@ class Personalized(transitlm.engine.Benchmark):
         return PreferenceTotals(protocol)
 
     def render(self, out, report):
-        transitlm.reports.render_funnel(out, report["rounds"])
+        transitlm.evaluation.reports.render_funnel(out, report["rounds"])
         render_preference(out, report["rounds"]["preference"])
 
 
@@ -180,8 +180,8 @@ def render_preference(out, preference):
     for key, row in preference["by_req_type"].items():
         out.text("  %-4s %-18s %8d %8d  %s %8d  %s" % (
             key, row["name"], row["samples"], row["compliant"],
-            transitlm.reports.fmt_pct(row["compliant"], row["samples"]), row["label_compliant"],
-            transitlm.reports.fmt_pct(row["label_compliant"], row["samples"])))
+            transitlm.evaluation.reports.fmt_pct(row["compliant"], row["samples"]), row["label_compliant"],
+            transitlm.evaluation.reports.fmt_pct(row["label_compliant"], row["samples"])))
 
 
 if __name__ == "__main__":

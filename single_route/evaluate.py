@@ -10,15 +10,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
-    from transitlm.exit_status import quiet_start
+    from transitlm.io.exit_status import quiet_start
     quiet_start()
 
 import common  # noqa: E402
 import transitlm.cli  # noqa: E402
-import transitlm.engine  # noqa: E402
+import transitlm.evaluation.engine  # noqa: E402
 
 
-class SingleRoute(transitlm.engine.Benchmark):
+class SingleRoute(transitlm.evaluation.engine.Benchmark):
     name = "single_route"
 
     def evaluate(self, row, context):

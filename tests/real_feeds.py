@@ -31,7 +31,7 @@ SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
 from transitlm.networks import benchmark_builder as make_benchmark  # noqa: E402
 from transitlm.networks import gtfs_import as import_gtfs  # noqa: E402
-from tests.support import Background  # noqa: E402
+from tests.support.lane import Background  # noqa: E402
 
 # feed file -> the city the prompts name (a feed does not say)
 CITIES = {"nyc-subway.zip": "New York", "nyc-lirr.zip": "New York", "caltrain.zip": "San Francisco",

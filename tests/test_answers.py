@@ -1,4 +1,4 @@
-"""transitlm/answers.py: a model's answer read the way a model writes it
+"""transitlm/evaluation/answers.py: a model's answer read the way a model writes it
 (reasoning blocks, end-of-turn tokens, text around the JSON), and the
 evaluators reading predictions files and API rows through it."""
 
@@ -8,11 +8,14 @@ import tempfile
 import time
 import unittest
 
-from tests.support import (READING_PATTERNS, common, evaluate_to_files, example_rows, prompt,
-                           reading_text, route, write_samples, write_station_file)
-from transitlm.answers import END_OF_TURN_TOKENS, REASONING_TAGS, read_answer
+from tests.support import common
+from tests.support.services import example_rows
+from tests.support.evaluator_rows import (evaluate_to_files, prompt, route, write_samples,
+                                          write_station_file)
+from tests.support.hostile_text import READING_PATTERNS, reading_text
+from transitlm.evaluation.answers import END_OF_TURN_TOKENS, REASONING_TAGS, read_answer
 import transitlm.api  # noqa: E402
-import transitlm.reports  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 from single_route.evaluate import SingleRoute
 
 ROUTE = {"line_sequence": ["L1"], "station_sequence": ["A", "B", "C"],
@@ -104,7 +107,7 @@ class ReadingTest(unittest.TestCase):
     def test_every_token_and_tag_holds_a_marker_character(self):
         # answer_text passes over a text holding neither "<" nor U+25C1 (a
         # bare JSON answer): a token, tag or marker without one would be missed.
-        from transitlm.answers import FINAL_CHANNEL_MARKERS
+        from transitlm.evaluation.answers import FINAL_CHANNEL_MARKERS
         for token in (END_OF_TURN_TOKENS + FINAL_CHANNEL_MARKERS
                       + tuple(tag for pair in REASONING_TAGS for tag in pair)):
             with self.subTest(token=token):
@@ -155,7 +158,7 @@ class LinearTimeTest(unittest.TestCase):
         return time.perf_counter() - started
 
     def test_every_pattern_at_two_sizes(self):
-        from transitlm.bounded_json import json_shape_problem
+        from transitlm.io.bounded_json import json_shape_problem
         from transitlm.reward import score
         row = example_rows("single_route")[0]
         score("{}", row, benchmark="single_route")     # the scorer, made before the clock
@@ -230,7 +233,7 @@ class EvaluatorReadingTest(unittest.TestCase):
         self.assertEqual(report["input_notes"]["reasoning"], 2)
         self.assertEqual(report["input_notes"]["reasoning_unclosed"], 1)
         self.assertEqual(report["input_notes"]["json_extracted"], 1)
-        text = transitlm.reports.render_text_head(SingleRoute(), report)
+        text = transitlm.evaluation.reports.render_text_head(SingleRoute(), report)
         self.assertIn("2 answer(s) carried reasoning", text)
         self.assertIn("1 answer(s) were cut off inside their reasoning", text)
 
@@ -239,7 +242,7 @@ class EvaluatorReadingTest(unittest.TestCase):
         report, records = self.run_cli()
         self.assertEqual(report["input_notes"]["reasoning_unclosed"], 4)
         self.assertNotIn("reasoning", report["input_notes"])
-        text = transitlm.reports.render_text_head(SingleRoute(), report)
+        text = transitlm.evaluation.reports.render_text_head(SingleRoute(), report)
         self.assertNotIn("the route was read after it", text)
         self.assertIn("4 answer(s) were cut off inside their reasoning", text)
 

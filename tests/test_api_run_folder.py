@@ -14,11 +14,12 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, Offloaded, common
+from tests.support import REPO, common
+from tests.support.lane import Offloaded
 from tests.support.run_folders import EVALUATORS, cases, run_to_folder
 import transitlm
 import transitlm.api
-import transitlm.records
+import transitlm.evaluation.records
 
 BUNDLED = {"b1": "benchmark1_single_route_example.csv",
            "b2": "benchmark2_personalized_example.csv",
@@ -41,7 +42,7 @@ def code_problems(report, rows):
     for row in rows:
         codes = row["failure_codes"]
         stages = [code.split(".")[0] for code in codes]
-        if stages != sorted(stages, key=transitlm.records.STAGES.index):
+        if stages != sorted(stages, key=transitlm.evaluation.records.STAGES.index):
             problems.append("row %d: codes out of stage order %s" % (row["row"], codes))
         if row["status"] == "error" and (len(codes) != 1 or not codes[0].startswith("error.")):
             problems.append("row %d: error row with codes %s" % (row["row"], codes))
@@ -117,7 +118,7 @@ class FailureCodes(unittest.TestCase):
                 for row in rows:
                     for code in row["failure_codes"]:
                         stage, _, reason = code.partition(".")
-                        self.assertIn(stage, transitlm.records.STAGES)
+                        self.assertIn(stage, transitlm.evaluation.records.STAGES)
                         self.assertTrue(reason.replace("_", "").isalnum()
                                         or code == "no_response", code)
                 checked += 1
@@ -206,9 +207,9 @@ class PythonApi(unittest.TestCase):
         self.assertEqual(report["rounds"], cli_report["rounds"])
 
     def test_decoded_objects_and_unknown_options(self):
-        from tests.support import prompt, route
+        from tests.support.evaluator_rows import prompt, route
         stations = os.path.join(tempfile.mkdtemp(), "st.csv")
-        from tests.support import write_station_file
+        from tests.support.evaluator_rows import write_station_file
         write_station_file(stations)
         rows = [{"index_id": "a", "sft_prompt": prompt(), "sft_label": route(),
                  "generate_results": route()},
@@ -244,7 +245,7 @@ class PythonApi(unittest.TestCase):
         runs = COMMAND_RUNS.result()
         self.assertEqual(len(runs), 2 * len(EVALUATORS))
         for short, protocol, report, rows in runs:
-            figures = transitlm.records.aggregate_records(report["benchmark"], protocol, rows)
+            figures = transitlm.evaluation.records.aggregate_records(report["benchmark"], protocol, rows)
             for key in ("counts", "rounds", "metrics", "diversity"):
                 self.assertEqual(figures.get(key), report.get(key), (short, key))
 

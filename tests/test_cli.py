@@ -9,7 +9,8 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, write_samples, write_station_file
+from tests.support import REPO
+from tests.support.evaluator_rows import prompt, route, write_samples, write_station_file
 
 SCRIPTS = {name: os.path.join(REPO, name, "evaluate.py")
            for name in ("single_route", "personalized", "diversity", "general_llm")}

@@ -15,7 +15,7 @@ import os
 import tempfile
 import unittest
 
-from tests.support import Offloaded
+from tests.support.lane import Offloaded
 from tests.support.fuzzing import SingleRoute, evaluate, read_rows, write_rows
 
 # The fuzzed runs (tests/support/fuzzing.py), started as the module loads, in

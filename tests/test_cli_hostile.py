@@ -8,7 +8,9 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, write_samples, write_station_file, TOY_STATIONS
+from tests.support import REPO
+from tests.support.evaluator_rows import (prompt, route, write_samples, write_station_file,
+                                          TOY_STATIONS)
 
 SINGLE = os.path.join(REPO, "single_route", "evaluate.py")
 GENERAL = os.path.join(REPO, "general_llm", "evaluate.py")

@@ -12,15 +12,17 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, run_evaluator, write_samples, write_station_file
-import transitlm.catalog  # noqa: E402
-import transitlm.records  # noqa: E402
+from tests.support import REPO
+from tests.support.evaluator_rows import (prompt, route, run_evaluator, write_samples,
+                                          write_station_file)
+import transitlm.evaluation.catalog  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
 
 DATA = os.path.join(REPO, "data")
 
 
 def benchmark(name):
-    return transitlm.records.load_benchmark(name)
+    return transitlm.evaluation.records.load_benchmark(name)
 
 
 class InputsTest(unittest.TestCase):

@@ -5,9 +5,11 @@ Every expected figure is computed by hand (see the comments)."""
 
 import unittest
 
-from tests.support import SHENZHEN, common, east, route
+from tests.support import common
+from tests.support.services import SHENZHEN
+from tests.support.evaluator_rows import east, route
 from common import bigram_jaccard, city_code_of, strip_line_suffix
-import transitlm.terminal  # noqa: E402
+import transitlm.io.terminal  # noqa: E402
 from general_llm import route_eval
 
 REF, PAPER = common.REFERENCE, common.PAPER
@@ -428,13 +430,13 @@ class ProgressLine(unittest.TestCase):
         import io
         self.now = [100.0]
         self.stream = io.StringIO()
-        return transitlm.terminal.Progress(1000, enabled, self.stream, clock=lambda: self.now[0])
+        return transitlm.io.terminal.Progress(1000, enabled, self.stream, clock=lambda: self.now[0])
 
     def test_eta_from_the_share_of_the_input_read(self):
         import io
         now = [100.0]
         stream = io.StringIO()
-        progress = transitlm.terminal.Progress(None, True, stream, clock=lambda: now[0],
+        progress = transitlm.io.terminal.Progress(None, True, stream, clock=lambda: now[0],
                                    fraction=lambda: 0.25)
         now[0] = 104.0
         progress.step(400)                      # a quarter read in 4 s -> 12 s left

@@ -7,7 +7,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.support import REPO, common, evaluate_to_files
+from tests.support import REPO, common
+from tests.support.evaluator_rows import evaluate_to_files
 from single_route.evaluate import SingleRoute
 
 BUNDLED = os.path.join(REPO, "data")

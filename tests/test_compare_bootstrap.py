@@ -14,7 +14,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from transitlm.compare import bootstrap as resampling  # noqa: E402
-from tests.support import Offloaded  # noqa: E402
+from tests.support.lane import Offloaded  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -20,8 +20,8 @@ if REPO not in sys.path:
 
 from transitlm.compare import group_figures as comparison  # noqa: E402
 from transitlm.compare import metric_terms  # noqa: E402
-from tests.support import (  # noqa: E402
-    evaluated_record, metrics_of, run_compare, synthetic_records)
+from tests.support.synthetic_runs import (evaluated_record, metrics_of, run_compare,
+                                          synthetic_records)
 
 
 # ---------------------------------------------------------------------------

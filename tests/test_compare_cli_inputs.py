@@ -15,8 +15,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.support import (
-    COMPARE, STATIONS_SHA256 as STATIONS, benchmark_records, digest, run_compare, write_run)
+from tests.support.synthetic_runs import (COMPARE, STATIONS_SHA256 as STATIONS,
+                                          benchmark_records, digest, run_compare, write_run)
 from transitlm.compare import run_folders as runs
 
 FORMATS = ("text", "markdown", "latex", "csv")

@@ -21,7 +21,8 @@ import shutil
 import tempfile
 import unittest
 
-from tests.support import HOSTILE_BIDI, HOSTILE_FORMULAS, hostile_runs, run_compare
+from tests.support.hostile_text import HOSTILE_BIDI, HOSTILE_FORMULAS, hostile_runs
+from tests.support.synthetic_runs import run_compare
 from transitlm.compare.formats import csv_cell, md_cell, md_code
 
 FORMULA_START = tuple("=+-@\t\r\uff1d\uff0b\uff0d\uff20")

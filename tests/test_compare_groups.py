@@ -15,7 +15,8 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import benchmark_records, require_installed, run_compare, write_run
+from tests.support.chromium import require_installed
+from tests.support.synthetic_runs import benchmark_records, run_compare, write_run
 from transitlm.compare import main_table
 from transitlm.compare import metric_terms
 from transitlm.compare.page import comparison_page

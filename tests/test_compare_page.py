@@ -6,7 +6,7 @@ compare."""
 import unittest
 
 import transitlm.compare.page
-from tests.support import external_references, parse_page
+from tests.support.html_pages import external_references, parse_page
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import shutil
 import tempfile
 import unittest
 
-from tests.support import CHROMIUM, Offloaded, require_installed
+from tests.support.chromium import CHROMIUM, require_installed
+from tests.support.lane import Offloaded
 from tests.support.comparison_renderings import WIDTHS
 
 # Made and rendered as the module loads, in a process of its own beside the

@@ -15,9 +15,10 @@ import os
 import tempfile
 import unittest
 
-from tests.support import REPO, common, prompt, route, write_samples, write_station_file
+from tests.support import REPO, common
+from tests.support.evaluator_rows import prompt, route, write_samples, write_station_file
 import transitlm.cli  # noqa: E402
-import transitlm.records  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
 
 
 def mixed_rows(count):
@@ -60,7 +61,7 @@ class NoCyclesPerRow(unittest.TestCase):
                     line_info = (["--line_info", os.path.join(REPO, "data", "line_info.csv"),
                                   "--allow_foreign_network"]
                                  if benchmark == "general_llm" else [])
-                    status = transitlm.cli.run(transitlm.records.load_benchmark(benchmark),
+                    status = transitlm.cli.run(transitlm.evaluation.records.load_benchmark(benchmark),
                                         ["--input", path, "--station_info", stations,
                                          "--details", os.path.join(tmp, "d.jsonl")] + line_info)
                 self.assertEqual(status, 0)

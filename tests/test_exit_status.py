@@ -1,4 +1,4 @@
-"""transitlm/exit_status.py: how every command ends.  An evaluator stopped by
+"""transitlm/io/exit_status.py: how every command ends.  An evaluator stopped by
 SIGINT or SIGTERM at any instant leaves either none of its outputs (exit
 130/143) or all of them (it had finished); a signal while a command starts
 prints one line, never a traceback."""
@@ -10,8 +10,9 @@ import sys
 import time
 import unittest
 
-from tests.support import REPO, Offloaded
-import transitlm.exit_status  # noqa: E402
+from tests.support import REPO
+from tests.support.lane import Offloaded
+import transitlm.io.exit_status  # noqa: E402
 
 RUN_FILES = ["details.jsonl", "report.html", "report.json", "report.txt", "run.json"]
 INSTANTS = 24                    # interrupts spread over one run
@@ -37,7 +38,7 @@ class InterruptAtAnyInstantTest(unittest.TestCase):
             with self.subTest(instant=outcome["instant"], signal=outcome["signal"],
                               status=status):
                 if status in (130, 143):
-                    self.assertEqual(status, transitlm.exit_status.SIGNAL_STATUS[
+                    self.assertEqual(status, transitlm.io.exit_status.SIGNAL_STATUS[
                         getattr(signal, outcome["signal"])])
                     self.assertFalse(outcome["left"], "a stopped run left %s" % outcome["held"])
                 elif status == 0 or status == "late":
@@ -86,7 +87,7 @@ class StartUpTest(unittest.TestCase):
             with self.subTest(script=script, signal=number.name):
                 self.assertNotIn(b"Traceback", err)
                 self.assertIn(process.returncode,
-                              (0, transitlm.exit_status.SIGNAL_STATUS[number], -number))
+                              (0, transitlm.io.exit_status.SIGNAL_STATUS[number], -number))
 
 
 if __name__ == "__main__":

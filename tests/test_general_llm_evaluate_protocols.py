@@ -7,7 +7,8 @@ import os
 import tempfile
 import unittest
 
-from tests.support import east, evaluate_to_files, prompt, write_samples, write_station_file
+from tests.support.evaluator_rows import (east, evaluate_to_files, prompt, write_samples,
+                                          write_station_file)
 from general_llm.evaluate import GeneralLLM
 
 LINE = "地铁1号线(甲站--丁站)"

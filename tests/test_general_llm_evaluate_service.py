@@ -10,10 +10,11 @@ import tempfile
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import (
-    PARITY, common, golden_differences, load_golden, parity_cases, run_evaluator,
-    send_json, serve_in_background, stop_serving)
-import transitlm.exit_status  # noqa: E402
+from tests.support import PARITY, common
+from tests.support.services import send_json, serve_in_background, stop_serving
+from tests.support.evaluator_rows import run_evaluator
+from tests.support.parity import golden_differences, load_golden, parity_cases
+import transitlm.io.exit_status  # noqa: E402
 from general_llm import route_eval
 from general_llm import server as service
 from general_llm.evaluate import GeneralLLM
@@ -109,7 +110,7 @@ class ThroughTheService(unittest.TestCase):
         url = "http://127.0.0.1:%d" % free_port()
         status, _, stdout, err = self.run_general(self.generated, "--api_url", url,
                                                   "--retries", "0")
-        self.assertEqual(status, transitlm.exit_status.EXIT_SERVICE)
+        self.assertEqual(status, transitlm.io.exit_status.EXIT_SERVICE)
         self.assertIn(url, err)
         self.assertIn("--allow_service_errors", err)
         self.assertNotIn("Traceback", err)
@@ -151,5 +152,5 @@ class ThroughTheService(unittest.TestCase):
             url = "http://127.0.0.1:%d" % server.server_address[1]
             status, _, _, err = self.run_general(self.generated, "--api_url", url,
                                                  "--retries", "1")
-        self.assertEqual(status, transitlm.exit_status.EXIT_SERVICE)
+        self.assertEqual(status, transitlm.io.exit_status.EXIT_SERVICE)
         self.assertIn("500", err)

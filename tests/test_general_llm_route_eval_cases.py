@@ -20,7 +20,8 @@ from common import StationNetwork, parse_lnglat  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     NOT_CHECKED, NOT_CHECKED_UNREACHABLE, LineTable, evaluate_case, evaluate_cases,
     normalise_transfer_names)
-from tests.support import PARITY, line_table as table  # noqa: E402
+from tests.support import PARITY  # noqa: E402
+from tests.support.services import line_table as table  # noqa: E402
 
 SHENZHEN = "深圳"
 SHANGHAI = "上海"

@@ -21,8 +21,8 @@ from common import InputError, strip_line_suffix  # noqa: E402
 from general_llm.route_eval import (  # noqa: E402
     MAX_MAP_NAME_CHARS, MAX_MAP_NAMES, LineTable, match_station, names_on_lines,
     normalise_transfer_names)
-from tests.support import line_table as table  # noqa: E402
-from transitlm.bounded_json import json_shape_problem  # noqa: E402
+from tests.support.services import line_table as table  # noqa: E402
+from transitlm.io.bounded_json import json_shape_problem  # noqa: E402
 
 T = "【换乘】"
 
@@ -265,7 +265,7 @@ class LineTableLoadTest(unittest.TestCase):
 
 
 class JsonShapeTest(unittest.TestCase):
-    """json_shape_problem (transitlm/bounded_json.py): the scan of untrusted
+    """json_shape_problem (transitlm/io/bounded_json.py): the scan of untrusted
     JSON text before decoding."""
 
     def test_plain_texts_pass(self):

@@ -19,9 +19,9 @@ if REPO not in sys.path:
 
 from general_llm import server as service  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
-from tests.support import (  # noqa: E402
-    SHENZHEN, ServerTestCase, fixture_lines, fixture_stations, sample_cases,
-    service_case as make_case, write_fixture_files)
+from tests.support.services import (SHENZHEN, ServerTestCase, fixture_lines, fixture_stations,
+                                    sample_cases, service_case as make_case,
+                                    write_fixture_files)
 
 SERVER_SCRIPT = os.path.join(REPO, "general_llm", "server.py")
 BATCH = service.BATCH_PATH

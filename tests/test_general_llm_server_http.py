@@ -15,9 +15,9 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from general_llm import server as service  # noqa: E402
-from tests.support import (  # noqa: E402
-    FramingChecks, ServerTestCase, fixture_lines, fixture_stations, serve_in_background,
-    stop_serving, wait_until)
+from tests.support.services import (FramingChecks, ServerTestCase, fixture_lines,
+                                    fixture_stations, serve_in_background, stop_serving,
+                                    wait_until)
 
 BATCH = service.BATCH_PATH
 

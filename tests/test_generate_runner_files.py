@@ -8,7 +8,8 @@ import os
 import tempfile
 import unittest
 
-from tests.support import REPO, read_lines
+from tests.support import REPO
+from tests.support.services import read_lines
 from transitlm.generate import runner
 
 

@@ -15,8 +15,8 @@ import threading
 import time
 import unittest
 
-from tests.support import (
-    B1, SECRET, StandIn, answers_from, read_csv, read_lines, run_generate)
+from tests.support.services import (B1, SECRET, StandIn, answers_from, read_csv, read_lines,
+                                    run_generate)
 from transitlm.generate import chat
 from transitlm.generate import runner
 

@@ -13,9 +13,9 @@ import tempfile
 import time
 import unittest
 
-from tests.support import (  # the hostile server, under the names these tests use
-    HOSTILE_KEY as KEY, REPO, HostileServer as Hostile, common, completion, raw_answer,
-    read_lines, run_generate, write_input)
+from tests.support import REPO, common
+from tests.support.services import (HOSTILE_KEY as KEY, HostileServer as Hostile, completion,
+                                    raw_answer, read_lines, run_generate, write_input)
 
 SCRIPT = os.path.join(REPO, "generate.py")
 

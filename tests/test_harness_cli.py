@@ -9,7 +9,9 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, run_in_process, write_samples, write_station_file
+from tests.support import REPO
+from tests.support.evaluator_rows import (prompt, route, run_in_process, write_samples,
+                                          write_station_file)
 
 DATA = os.path.join(REPO, "data")
 B1 = os.path.join(DATA, "benchmark1_single_route_example.csv")

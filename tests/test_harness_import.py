@@ -14,13 +14,14 @@ import shutil
 import tempfile
 import unittest
 
-from tests.support import (answers_from, run_compare, run_evaluator, run_in_process,
-                           write_samples)
+from tests.support.services import answers_from
+from tests.support.evaluator_rows import run_evaluator, run_in_process, write_samples
+from tests.support.synthetic_runs import run_compare
 from tests.support.services import read_csv
 from tests.support.harness_runs import harness_output
-from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info, load_benchmark
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info, load_benchmark
 from transitlm.harness.lm_eval_tasks import TASKS, write_task_folder
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.evaluation.prompt_texts import benchmark_system_prompt
 
 BUNDLED = [(name, os.path.join(DATA_DIR, benchmark_info(name).default_input))
            for name in BENCHMARK_NAMES]

@@ -22,9 +22,12 @@ import subprocess
 import tempfile
 import unittest
 
-from tests.support import (REPO, Background, StandIn, answers_from, evaluate_to_files, in_ci,
-                           run_in_process)
-from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
+from tests.support import REPO
+from tests.support.services import StandIn, answers_from
+from tests.support.chromium import in_ci
+from tests.support.evaluator_rows import evaluate_to_files, run_in_process
+from tests.support.lane import Background
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
 from transitlm.generate.runner import input_prompts  # noqa: E402
 from transitlm.harness.cli import main as harness_main  # noqa: E402

@@ -12,15 +12,17 @@ import random
 import tempfile
 import unittest
 
-from tests.support import (answers_from, check_every_case_set, evaluate_to_files,
-                           synthetic_records)
-import transitlm.records  # noqa: E402
-from transitlm.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
+from tests.support.services import answers_from
+from tests.support.evaluator_rows import evaluate_to_files
+from tests.support.parity import check_every_case_set
+from tests.support.synthetic_runs import synthetic_records
+import transitlm.evaluation.records  # noqa: E402
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
 from transitlm.harness import lm_eval_scoring  # noqa: E402
 from transitlm.harness.lm_eval_scoring import (  # noqa: E402
     DRAWINGS, RowTerm, aggregation_name, process_name, task_functions)
-from transitlm.terms import metric_terms  # noqa: E402
+from transitlm.evaluation.terms import metric_terms  # noqa: E402
 
 
 def bundled(benchmark):
@@ -115,7 +117,7 @@ class FiguresTest(unittest.TestCase):
         terms = [metric_terms("single_route", "reference", record)["mape"] for record in records]
         summed = sum(n for n, _ in terms) / sum(d for _, d in terms)
         aggregate = lm_eval_scoring.aggregation("single_route", "reference", "mape")
-        expected = transitlm.records.aggregate_records("single_route", "reference",
+        expected = transitlm.evaluation.records.aggregate_records("single_route", "reference",
                                                        records)["metrics"]["mape"]
         self.assertNotEqual(summed, expected)           # the data tells the two apart
         self.assertEqual(aggregate(records), expected)

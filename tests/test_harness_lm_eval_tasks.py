@@ -18,14 +18,15 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, write_samples, write_station_file
+from tests.support import REPO
+from tests.support.evaluator_rows import prompt, route, write_samples, write_station_file
 from common import InputError  # noqa: E402
-from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info  # noqa: E402
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info  # noqa: E402
 from transitlm.harness import lm_eval_tasks  # noqa: E402
 from transitlm.harness.lm_eval_scoring import task_functions  # noqa: E402
 from transitlm.harness.lm_eval_tasks import (  # noqa: E402
     GROUP, SETTINGS_FILE, TASKS, UTILS_FILE, write_task_folder)
-from transitlm.networks.prompts import system_prompt  # noqa: E402
+from transitlm.evaluation.prompt_texts import system_prompt  # noqa: E402
 
 BUNDLED = [(name, os.path.join(DATA_DIR, benchmark_info(name).default_input))
            for name in BENCHMARK_NAMES]

@@ -9,11 +9,11 @@ import random
 import tempfile
 import unittest
 
-from tests.support import (
-    PARITY, REPO, common, evaluate_to_files, prompt, route, run_evaluator, write_samples,
-    write_station_file)
-import transitlm.catalog  # noqa: E402
-import transitlm.engine  # noqa: E402
+from tests.support import PARITY, REPO, common
+from tests.support.evaluator_rows import (evaluate_to_files, prompt, route, run_evaluator,
+                                          write_samples, write_station_file)
+import transitlm.evaluation.catalog  # noqa: E402
+import transitlm.evaluation.engine  # noqa: E402
 from single_route.evaluate import SingleRoute
 from personalized.evaluate import Personalized
 from diversity.evaluate import Diversity
@@ -199,16 +199,16 @@ class JoinProblems(unittest.TestCase):
         folder = os.path.join(self.dir, "release")
         os.mkdir(folder)
         write_station_file(os.path.join(folder, "transit-lm-station-info.csv"))
-        old = os.environ.get(transitlm.catalog.DATA_ENV)
-        os.environ[transitlm.catalog.DATA_ENV] = folder
+        old = os.environ.get(transitlm.evaluation.catalog.DATA_ENV)
+        os.environ[transitlm.evaluation.catalog.DATA_ENV] = folder
         try:
-            self.assertEqual(transitlm.catalog.default_data_file(transitlm.catalog.STATION_FILE_NAMES),
+            self.assertEqual(transitlm.evaluation.catalog.default_data_file(transitlm.evaluation.catalog.STATION_FILE_NAMES),
                              os.path.join(folder, "transit-lm-station-info.csv"))
         finally:
             if old is None:
-                del os.environ[transitlm.catalog.DATA_ENV]
+                del os.environ[transitlm.evaluation.catalog.DATA_ENV]
             else:
-                os.environ[transitlm.catalog.DATA_ENV] = old
+                os.environ[transitlm.evaluation.catalog.DATA_ENV] = old
         if old is None:
-            self.assertEqual(transitlm.catalog.default_data_file(transitlm.catalog.STATION_FILE_NAMES),
-                             os.path.join(transitlm.catalog.DATA_DIR, "station_info.csv"))
+            self.assertEqual(transitlm.evaluation.catalog.default_data_file(transitlm.evaluation.catalog.STATION_FILE_NAMES),
+                             os.path.join(transitlm.evaluation.catalog.DATA_DIR, "station_info.csv"))

@@ -1,4 +1,4 @@
-"""transitlm/json_steps.py: JSON decoded in steps gives exactly what the json
+"""transitlm/io/json_steps.py: JSON decoded in steps gives exactly what the json
 module gives -- the same value, or the same error message and position --
 on random documents full of escapes, surrogate pairs, long strings cut at
 every place, broken escapes and texts cut short, with chunks of a dozen
@@ -10,8 +10,8 @@ import unittest
 from unittest import mock
 
 import tests.support  # noqa: F401  (the repository on sys.path)
-from transitlm import json_steps
-from transitlm.bounded_json import parse_int
+from transitlm.io import json_steps
+from transitlm.io.bounded_json import parse_int
 
 ATOMS = ("a", "\u00e9", "\u5730", '\\"', "\\\\", "\\n", "\\/", "\\u00e9", "\\ud83d\\ude00",
          "\\uD83D\\uDE00", "\\ud83d", "\\ude00", "\\ud83dx")

@@ -13,8 +13,8 @@ import tempfile
 import unittest
 
 import transitlm
-import transitlm.inputs
-import transitlm.workers
+import transitlm.evaluation.inputs
+import transitlm.evaluation.workers
 from general_llm.evaluate import GeneralLLM
 from personalized.evaluate import Personalized
 from tests.support import REPO
@@ -55,25 +55,25 @@ class LabelsCheck(unittest.TestCase):
         self.assertEqual(paper["labels_check"],
                          {"labels": 34, "failing": 0, "by_code": {}})
         self.assertEqual(paper["metrics"]["conn"], 1.0)
-        self.assertEqual(transitlm.reports.labels_check_lines(paper),
+        self.assertEqual(transitlm.evaluation.reports.labels_check_lines(paper),
                          ["every one of the 34 labels passes every check"])
 
     def test_a_models_run_has_no_labels_check(self):
         report, _ = transitlm.evaluate("single_route")
         self.assertNotIn("labels_check", report)
-        self.assertEqual(transitlm.reports.labels_check_lines(report), [])
-        self.assertEqual(transitlm.reports.labels_check_lines(
+        self.assertEqual(transitlm.evaluation.reports.labels_check_lines(report), [])
+        self.assertEqual(transitlm.evaluation.reports.labels_check_lines(
             {"labels_check": {"labels": "x", "failing": 1}}), [])       # not ours: nothing
 
-    @unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
+    @unittest.skipUnless(transitlm.evaluation.workers.can_fork(), "no fork on this platform")
     def test_worker_processes_count_the_same(self):
-        saved = transitlm.inputs.CHUNK_BYTES
+        saved = transitlm.evaluation.inputs.CHUNK_BYTES
         outputs = []
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 for workers, chunk in ((1, None), (2, 4000)):
                     if chunk:
-                        transitlm.inputs.CHUNK_BYTES = chunk
+                        transitlm.evaluation.inputs.CHUNK_BYTES = chunk
                     path = os.path.join(tmp, "r%d.json" % workers)
                     with contextlib.redirect_stdout(io.StringIO()):
                         status = run_cli(Personalized(), [
@@ -84,7 +84,7 @@ class LabelsCheck(unittest.TestCase):
                     with open(path, encoding="utf-8") as handle:
                         outputs.append(json.load(handle)["labels_check"])
             finally:
-                transitlm.inputs.CHUNK_BYTES = saved
+                transitlm.evaluation.inputs.CHUNK_BYTES = saved
         self.assertEqual(outputs[0], outputs[1])
         self.assertEqual(outputs[0]["by_code"]["preference.no_subway"]["rows"], 1)
 

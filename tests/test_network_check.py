@@ -1,5 +1,5 @@
 """A test file and a network that do not belong together are refused
-(transitlm/network_check.py, issue 39 point 1; the reward's binding,
+(transitlm/evaluation/network_check.py, issue 39 point 1; the reward's binding,
 transitlm/reward/binding.py, issue 38 point 5).
 
 A benchmark is built from a small GTFS feed in a temporary folder (the
@@ -23,12 +23,17 @@ import tempfile
 import unittest
 from unittest import mock
 
-from tests.support import (REPO, Background, ServerTestCase, run_evaluator, run_in_process,
-                           write_feed)
-from tests.support import BASE_FEED, example_rows
+from tests.support import REPO
+from tests.support.services import ServerTestCase
+from tests.support.evaluator_rows import run_evaluator, run_in_process
+from tests.support.gtfs_feeds import write_feed
+from tests.support.lane import Background
+from tests.support.services import example_rows
+from tests.support.gtfs_feeds import BASE_FEED
 import common  # noqa: E402
-from transitlm import api, network_check  # noqa: E402
-from transitlm.catalog import load_benchmark  # noqa: E402
+from transitlm import api  # noqa: E402
+from transitlm.evaluation import network_check  # noqa: E402
+from transitlm.evaluation.catalog import load_benchmark  # noqa: E402
 from transitlm.harness import cli as harness_cli  # noqa: E402
 from transitlm.reward import binding, openrlhf, prepare, service, trl, verl  # noqa: E402
 from transitlm.reward.scoring import DATA_ENV, LINE_ENV, STATION_ENV, RowDataError  # noqa: E402
@@ -457,7 +462,7 @@ class CheckTest(unittest.TestCase):
 
     def test_worker_sets_merge_into_the_parents(self):
         # A worker's tally comes back as a dict; its station set joins the parent's.
-        from transitlm.engine import Context, Options
+        from transitlm.evaluation.engine import Context, Options
         context = Context(Options(load_benchmark("single_route")), None, None)
         stations = network_check.LabelStations(common.StationNetwork.from_dict(
             {"a": (0, 0, ["b"]), "b": (0, 0, [])}), tally=context)

@@ -17,14 +17,14 @@ SCRIPT = os.path.join(DATA, "make_benchmark.py")
 IMPORTER = os.path.join(DATA, "import_gtfs.py")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
-from tests import support  # noqa: E402
+from tests.support import evaluator_rows  # noqa: E402
 import common  # noqa: E402
-import transitlm.records  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
 from transitlm.networks import benchmark_builder as mb  # noqa: E402
 from tests import real_feeds  # noqa: E402
 from tests import route_oracle as oracle  # noqa: E402
 from transitlm.networks import router as routing  # noqa: E402
-from tests.support import BASE_FEED, write_feed  # noqa: E402
+from tests.support.gtfs_feeds import BASE_FEED, write_feed  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -58,7 +58,7 @@ def self_scores(network, bench, protocol):
         if evaluator == "general_llm":
             args += ["--line_info", os.path.join(network, "line_info.csv")]
         with tempfile.TemporaryDirectory() as tmp:
-            loaded, records, _ = support.evaluate_to_files(transitlm.records.load_benchmark(evaluator), args, tmp)
+            loaded, records, _ = evaluator_rows.evaluate_to_files(transitlm.evaluation.records.load_benchmark(evaluator), args, tmp)
         out[evaluator] = (loaded, records)
     return out
 
@@ -384,11 +384,11 @@ class DemoNetworkBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCas
                     if evaluator == "general_llm" else \
                     ["--input", path, "--station_info", os.path.join(DATA, "station_info.csv")]
                 with tempfile.TemporaryDirectory() as out:
-                    ours, records, _ = support.evaluate_to_files(
-                        transitlm.records.load_benchmark(evaluator),
+                    ours, records, _ = evaluator_rows.evaluate_to_files(
+                        transitlm.evaluation.records.load_benchmark(evaluator),
                         argv + ["--predictions", predictions, "--workers", "1"], out)
-                    labels, _, _ = support.evaluate_to_files(
-                        transitlm.records.load_benchmark(evaluator),
+                    labels, _, _ = evaluator_rows.evaluate_to_files(
+                        transitlm.evaluation.records.load_benchmark(evaluator),
                         argv + ["--input_field", "sft_label", "--workers", "1"], out)
                 self.assertFalse([r for r in records
                                   if "overlap.access_mode_mismatch" in r.get("failure_codes", [])])

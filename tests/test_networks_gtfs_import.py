@@ -16,7 +16,8 @@ SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from tests import real_feeds  # noqa: E402
-from tests.support import BASE_FEED, run_in_process, write_feed  # noqa: E402
+from tests.support.evaluator_rows import run_in_process  # noqa: E402
+from tests.support.gtfs_feeds import BASE_FEED, write_feed  # noqa: E402
 
 csv.field_size_limit(2 ** 31 - 1)
 

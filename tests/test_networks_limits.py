@@ -30,7 +30,8 @@ from transitlm.networks import benchmark_builder as mb  # noqa: E402
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from transitlm.networks import limits  # noqa: E402
 from transitlm.networks.demo import build as make_demo  # noqa: E402
-from tests.support import BASE_FEED, run_in_process, write_feed  # noqa: E402
+from tests.support.evaluator_rows import run_in_process  # noqa: E402
+from tests.support.gtfs_feeds import BASE_FEED, write_feed  # noqa: E402
 from tests.support.streams import unix_socket  # noqa: E402
 
 

@@ -9,7 +9,7 @@ from transitlm.networks import benchmark_builder as mb
 from transitlm.networks import gtfs_fares as fares
 from transitlm.networks import router as routing
 from tests import route_oracle as oracle
-from tests.support import Offloaded
+from tests.support.lane import Offloaded
 from tests.support.random_networks import CASES, LAT0, LNG0, random_case
 
 # The router against the exhaustive search on every case, started as the

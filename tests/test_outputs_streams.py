@@ -14,14 +14,15 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import (REPO, benchmark_records, run_compare, run_evaluator, run_in_process,
-                           write_run)
+from tests.support import REPO
+from tests.support.evaluator_rows import run_evaluator, run_in_process
+from tests.support.synthetic_runs import benchmark_records, run_compare, write_run
 from tests.support.services import run_generate, run_reward
 from tests.support.streams import (UNUSED_BLOCK_DEVICE, FifoReader, PipeReader, device_node,
                                    is_device, unix_socket)
-import transitlm.records  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
 from transitlm import api  # noqa: E402
-from transitlm.files import OutputFile, Outputs  # noqa: E402
+from transitlm.io.files import OutputFile, Outputs  # noqa: E402
 
 DATA = os.path.join(REPO, "data")
 B1 = os.path.join(DATA, "benchmark1_single_route_example.csv")
@@ -29,7 +30,7 @@ LABELS = ["--input", B1, "--input_field", "sft_label", "--quiet", "--workers", "
 
 
 def evaluate(*argv):
-    return run_evaluator(transitlm.records.load_benchmark("single_route"),
+    return run_evaluator(transitlm.evaluation.records.load_benchmark("single_route"),
                          LABELS + list(argv))
 
 
@@ -264,7 +265,7 @@ class OtherToolsTest(StreamCase):
     def test_data_tools_write_through(self):
         from transitlm.networks import benchmark_builder, gtfs_import
         from transitlm.networks.demo import build as make_demo
-        from tests.support import BASE_FEED, write_feed
+        from tests.support.gtfs_feeds import BASE_FEED, write_feed
         out = self.path("bench")
         os.mkdir(out)
         device_node(os.path.join(out, "benchmark1_single_route.csv"))

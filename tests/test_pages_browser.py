@@ -22,10 +22,11 @@ import tempfile
 import unittest
 import zlib
 
-from tests.support import (
-    BROWSER_TIMEOUT_S, CHROMIUM, EVALUATORS, REPO, Background, chromium_command, in_ci,
-    page_record, page_report, page_route, require_installed, run_frames, with_script,
-    write_details)
+from tests.support import REPO
+from tests.support.chromium import (BROWSER_TIMEOUT_S, CHROMIUM, chromium_command, in_ci,
+                                    require_installed, run_frames, with_script)
+from tests.support.lane import Background
+from tests.support.page_runs import EVALUATORS, page_record, page_report, page_route, write_details
 
 MIN_CELL_GAP_PX = 6         # between the texts of neighbouring verdict cells
 FRAME_WIDTH = 900           # the narrow window every page must fit

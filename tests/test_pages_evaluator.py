@@ -18,15 +18,18 @@ import tempfile
 import unittest
 
 import common
-import transitlm.reports  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 import transitlm.pages.evaluator
 import transitlm.pages.layout
 import transitlm.pages.maps
 import transitlm.pages.static
-from tests.support import (  # the run-folder fixtures, under the names these tests use
-    EVALUATORS, REPO, Background, external_references, page_error_row as error_row,
-    page_network as network, page_record as evaluated,
-    page_report as fixture_report, page_route as route, parse_page, write_details)
+from tests.support import REPO
+from tests.support.html_pages import external_references, parse_page
+from tests.support.lane import Background
+from tests.support.page_runs import (EVALUATORS, page_error_row as error_row,
+                                     page_network as network, page_record as evaluated,
+                                     page_report as fixture_report, page_route as route,
+                                     write_details)
 
 
 def fixture_records(benchmark):
@@ -184,7 +187,7 @@ class EvaluatorPageTest(TempDir):
         shown = {key: transitlm.pages.layout.fmt_metric(key, value)
                  for key, value in report["metrics"].items()}
         self.assertEqual(parser.metrics, shown)
-        self.assertIn(html.escape(transitlm.reports.summary_line(report["metrics"]), quote=True), text)
+        self.assertIn(html.escape(transitlm.evaluation.reports.summary_line(report["metrics"]), quote=True), text)
         self.assertEqual(parser.listed_rows, len(records))
         self.assertEqual(parser.maps, parser.listed_rows)
         return parser
@@ -438,7 +441,7 @@ class LabelOfRowsNotEvaluatedTest(unittest.TestCase):
     def records(self, benchmark, rows):
         import transitlm.api
         # Stations A and B are not in the bundled network: the labels are
-        # another network's, scored anyway (transitlm.network_check).
+        # another network's, scored anyway (transitlm.evaluation.network_check).
         return transitlm.api.evaluate(benchmark, [
             {"index_id": "id%d" % index, "sft_prompt": self.PROMPT, "sft_label": label,
              "generate_results": prediction} for index, (label, prediction) in enumerate(rows)],

@@ -28,10 +28,12 @@ import unittest
 
 import common
 import transitlm.pages.evaluator
-from tests.support import (
-    CHROMIUM, HOSTILE_BIDI, HOSTILE_MARKUP, PAGE_STATIONS, WIDE_TOKEN, hostile_runs,
-    hostile_text, page_error_row, page_record, page_report, page_route, require_installed,
-    run_compare, run_frames, with_script, write_details)
+from tests.support.chromium import CHROMIUM, require_installed, run_frames, with_script
+from tests.support.hostile_text import (HOSTILE_BIDI, HOSTILE_MARKUP, WIDE_TOKEN,
+                                        hostile_runs, hostile_text)
+from tests.support.page_runs import (PAGE_STATIONS, page_error_row, page_record, page_report,
+                                     page_route, write_details)
+from tests.support.synthetic_runs import run_compare
 
 WIDTHS = (900, 1280)
 HOSTILE_STOPS = (HOSTILE_MARKUP[1], HOSTILE_BIDI[1], WIDE_TOKEN, HOSTILE_MARKUP[4])

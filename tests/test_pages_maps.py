@@ -10,7 +10,7 @@ import unittest
 
 import common
 import transitlm.pages.maps
-from tests.support import page_network as network, page_route as route
+from tests.support.page_runs import page_network as network, page_route as route
 
 
 class GeometryTest(unittest.TestCase):

@@ -10,8 +10,8 @@ import os
 import tempfile
 import unittest
 
-from tests.support import (  # noqa: F401  (puts the repo on sys.path)
-    PARITY, common, golden_differences, load_golden, parity_cases)
+from tests.support import PARITY, common
+from tests.support.parity import golden_differences, load_golden, parity_cases
 import transitlm.cli  # noqa: E402
 
 from single_route.evaluate import SingleRoute

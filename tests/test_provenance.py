@@ -13,15 +13,16 @@ import time
 import unittest
 from unittest import mock
 
-from tests.support import REPO, Background, common
+from tests.support import REPO, common
+from tests.support.lane import Background
 import transitlm
-import transitlm.provenance
+import transitlm.evaluation.provenance
 import transitlm.cli
-import transitlm.engine
-import transitlm.workers
-import transitlm.provenance
-import transitlm.records
-import transitlm.terminal
+import transitlm.evaluation.engine
+import transitlm.evaluation.workers
+import transitlm.evaluation.provenance
+import transitlm.evaluation.records
+import transitlm.io.terminal
 
 SCRIPTS = ("single_route", "personalized", "diversity", "general_llm")
 B1 = os.path.join(REPO, "data", "benchmark1_single_route_example.csv")
@@ -78,7 +79,7 @@ class RunFile(unittest.TestCase):
                     "temperature": 0, "top_p": None, "max_tokens": 512, "extra_body": None,
                     "system_prompt_sha256": None, "input_sha256": "ab" * 32,
                     "version": common.VERSION}
-        with open(transitlm.provenance.settings_path(predictions), "w") as handle:
+        with open(transitlm.evaluation.provenance.settings_path(predictions), "w") as handle:
             json.dump(settings, handle)
         out = self.path("run")
         done = evaluator("single_route", "--quiet", "--predictions", predictions, "--out", out)
@@ -91,7 +92,7 @@ class RunFile(unittest.TestCase):
         predictions_from_labels(B1, predictions)
         for content in ("not json", "[1, 2]", "{" * 100000):
             with self.subTest(content=content[:10]):
-                with open(transitlm.provenance.settings_path(predictions), "w") as handle:
+                with open(transitlm.evaluation.provenance.settings_path(predictions), "w") as handle:
                     handle.write(content)
                 out = self.path("never")
                 done = evaluator("single_route", "--quiet", "--predictions", predictions,
@@ -257,8 +258,8 @@ class ProgressCount(unittest.TestCase):
                 return True
         stream = Terminal()
         with mock.patch.object(sys, "stderr", stream), \
-                mock.patch.object(transitlm.terminal.Progress, "DELAY", 0.0), \
-                mock.patch.object(transitlm.terminal.Progress, "INTERVAL", 0.0):
+                mock.patch.object(transitlm.io.terminal.Progress, "DELAY", 0.0), \
+                mock.patch.object(transitlm.io.terminal.Progress, "INTERVAL", 0.0):
             transitlm.evaluate("single_route", sample_count=7, workers=1, quiet=False)
         lines = [line for line in stream.getvalue().split("\r") if "rows" in line]
         self.assertTrue(lines)
@@ -268,14 +269,14 @@ class ProgressCount(unittest.TestCase):
 
 class ProgressWithPredictions(unittest.TestCase):
     def test_share_done_is_the_share_read_scaled_by_rows_done(self):
-        share = transitlm.engine._share_done
+        share = transitlm.evaluation.engine._share_done
         self.assertIsNone(share(lambda: None, lambda: 10, lambda: 5))        # a pipe
         self.assertEqual(share(lambda: 0.5, lambda: 0, lambda: 0), 0.5)     # nothing read yet
         self.assertEqual(share(lambda: 1.0, lambda: 100, lambda: 96), 0.96)
         self.assertEqual(share(lambda: 0.4, lambda: 100, lambda: 100), 0.4)
         self.assertEqual(share(lambda: 0.4, lambda: 100, lambda: 120), 0.4)  # never over
 
-    @unittest.skipUnless(transitlm.workers.can_fork(), "no fork here")
+    @unittest.skipUnless(transitlm.evaluation.workers.can_fork(), "no fork here")
     def test_progress_with_predictions_and_workers_never_runs_ahead(self):
         # Workers get rows a thousand at a time while this process reads
         # ahead: the share shown must follow the rows evaluated, not read.
@@ -302,9 +303,9 @@ class ProgressWithPredictions(unittest.TestCase):
             stream = Terminal()
             with mock.patch.object(sys, "stderr", stream), \
                     mock.patch.object(sys, "stdout", io.StringIO()), \
-                    mock.patch.object(transitlm.terminal.Progress, "DELAY", 0.0), \
-                    mock.patch.object(transitlm.terminal.Progress, "INTERVAL", 0.0):
-                transitlm.cli.run(transitlm.records.load_benchmark("single_route"),
+                    mock.patch.object(transitlm.io.terminal.Progress, "DELAY", 0.0), \
+                    mock.patch.object(transitlm.io.terminal.Progress, "INTERVAL", 0.0):
+                transitlm.cli.run(transitlm.evaluation.records.load_benchmark("single_route"),
                                   ["--input", test_file, "--predictions", predictions,
                                    "--workers", "2", "--json", os.path.join(tmp, "r.json")])
         lines = [line.split() for line in stream.getvalue().split("\r") if "rows/s" in line]
@@ -316,7 +317,7 @@ class ProgressWithPredictions(unittest.TestCase):
 
 class NoCredentialsInRunFolders(unittest.TestCase):
     def test_without_credentials(self):
-        clean = transitlm.provenance.without_credentials
+        clean = transitlm.evaluation.provenance.without_credentials
         self.assertEqual(clean("http://bob:s3cret@host:8765/api"), "http://<redacted>@host:8765/api")
         self.assertEqual(clean("HTTPS://token@h/x?q=1"), "HTTPS://<redacted>@h/x?q=1")
         for kept in ("http://host/p@x", "a@b.c", "--quiet", "", None):

@@ -17,7 +17,9 @@ import unittest
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO, Background, send_json, serve_in_background, stop_serving
+from tests.support import REPO
+from tests.support.services import send_json, serve_in_background, stop_serving
+from tests.support.lane import Background
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."

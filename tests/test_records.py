@@ -1,10 +1,10 @@
-"""transitlm.records: the funnel's denominators and the metrics they give
-(null where a denominator is empty), and transitlm.reports' summary line."""
+"""transitlm.evaluation.records: the funnel's denominators and the metrics they give
+(null where a denominator is empty), and transitlm.evaluation.reports' summary line."""
 
 import unittest
 
-import transitlm.records
-import transitlm.reports
+import transitlm.evaluation.records
+import transitlm.evaluation.reports
 
 
 class FunnelAndMetrics(unittest.TestCase):
@@ -31,7 +31,7 @@ class FunnelAndMetrics(unittest.TestCase):
             {"status": "error", "in_funnel": False, "reachable": False},
             self.record(time_accurate=False, overall_accurate=False, time_mape_pct=30.0),
         ]
-        rounds = transitlm.records.funnel_rounds(records)
+        rounds = transitlm.evaluation.records.funnel_rounds(records)
         self.assertEqual(rounds["reachability"], {"input": 5, "passed": 3})
         self.assertEqual(rounds["grounding"]["input"], 3)
         self.assertEqual(rounds["grounding"]["station_grounding"], 2)
@@ -43,7 +43,7 @@ class FunnelAndMetrics(unittest.TestCase):
         acc = rounds["accuracy"]
         self.assertEqual((acc["input"], acc["time"], acc["overall"]), (2, 1, 1))
         self.assertAlmostEqual(acc["time_mape_pct"], 15.0)
-        metrics = transitlm.records.metrics_block(rounds)
+        metrics = transitlm.evaluation.records.metrics_block(rounds)
         self.assertAlmostEqual(metrics["conn"], 3 / 5)
         self.assertAlmostEqual(metrics["sg"], 2 / 3)
         self.assertAlmostEqual(metrics["rem"], 2 / 3)
@@ -51,19 +51,19 @@ class FunnelAndMetrics(unittest.TestCase):
         self.assertAlmostEqual(metrics["mape"], 5.0)          # (0 + 15 + 0) / 3
 
     def test_empty_denominators_give_null(self):
-        rounds = transitlm.records.funnel_rounds([{"status": "error", "in_funnel": True,
+        rounds = transitlm.evaluation.records.funnel_rounds([{"status": "error", "in_funnel": True,
                                         "reachable": False}])
-        metrics = transitlm.records.metrics_block(rounds)
+        metrics = transitlm.evaluation.records.metrics_block(rounds)
         self.assertEqual(metrics["conn"], 0.0)
         for key in ("sg", "dp", "lo", "sso", "rem", "ea", "mape"):
             self.assertIsNone(metrics[key], key)
-        self.assertIsNone(transitlm.records.metrics_block(transitlm.records.funnel_rounds([]))["conn"])
+        self.assertIsNone(transitlm.evaluation.records.metrics_block(transitlm.evaluation.records.funnel_rounds([]))["conn"])
         with_pc = dict(rounds, preference={"input": 0, "compliant": 0})
-        self.assertIsNone(transitlm.records.metrics_block(with_pc)["pc"])
+        self.assertIsNone(transitlm.evaluation.records.metrics_block(with_pc)["pc"])
 
     def test_summary_line_layout(self):
-        line = transitlm.reports.summary_line({"conn": 0.97, "sg": 0.985, "dp": 0.91, "lo": 0.828,
+        line = transitlm.evaluation.reports.summary_line({"conn": 0.97, "sg": 0.985, "dp": 0.91, "lo": 0.828,
                                     "sso": 0.838, "rem": 0.71, "ea": 0.985, "mape": 1.33})
         self.assertEqual(line, "Conn 97.0% | SG 98.5% | DP 91.0% | LO 0.828 | SSO 0.838 | "
                                "REM 71.0% | EA 98.5% | MAPE 1.33%")
-        self.assertIn("EA - | MAPE -", transitlm.reports.summary_line({"ea": None, "mape": None}))
+        self.assertIn("EA - | MAPE -", transitlm.evaluation.reports.summary_line({"ea": None, "mape": None}))

@@ -1,4 +1,4 @@
-"""transitlm.reports: the details lines and the list of failed rows.
+"""transitlm.evaluation.reports: the details lines and the list of failed rows.
 
 - A details line (details.jsonl, --details -) escapes DEL, C1 controls,
   bidirectional-text controls and U+2028/U+2029 as \\uXXXX: still the same
@@ -19,10 +19,11 @@ import tempfile
 import unittest
 
 import transitlm.pages.evaluator
-import transitlm.reports
-from transitlm.catalog import load_benchmark
-from transitlm.records import row_failed
-from tests.support import EVALUATORS, page_record, run_evaluator
+import transitlm.evaluation.reports
+from transitlm.evaluation.catalog import load_benchmark
+from transitlm.evaluation.records import row_failed
+from tests.support.evaluator_rows import run_evaluator
+from tests.support.page_runs import EVALUATORS, page_record
 
 UNSAFE = "\x7f\x85\x9b\u061c\u200e\u200f\u202a\u202e\u2066\u2069\u2028\u2029"
 
@@ -37,11 +38,11 @@ def record(**fields):
 class DetailsLineTest(unittest.TestCase):
     def ways(self, value):
         """A details line of ``value`` made every way the engine makes one."""
-        head, tail = transitlm.reports.details_parts(value)
-        by_keys = transitlm.reports._details_parts_by_keys(value)
-        return [transitlm.reports.details_bytes(value),
-                transitlm.reports.details_line(head, value["row"], tail),
-                transitlm.reports.details_line(by_keys[0], value["row"], by_keys[1])]
+        head, tail = transitlm.evaluation.reports.details_parts(value)
+        by_keys = transitlm.evaluation.reports._details_parts_by_keys(value)
+        return [transitlm.evaluation.reports.details_bytes(value),
+                transitlm.evaluation.reports.details_line(head, value["row"], tail),
+                transitlm.evaluation.reports.details_line(by_keys[0], value["row"], by_keys[1])]
 
     def test_unsafe_characters_are_escaped(self):
         value = record(error="a%sb" % UNSAFE, index_id="\u2028id\u0085",
@@ -76,9 +77,9 @@ class DetailsLineTest(unittest.TestCase):
 
     def test_line_safe_json(self):
         text = json.dumps({"a": "x\u2029y"}, ensure_ascii=False)
-        self.assertEqual(transitlm.reports.line_safe_json(text), '{"a": "x\\u2029y"}')
+        self.assertEqual(transitlm.evaluation.reports.line_safe_json(text), '{"a": "x\\u2029y"}')
         plain = '{"a": "b"}'
-        self.assertIs(transitlm.reports.line_safe_json(plain), plain)     # nothing to do
+        self.assertIs(transitlm.evaluation.reports.line_safe_json(plain), plain)     # nothing to do
 
 
 class FailedRowsTest(unittest.TestCase):
@@ -92,7 +93,7 @@ class FailedRowsTest(unittest.TestCase):
             page_record(5, ["future.code"]),
             page_record(6, []),
         ]
-        texts = [transitlm.reports.failure_text(r) for r in records]
+        texts = [transitlm.evaluation.reports.failure_text(r) for r in records]
         self.assertIn("accuracy: access distances off by more than 0.5 km", texts[0])
         self.assertIn("diversity: the routes are identical (RD 0)", texts[1])
         self.assertIn("diversity: fewer than two routes", texts[2])

@@ -15,7 +15,8 @@ import unittest
 from unittest import mock
 
 from common import TRANSFER, is_subway_line
-from tests.support import Offloaded, reward_search
+from tests.support import reward_search
+from tests.support.lane import Offloaded
 import transitlm.reward  # noqa: E402
 from transitlm.reward import scoring  # noqa: E402
 

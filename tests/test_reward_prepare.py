@@ -30,9 +30,10 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import EXAMPLE_FILES, REPO, chatml, example_rows, read_lines, run_reward
-from transitlm import csv_rows  # noqa: E402
-from transitlm.networks.prompts import benchmark_system_prompt  # noqa: E402
+from tests.support import REPO
+from tests.support.services import EXAMPLE_FILES, chatml, example_rows, read_lines, run_reward
+from transitlm.io import csv_rows  # noqa: E402
+from transitlm.evaluation.prompt_texts import benchmark_system_prompt  # noqa: E402
 from transitlm.reward import openrlhf, prepare, trl, verl  # noqa: E402
 from transitlm.reward import binding  # noqa: E402
 from transitlm.reward.scoring import network_files, score  # noqa: E402

@@ -13,8 +13,10 @@ import os
 import tempfile
 import unittest
 
-from tests.support import REPO, check_every_case_set, evaluate_to_files
-import transitlm.records  # noqa: E402
+from tests.support import REPO
+from tests.support.evaluator_rows import evaluate_to_files
+from tests.support.parity import check_every_case_set
+import transitlm.evaluation.records  # noqa: E402
 import transitlm.reward  # noqa: E402
 from transitlm.reward import scoring  # noqa: E402
 
@@ -74,7 +76,7 @@ class VerdictsTest(unittest.TestCase):
                 if benchmark == "general_llm":
                     argv += ["--line_info", line]
                 _, records, _ = evaluate_to_files(
-                    transitlm.records.load_benchmark(benchmark), argv, tmp)
+                    transitlm.evaluation.records.load_benchmark(benchmark), argv, tmp)
             self.assertEqual(len(records), len(rows))
             for row, record in zip(rows, records):
                 got = transitlm.reward.score(row["generate_results"], row, benchmark=benchmark,
@@ -108,7 +110,7 @@ class ScorerForTest(unittest.TestCase):
     followed (the scorers are kept, not the variables' values)."""
 
     def test_the_environment_is_followed(self):
-        from tests.support import write_fixture_files
+        from tests.support.services import write_fixture_files
         bundled = scoring.scorer_for("single_route")
         with tempfile.TemporaryDirectory() as folder:
             station, _ = write_fixture_files(folder)

@@ -28,9 +28,11 @@ import time
 import unittest
 from unittest import mock
 
-from tests.support import (REPO, FramingChecks, ServerTestCase, chatml, example_rows,
-                           reading_text, run_reward, write_fixture_files)
-from transitlm import json_service  # noqa: E402
+from tests.support import REPO
+from tests.support.services import (FramingChecks, ServerTestCase, chatml, example_rows,
+                                    run_reward, write_fixture_files)
+from tests.support.hostile_text import reading_text
+from transitlm.io import json_service  # noqa: E402
 from transitlm.reward import openrlhf, service  # noqa: E402
 from transitlm.reward.scoring import score  # noqa: E402
 

@@ -8,8 +8,9 @@ import os
 import tempfile
 import unittest
 
-from tests.support import (common, east, evaluate_to_files, prompt, route, write_samples,
-                           write_station_file)
+from tests.support import common
+from tests.support.evaluator_rows import (east, evaluate_to_files, prompt, route,
+                                          write_samples, write_station_file)
 from personalized.evaluate import Personalized, parse_req_type, preference_compliance, transfers
 from diversity.evaluate import Diversity, best_match, present_routes, route_diversity
 from single_route.evaluate import SingleRoute

@@ -1,4 +1,4 @@
-"""transitlm/terminal.py: text from outside reaches a terminal escaped.
+"""transitlm/io/terminal.py: text from outside reaches a terminal escaped.
 
 The escaping itself, then every stream of every tool fed hostile names --
 a folder name holding an ANSI escape, an OSC 52 clipboard write, a C1 CSI
@@ -16,9 +16,11 @@ import sys
 import tempfile
 import unittest
 
-from tests.support import REPO, prompt, route, run_evaluator, write_samples, write_station_file
-from transitlm.terminal import CommandParser, one_line, printable  # noqa: E402
-import transitlm.records  # noqa: E402
+from tests.support import REPO
+from tests.support.evaluator_rows import (prompt, route, run_evaluator, write_samples,
+                                          write_station_file)
+from transitlm.io.terminal import CommandParser, one_line, printable  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
 
 HOSTILE = "run\x1b[31mRED\x1b]52;c;ZXZpbA==\x07\x9b2J\u202eevil\u2066x\nline2"
 # Raw controls a terminal would act on: C0 but tab and newline, DEL, C1,
@@ -92,7 +94,7 @@ class StreamsTest(unittest.TestCase):
         return done.returncode, done.stdout, done.stderr
 
     def test_evaluators(self):
-        benchmark = transitlm.records.load_benchmark("single_route")
+        benchmark = transitlm.evaluation.records.load_benchmark("single_route")
         out = os.path.join(self.folder, "run")
         status, stdout, stderr = run_evaluator(benchmark, [
             "--input", self.input, "--station_info", self.stations, "--out", out])

@@ -1,4 +1,4 @@
-"""transitlm.terms: each row's numerator and denominator of every metric, and
+"""transitlm.evaluation.terms: each row's numerator and denominator of every metric, and
 their sums reproducing the metrics of the evaluators' own reports (synthetic
 rows, the bundled examples, the parity case folders); compare's run metrics
 from them (transitlm.compare.metric_terms)."""
@@ -16,17 +16,18 @@ if REPO not in sys.path:
 
 import transitlm.api  # noqa: E402
 from transitlm.compare import metric_terms  # noqa: E402
-from transitlm.terms import metric_terms as row_terms  # noqa: E402
+from transitlm.evaluation.terms import metric_terms as row_terms  # noqa: E402
 from transitlm.compare import run_folders as runs  # noqa: E402
-from tests.support import (  # noqa: E402
-    PARITY, error_record, evaluated_record, metrics_of, synthetic_records)
+from tests.support import PARITY
+from tests.support.synthetic_runs import (error_record, evaluated_record, metrics_of,
+                                          synthetic_records)
 
 SCRIPTS = {"single_route": "b1", "personalized": "b2", "diversity": "b3",
            "general_llm": "general"}
 
 
 def term_sums(benchmark, protocol, records):
-    """{metric: sum(num) / sum(den)} from transitlm.terms.metric_terms."""
+    """{metric: sum(num) / sum(den)} from transitlm.evaluation.terms.metric_terms."""
     totals = {}
     for record in records:
         for key, (num, den) in row_terms(benchmark, protocol, record).items():

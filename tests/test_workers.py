@@ -5,12 +5,14 @@ import os
 import tempfile
 import unittest
 
-from tests.support import Offloaded, chunked_runs, common, run_evaluator
-import transitlm.engine
-import transitlm.workers  # noqa: E402
-import transitlm.inputs  # noqa: E402
-import transitlm.records  # noqa: E402
-import transitlm.reports  # noqa: E402
+from tests.support import chunked_runs, common
+from tests.support.evaluator_rows import run_evaluator
+from tests.support.lane import Offloaded
+import transitlm.evaluation.engine
+import transitlm.evaluation.workers  # noqa: E402
+import transitlm.evaluation.inputs  # noqa: E402
+import transitlm.evaluation.records  # noqa: E402
+import transitlm.evaluation.reports  # noqa: E402
 from single_route.evaluate import SingleRoute
 from diversity.evaluate import Diversity
 from general_llm.evaluate import GeneralLLM
@@ -21,10 +23,10 @@ BUNDLED = chunked_runs.BUNDLED
 # The many-run comparisons (tests/support/chunked_runs.py), started as the
 # module loads, in a process of their own beside the suite
 # (tests.support.Offloaded).
-CAN_RUN_PARITY = os.path.isdir(GENERATED) and transitlm.workers.can_fork()
+CAN_RUN_PARITY = os.path.isdir(GENERATED) and transitlm.evaluation.workers.can_fork()
 PARITY_RUNS = (Offloaded("tests.support.chunked_runs:parity_runs_by_one_and_two")
                if CAN_RUN_PARITY else None)
-CAN_FORK = transitlm.workers.can_fork()
+CAN_FORK = transitlm.evaluation.workers.can_fork()
 BUNDLED_RUNS = Offloaded("tests.support.chunked_runs:bundled_runs") if CAN_FORK else None
 EVERY_BENCHMARK_RUNS = (Offloaded("tests.support.chunked_runs:every_benchmark_runs")
                         if CAN_FORK else None)
@@ -32,7 +34,7 @@ ODD_CSV_RUNS = Offloaded("tests.support.chunked_runs:odd_csv_runs") if CAN_FORK 
 
 
 @unittest.skipUnless(os.path.isdir(GENERATED), "../shared/parity is not available")
-@unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.evaluation.workers.can_fork(), "no fork on this platform")
 class Workers(unittest.TestCase):
     def test_identical_outputs(self):
         runs = PARITY_RUNS.result()
@@ -52,29 +54,29 @@ class ChunkHelpers(unittest.TestCase):
     """The pure helpers of chunked reading, by hand."""
 
     def test_csv_lines(self):
-        self.assertEqual(transitlm.inputs.csv_lines(b""), 0)
-        self.assertEqual(transitlm.inputs.csv_lines(b"a\nb\n"), 2)
-        self.assertEqual(transitlm.inputs.csv_lines(b"a\r\nb\r\n"), 2)
-        self.assertEqual(transitlm.inputs.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
+        self.assertEqual(transitlm.evaluation.inputs.csv_lines(b""), 0)
+        self.assertEqual(transitlm.evaluation.inputs.csv_lines(b"a\nb\n"), 2)
+        self.assertEqual(transitlm.evaluation.inputs.csv_lines(b"a\r\nb\r\n"), 2)
+        self.assertEqual(transitlm.evaluation.inputs.csv_lines(b"a\rb\r\nc\n"), 3)      # a lone \r ends a line too
 
     def test_count_sparse(self):
-        self.assertEqual(transitlm.inputs.count_sparse(b"", b"\n"), 0)
-        self.assertEqual(transitlm.inputs.count_sparse(b"abc", b"\n"), 0)
-        self.assertEqual(transitlm.inputs.count_sparse(b"\n", b"\n"), 1)
+        self.assertEqual(transitlm.evaluation.inputs.count_sparse(b"", b"\n"), 0)
+        self.assertEqual(transitlm.evaluation.inputs.count_sparse(b"abc", b"\n"), 0)
+        self.assertEqual(transitlm.evaluation.inputs.count_sparse(b"\n", b"\n"), 1)
         data = b"x\ny\r\n\n" * 50
         for steps in (1, 2, 3, 99, 1000):       # counted with data.count after `steps` hits
             with self.subTest(steps=steps):
-                self.assertEqual(transitlm.inputs.count_sparse(data, b"\n", steps), 150)
+                self.assertEqual(transitlm.evaluation.inputs.count_sparse(data, b"\n", steps), 150)
 
     def test_lone_returns(self):
-        self.assertEqual(transitlm.inputs.lone_returns(b""), 0)
-        self.assertEqual(transitlm.inputs.lone_returns(b"\r"), 1)
-        self.assertEqual(transitlm.inputs.lone_returns(b"\r\n"), 0)
-        self.assertEqual(transitlm.inputs.lone_returns(b"a\r\rb\r\n\n\r"), 3)
+        self.assertEqual(transitlm.evaluation.inputs.lone_returns(b""), 0)
+        self.assertEqual(transitlm.evaluation.inputs.lone_returns(b"\r"), 1)
+        self.assertEqual(transitlm.evaluation.inputs.lone_returns(b"\r\n"), 0)
+        self.assertEqual(transitlm.evaluation.inputs.lone_returns(b"a\r\rb\r\n\n\r"), 3)
         data = b"a\r\rb\r\n\n\r" * 40
         for steps in (1, 2, 3, 4, 99, 1000):
             with self.subTest(steps=steps):
-                self.assertEqual(transitlm.inputs.lone_returns(data, steps), 120)
+                self.assertEqual(transitlm.evaluation.inputs.lone_returns(data, steps), 120)
 
     def test_text_lines_are_the_csv_modules_lines(self):
         import io
@@ -83,21 +85,21 @@ class ChunkHelpers(unittest.TestCase):
                  'x,"a\u2028b\x85c\x0cd\x1ce"\ny\n', "\u2029\n\v"]
         for text in texts:
             with self.subTest(text=text):
-                self.assertEqual(transitlm.inputs.text_lines(text, False),
+                self.assertEqual(transitlm.evaluation.inputs.text_lines(text, False),
                                  list(io.StringIO(text, newline="")))
         # A lone \r ends a line too: then the lines come from io.StringIO.
-        self.assertEqual(list(transitlm.inputs.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
+        self.assertEqual(list(transitlm.evaluation.inputs.text_lines("a\rb\r\nc", True)), ["a\r", "b\r\n", "c"])
 
     def test_record_end(self):
-        self.assertEqual(transitlm.inputs.record_end(b""), -1)
-        self.assertEqual(transitlm.inputs.record_end(b"abc"), -1)
-        self.assertEqual(transitlm.inputs.record_end(b"a\nb\nc"), 4)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b""), -1)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b"abc"), -1)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b"a\nb\nc"), 4)
         # The last line break is inside a quoted cell: the one before it.
-        self.assertEqual(transitlm.inputs.record_end(b'a\n"b\nc'), 2)
-        self.assertEqual(transitlm.inputs.record_end(b'"x\ny"\n"b\nc'), 6)
-        self.assertEqual(transitlm.inputs.record_end(b'"a\nb'), -1)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b'a\n"b\nc'), 2)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b'"x\ny"\n"b\nc'), 6)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b'"a\nb'), -1)
         # Counted from ``start``.
-        self.assertEqual(transitlm.inputs.record_end(b'"\nx\n', 1), 4)
+        self.assertEqual(transitlm.evaluation.inputs.record_end(b'"\nx\n', 1), 4)
 
     def test_details_parts_are_json_dumps(self):
         import json
@@ -105,51 +107,51 @@ class ChunkHelpers(unittest.TestCase):
                    {"city": "北京", "row": 1, "status": "error", "error": "\ud800"},
                    {"row": 2, "score": float("nan"), "a": "\x1b[31m"},
                    # A value that holds the row mark: the parts are made key by key.
-                   {"error": transitlm.reports._ROW_MARK, "row": 4, "z": transitlm.reports._ROW_MARK}]
+                   {"error": transitlm.evaluation.reports._ROW_MARK, "row": 4, "z": transitlm.evaluation.reports._ROW_MARK}]
         for record in records:
             with self.subTest(record=record):
-                safe = transitlm.reports.finite_or_none(record)
+                safe = transitlm.evaluation.reports.finite_or_none(record)
                 try:
                     text = json.dumps(safe, ensure_ascii=False, sort_keys=True)
                     text.encode("utf-8")
                 except UnicodeEncodeError:
                     text = json.dumps(safe, ensure_ascii=True, sort_keys=True)
-                self.assertEqual(transitlm.reports.details_bytes(record), text.encode("utf-8") + b"\n")
-                head, tail = transitlm.reports.details_parts(record)
-                self.assertEqual(transitlm.reports.details_line(head, 41, tail),
-                                 transitlm.reports.details_bytes(dict(record, row=41)))
-                self.assertEqual(transitlm.reports._details_parts_by_keys(record), (head, tail))
+                self.assertEqual(transitlm.evaluation.reports.details_bytes(record), text.encode("utf-8") + b"\n")
+                head, tail = transitlm.evaluation.reports.details_parts(record)
+                self.assertEqual(transitlm.evaluation.reports.details_line(head, 41, tail),
+                                 transitlm.evaluation.reports.details_bytes(dict(record, row=41)))
+                self.assertEqual(transitlm.evaluation.reports._details_parts_by_keys(record), (head, tail))
 
     def test_failure_line_parts(self):
         record = {"row": 5, "index_id": "x\x1by", "status": "error", "error": "bad"}
-        self.assertEqual(transitlm.reports.failure_line(record), "  row 5      x\\x1by  error: bad\n")
-        self.assertEqual(transitlm.reports.failure_line_for(1234567, transitlm.reports.failure_text(record)),
+        self.assertEqual(transitlm.evaluation.reports.failure_line(record), "  row 5      x\\x1by  error: bad\n")
+        self.assertEqual(transitlm.evaluation.reports.failure_line_for(1234567, transitlm.evaluation.reports.failure_text(record)),
                          "  row 1234567 x\\x1by  error: bad\n")
 
     def test_parse_chunk_finds_a_split_record(self):
         layout = ("f.csv", (0, 1, 2, 3, None), 4)
-        rows = list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
+        rows = list(transitlm.evaluation.inputs.parse_chunk(b'a,b,c,d\ne,f,g,h\n', 2, *layout, final=False))
         self.assertEqual([row.index_id for row in rows], ["a", "e"])
         self.assertEqual(rows[1].row, 2)
-        with self.assertRaises(transitlm.inputs.SplitRecord):
-            list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
+        with self.assertRaises(transitlm.evaluation.inputs.SplitRecord):
+            list(transitlm.evaluation.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=False))
         # The file's last chunk may end inside a quote: that is the row as read.
-        last = list(transitlm.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
+        last = list(transitlm.evaluation.inputs.parse_chunk(b'a,b,c,d\ne,"f\n', 2, *layout, final=True))
         self.assertEqual(last[1].prediction, "")
         self.assertEqual(last[1].problem[0], "malformed_row")
 
 
-@unittest.skipUnless(transitlm.workers.can_fork(), "no fork on this platform")
+@unittest.skipUnless(transitlm.evaluation.workers.can_fork(), "no fork on this platform")
 class ChunkedReading(unittest.TestCase):
     """Workers that read their own chunks of the file give the same outputs as one
     process, whatever the chunk size and however odd the CSV."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.saved = transitlm.inputs.CHUNK_BYTES
+        self.saved = transitlm.evaluation.inputs.CHUNK_BYTES
 
     def tearDown(self):
-        transitlm.inputs.CHUNK_BYTES = self.saved
+        transitlm.evaluation.inputs.CHUNK_BYTES = self.saved
         self.tmp.cleanup()
 
     def outputs(self, sample, workers, chunk_bytes=None, benchmark=None, extra=(),
@@ -206,13 +208,13 @@ class ChunkedReading(unittest.TestCase):
     def spy_on(self, name):
         """Record the calls of SampleReader.<name> (their arguments after self)."""
         calls = []
-        original = getattr(transitlm.inputs.SampleReader, name)
+        original = getattr(transitlm.evaluation.inputs.SampleReader, name)
 
         def spy(reader, *args):
             calls.append(args)
             return original(reader, *args)
-        setattr(transitlm.inputs.SampleReader, name, spy)
-        self.addCleanup(setattr, transitlm.inputs.SampleReader, name, original)
+        setattr(transitlm.evaluation.inputs.SampleReader, name, spy)
+        self.addCleanup(setattr, transitlm.evaluation.inputs.SampleReader, name, original)
         return calls
 
     def test_line_break_in_a_cell_cuts_again(self):
@@ -257,13 +259,13 @@ class ChunkedReading(unittest.TestCase):
         # A regular file: workers get where their chunk lies (span tasks) and
         # read it themselves; the outputs are those of one process.
         spans = []
-        original = transitlm.workers.byte_tasks
+        original = transitlm.evaluation.workers.byte_tasks
 
         def spy(chunks, spans_wanted=False):
             spans.append(spans_wanted)
             return original(chunks, spans_wanted)
-        transitlm.workers.byte_tasks = spy
-        self.addCleanup(setattr, transitlm.workers, "byte_tasks", original)
+        transitlm.evaluation.workers.byte_tasks = spy
+        self.addCleanup(setattr, transitlm.evaluation.workers, "byte_tasks", original)
         self.assert_same(self.bundled())
         self.assertEqual(set(spans), {True})
 
@@ -271,15 +273,15 @@ class ChunkedReading(unittest.TestCase):
         """Run two workers on a copy of the bundled file, calling change(path)
         once the first chunks have been handed out -> (status, stderr)."""
         sample = self.write("changing.csv", self.bundled())
-        original = transitlm.inputs.SampleReader.chunks
+        original = transitlm.evaluation.inputs.SampleReader.chunks
 
         def chunks(reader):
             for count, chunk in enumerate(original(reader)):
                 if count == 3:
                     change(sample)
                 yield chunk
-        transitlm.inputs.SampleReader.chunks = chunks
-        self.addCleanup(setattr, transitlm.inputs.SampleReader, "chunks", original)
+        transitlm.evaluation.inputs.SampleReader.chunks = chunks
+        self.addCleanup(setattr, transitlm.evaluation.inputs.SampleReader, "chunks", original)
         return self.outputs(sample, 2, 400)
 
     def test_a_file_written_during_the_run_is_refused(self):
@@ -295,14 +297,14 @@ class ChunkedReading(unittest.TestCase):
         # The out-of-memory killer, say: exit status 1, one line naming the
         # signal, and no output file (multiprocessing.Pool waited for ever).
         import signal
-        original = transitlm.workers._evaluate_task
+        original = transitlm.evaluation.workers._evaluate_task
 
         def dies_past_line_20(task):       # ("span", offset, length, first line, final)
             if task[3] > 20:
                 os.kill(os.getpid(), signal.SIGKILL)
             return original(task)
-        transitlm.workers._evaluate_task = dies_past_line_20
-        self.addCleanup(setattr, transitlm.workers, "_evaluate_task", original)
+        transitlm.evaluation.workers._evaluate_task = dies_past_line_20
+        self.addCleanup(setattr, transitlm.evaluation.workers, "_evaluate_task", original)
         sample = self.write("s.csv", self.bundled())
         status, err = self.outputs(sample, 2, 400)
         self.assertEqual(status, 1)
@@ -324,10 +326,10 @@ class ChunkedReading(unittest.TestCase):
         path = self.write("span.bin", b"0123456789")
         with open(path, "rb") as handle:
             fd = handle.fileno()
-            self.assertEqual(transitlm.inputs.read_span(fd, 2, 3), b"234")
-            self.assertEqual(transitlm.inputs.read_span(fd, 8, 5), b"89")     # the file ends first
-            self.assertEqual(transitlm.inputs.read_span(fd, 20, 5), b"")
-            self.assertEqual(transitlm.inputs.read_span(fd, 0, 0), b"")
+            self.assertEqual(transitlm.evaluation.inputs.read_span(fd, 2, 3), b"234")
+            self.assertEqual(transitlm.evaluation.inputs.read_span(fd, 8, 5), b"89")     # the file ends first
+            self.assertEqual(transitlm.evaluation.inputs.read_span(fd, 20, 5), b"")
+            self.assertEqual(transitlm.evaluation.inputs.read_span(fd, 0, 0), b"")
             self.assertEqual(handle.read(), b"0123456789")         # position untouched
 
     def test_input_error_names_the_line(self):
@@ -346,7 +348,7 @@ class ChunkedReading(unittest.TestCase):
         import sys
         data = self.bundled()
         script = os.path.join(os.path.dirname(BUNDLED), "single_route", "evaluate.py")
-        code = ("import transitlm.inputs, runpy, sys; transitlm.inputs.CHUNK_BYTES = 300; "
+        code = ("import transitlm.evaluation.inputs, runpy, sys; transitlm.evaluation.inputs.CHUNK_BYTES = 300; "
                 "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
         outputs = []
         for workers in ("1", "2"):
@@ -401,9 +403,9 @@ class RouteDrawings(unittest.TestCase):
         network = common.StationNetwork.from_dict({"A": (0.0, 0.0, ["B"]),
                                                    "B": (0.001, 0.0, ["A"])})
         label = {"station_sequence": ["A", "B"], "line_sequence": ["L1"]}
-        row = transitlm.engine.DecodedRow(transitlm.inputs.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
+        row = transitlm.evaluation.engine.DecodedRow(transitlm.evaluation.inputs.SampleRow(1, "id", "", "", ""), (0.0, 0.0),
                                 (0.001, 0.0), "", label, dict(label))
-        context = transitlm.engine.Context(transitlm.engine.Options(SingleRoute()), common.REFERENCE, network)
+        context = transitlm.evaluation.engine.Context(transitlm.evaluation.engine.Options(SingleRoute()), common.REFERENCE, network)
         self.assertIn("prediction_routes", SingleRoute().evaluate(row, context))
         context.route_drawings = False
         fields = SingleRoute().evaluate(row, context)
@@ -417,22 +419,22 @@ class DeferredTotals(unittest.TestCase):
 
     def test_merge_adds_in_order(self):
         # (1e16 + 1) - 1e16 is 0.0 in floats; any other order gives 1.0.
-        self.assertEqual(transitlm.records._merge_totals(0, [1e16, 1.0, -1e16]), 0.0)
-        self.assertEqual(transitlm.records._merge_totals({"a": 1}, {"a": [True, 2], "b": 3}),
+        self.assertEqual(transitlm.evaluation.records._merge_totals(0, [1e16, 1.0, -1e16]), 0.0)
+        self.assertEqual(transitlm.evaluation.records._merge_totals({"a": 1}, {"a": [True, 2], "b": 3}),
                          {"a": 4, "b": 3})
-        self.assertEqual(transitlm.records._merge_totals([0, 0.5], ([1], [0.25, 0.25])), [1, 1.0])
+        self.assertEqual(transitlm.evaluation.records._merge_totals([0, 0.5], ([1], [0.25, 0.25])), [1, 1.0])
         with self.assertRaises(TypeError):        # a float added out of order
-            transitlm.records._merge_totals(0, 0.5)
+            transitlm.evaluation.records._merge_totals(0, 0.5)
 
     def test_aggregate_merge_equals_one_fold(self):
-        from tests.support import evaluate_to_files
+        from tests.support.evaluator_rows import evaluate_to_files
         with tempfile.TemporaryDirectory() as folder:
             _, records, _ = evaluate_to_files(SingleRoute(), [
                 "--input", os.path.join(BUNDLED, "benchmark1_single_route_example.csv"),
                 "--station_info", os.path.join(BUNDLED, "station_info.csv")], folder)
         from common import PROTOCOLS
-        one = transitlm.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
-        merged = transitlm.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        one = transitlm.evaluation.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
+        merged = transitlm.evaluation.records.Aggregate(SingleRoute(), PROTOCOLS["reference"])
         for start in range(0, len(records), 5):
             part = merged.deferred()
             for record in records[start:start + 5]:

@@ -1,4 +1,4 @@
-"""transitlm.workers.ForkedWorkers: order, large messages, failures, no process left
+"""transitlm.evaluation.workers.ForkedWorkers: order, large messages, failures, no process left
 behind."""
 
 import os
@@ -7,7 +7,7 @@ import time
 import unittest
 
 from tests import support  # noqa: F401  (puts the project on sys.path)
-from transitlm import workers as worker_pool
+from transitlm.evaluation import workers as worker_pool
 
 HAS_FORK = hasattr(os, "fork")
 

@@ -1,26 +1,22 @@
 """The machinery of the TransitLM evaluators, beside the rules in ``common.py``.
 
-One module per concern, a folder per tool; dependencies run one way (scenario
-scripts and commands -> this package -> ``common``):
+Floors, lowest first; a module imports its own floor or a lower one (tests/test_layout.py):
 
-- the evaluators (top level): ``catalog`` (the benchmarks, metrics and data
-  files), ``inputs`` (the sample CSV, streamed, chunked, hashed; predictions
-  files), ``engine`` (``Benchmark``, what a scenario script subclasses, and the
-  row stream), ``workers`` (``--workers``: forked processes and their tasks),
-  ``records`` (per-row records, failure codes, aggregation), ``reports`` (JSON
-  report, details lines, text report, signature), ``provenance`` (run.json),
-  ``files`` (run-folder names; outputs written whole, never over an input),
-  ``cli`` (the evaluators' command line), ``api`` (``evaluate()``), ``pages/``
-  (the evaluator's HTML page and what pages share);
-- shared by every tool: ``exit_status`` (exit statuses, Ctrl-C and SIGTERM),
-  ``terminal`` (escaping for a terminal, the progress line), ``http_client``
-  (requests bounded by a deadline), ``bounded_json``, ``prompts`` (a row's
-  chat messages, one rule for generate.py, harness.py and reward.py, and the
-  record of a run's prompt the signature names);
-- ``compare/``: everything compare.py runs (docs/comparison.md);
-- ``generate/``: everything generate.py runs (docs/model-runner.md);
-- ``networks/``: the GTFS importer, fares, the router behind every label, the
-  benchmark builder and the demo network (docs/gtfs-and-benchmarks.md).
+- ``common`` (the repository's top): the rules every evaluator shares;
+- ``io/``: the plumbing every tool shares -- outputs written whole
+  (``files``), terminal text (``terminal``), exit statuses and signals
+  (``exit_status``), the HTTP client, the JSON service, bounded and stepwise
+  JSON, CSV rows;
+- ``evaluation/``: the evaluator core -- the catalogue of benchmarks, metrics
+  and data files (``catalog``), inputs, the engine and its workers, per-row
+  records, reports, answers, terms, the network check, provenance, the prompt
+  texts (``prompt_texts``) and the rule that picks a row's prompt and chat
+  messages (``chat_messages``);
+- the tools: this package's face (``evaluate``, ``VERSION``), ``api`` (the
+  Python API), ``cli`` (the evaluators' command line), and a folder per tool:
+  ``pages/``, ``compare/``, ``generate/``, ``harness/``, ``networks/``,
+  ``reward/``; ``records`` is the former path of ``evaluation.records``;
+- the commands (the repository's scripts) on top.
 
 With the repository root on ``sys.path``::
 
@@ -31,7 +27,7 @@ With the repository root on ``sys.path``::
 
 def __getattr__(name):
     # ``transitlm.evaluate`` and ``transitlm.VERSION`` are loaded on first use,
-    # so that a tool importing one small module (transitlm.exit_status, as
+    # so that a tool importing one small module (transitlm.io.exit_status, as
     # every command does first) does not load the rules and the machinery
     # with it.
     if name == "evaluate":

@@ -7,13 +7,13 @@ Standard library only; Python 3.8+.
 import os
 import tempfile
 
-from transitlm.catalog import DATA_DIR, load_benchmark
-from transitlm.engine import Options, RowSinks, evaluate_stream
-from transitlm.files import (
+from transitlm.evaluation.catalog import DATA_DIR, load_benchmark
+from transitlm.evaluation.engine import Options, RowSinks, evaluate_stream
+from transitlm.io.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, Outputs)
-from transitlm.provenance import (
+from transitlm.evaluation.provenance import (
     check_run_folder, read_generation, run_json, run_record, without_credentials)
-from transitlm.reports import (
+from transitlm.evaluation.reports import (
     details_bytes, failure_line, failures_title, render_text_head, render_text_tail, report_json)
 
 
@@ -25,7 +25,7 @@ def evaluate(benchmark_name, rows=None, out=None, overwrite=False, **options):
     already-decoded object) and ``req_type`` for benchmark 2; or None to read
     ``input=PATH``.  A prediction's text is read as a model writes it, as the
     command line reads ``--predictions`` (reasoning left out, the JSON found
-    in the text: transitlm.answers); ``strict_json=True`` reads it as the
+    in the text: transitlm.evaluation.answers); ``strict_json=True`` reads it as the
     published evaluator does.  Other keywords are the CLI's options (``protocol``,
     ``station_info``, ``predictions``, ...).  Raises InputError for a
     problem with the inputs; bad rows become error records, as in the CLI.

@@ -9,21 +9,21 @@ import sys
 import tempfile
 
 from common import InputError, PROTOCOLS
-from transitlm.catalog import DATA_DIR, DATA_ENV, station_file
-from transitlm.engine import Options, RowSinks, evaluate_stream
-from transitlm.files import (
+from transitlm.evaluation.catalog import DATA_DIR, DATA_ENV, station_file
+from transitlm.evaluation.engine import Options, RowSinks, evaluate_stream
+from transitlm.io.files import (
     DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON, OutputFile, Outputs,
     is_stream, overwrite_problem, settings_path, unwritable_problem)
-from transitlm.provenance import (
+from transitlm.evaluation.provenance import (
     check_run_folder, command_line, read_generation, run_json,
     run_record)
-from transitlm.inputs import CHUNK_BYTES
-from transitlm.workers import MIN_ROWS_PER_WORKER
-from transitlm.reports import failures_title, render_text_head, render_text_tail, report_json
-from transitlm.exit_status import (
+from transitlm.evaluation.inputs import CHUNK_BYTES
+from transitlm.evaluation.workers import MIN_ROWS_PER_WORKER
+from transitlm.evaluation.reports import failures_title, render_text_head, render_text_tail, report_json
+from transitlm.io.exit_status import (
     EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_WORKER, ServiceError, WorkerFailed,
     interrupted_message, interrupted_status, run_command)
-from transitlm.terminal import CommandParser, non_negative_int, one_line
+from transitlm.io.terminal import CommandParser, non_negative_int, one_line
 
 # -- the command line -------------------------------------------------------------
 
@@ -60,12 +60,12 @@ def build_parser(benchmark):
     parser.add_argument("--allow_foreign_network", action="store_true",
                         help="score even when most of the labels' stations are not in the "
                              "station file, or the network.json beside the test file names "
-                             "another network (recorded in the report and run.json)")
+                             "another network (recorded in the report and %s)" % RUN_JSON)
     parser.add_argument("--out", metavar="DIR",
-                        help="write a run folder: DIR/report.json, DIR/details.jsonl, "
-                             "DIR/report.txt, DIR/report.html and DIR/run.json (who made "
-                             "it); DIR is created. A folder that already holds a run is "
-                             "refused unless --overwrite")
+                        help="write a run folder: DIR/%s, DIR/%s, DIR/%s, DIR/%s and DIR/%s "
+                             "(who made it); DIR is created. A folder that already holds a "
+                             "run is refused unless --overwrite"
+                             % (REPORT_JSON, DETAILS_JSONL, REPORT_TXT, REPORT_HTML, RUN_JSON))
     parser.add_argument("--overwrite", action="store_true",
                         help="let --out replace the run a folder already holds")
     parser.add_argument("--json", metavar="PATH",
@@ -228,7 +228,7 @@ def _run(benchmark, args):
                                                               generation)))
         # Standard output first, then the files renamed into place together:
         # a run stopped before that point leaves none of its outputs, and one
-        # past it has finished (transitlm.files.Outputs.commit).
+        # past it has finished (transitlm.io.files.Outputs.commit).
         try:
             if plan["json"] == "-":
                 _stdout_write(json_text)

@@ -9,8 +9,9 @@ import csv
 import os
 import tempfile
 
-from tests.support import PARITY, run_evaluator
-import transitlm.inputs
+from tests.support import PARITY
+from tests.support.evaluator_rows import run_evaluator
+import transitlm.evaluation.inputs
 from single_route.evaluate import SingleRoute
 from diversity.evaluate import Diversity
 from general_llm.evaluate import GeneralLLM
@@ -38,12 +39,12 @@ def outputs(tmp, sample, workers, chunk_bytes=None, benchmark=None, extra=(), by
     stations (the report's worker count blanked), or (status, stderr) of a
     run that failed; ``by_rows``: one process reading the file row by row
     (not in chunks)."""
-    saved = transitlm.inputs.CHUNK_BYTES
+    saved = transitlm.evaluation.inputs.CHUNK_BYTES
     if chunk_bytes:
-        transitlm.inputs.CHUNK_BYTES = chunk_bytes
-    header_bytes = transitlm.inputs.SampleReader._header_bytes
+        transitlm.evaluation.inputs.CHUNK_BYTES = chunk_bytes
+    header_bytes = transitlm.evaluation.inputs.SampleReader._header_bytes
     if by_rows:
-        transitlm.inputs.SampleReader._header_bytes = lambda reader: None
+        transitlm.evaluation.inputs.SampleReader._header_bytes = lambda reader: None
     tag = "%s-%s" % (workers, chunk_bytes)
     json_path = os.path.join(tmp, "r%s.json" % tag)
     details = os.path.join(tmp, "d%s.jsonl" % tag)
@@ -53,8 +54,8 @@ def outputs(tmp, sample, workers, chunk_bytes=None, benchmark=None, extra=(), by
             "--workers", str(workers), "--json", json_path, "--details", details]
             + list(extra))
     finally:
-        transitlm.inputs.CHUNK_BYTES = saved
-        transitlm.inputs.SampleReader._header_bytes = header_bytes
+        transitlm.evaluation.inputs.CHUNK_BYTES = saved
+        transitlm.evaluation.inputs.SampleReader._header_bytes = header_bytes
     if status != 0:
         return status, err
     with open(json_path, encoding="utf-8") as a, open(details, encoding="utf-8") as b:

@@ -6,7 +6,8 @@ compare in-process, and capturing its output is no business for a thread)."""
 
 import os
 
-from tests.support import benchmark_records, run_compare, run_frames, with_script, write_run
+from tests.support.chromium import run_frames, with_script
+from tests.support.synthetic_runs import benchmark_records, run_compare, write_run
 
 WIDTHS = (900, 1280)
 

@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from transitlm.catalog import benchmark_metrics
+from transitlm.evaluation.catalog import benchmark_metrics
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name, task_functions
 from transitlm.harness.lm_eval_tasks import SETTINGS_FILE, TASKS
 

@@ -20,8 +20,8 @@ import time
 from unittest import mock
 
 import transitlm.cli
-import transitlm.exit_status
-import transitlm.records
+import transitlm.io.exit_status
+import transitlm.evaluation.records
 
 
 def _run_once(benchmark, out, delay=None, number=signal.SIGINT):
@@ -48,8 +48,8 @@ def _outcome(instant, number, status, top, out):
 
 def stopped_at_every_instant(instants):
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    transitlm.exit_status.raise_on_terminate()
-    benchmark = transitlm.records.load_benchmark("single_route")
+    transitlm.io.exit_status.raise_on_terminate()
+    benchmark = transitlm.evaluation.records.load_benchmark("single_route")
     outcomes = []
     with tempfile.TemporaryDirectory() as tmp:
         first = os.path.join(tmp, "first")

@@ -5,7 +5,7 @@ suite goes on."""
 
 import random
 
-from tests.support import evaluated_record
+from tests.support.synthetic_runs import evaluated_record
 from transitlm.compare import bootstrap as resampling
 from transitlm.compare import group_figures as comparison
 from transitlm.compare import metric_terms

@@ -9,9 +9,10 @@ import json
 import os
 import tempfile
 
-from tests.support import PARITY, run_evaluator
+from tests.support import PARITY
+from tests.support.evaluator_rows import run_evaluator
 import transitlm
-from transitlm.catalog import load_benchmark
+from transitlm.evaluation.catalog import load_benchmark
 
 EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
               "general": "general_llm"}

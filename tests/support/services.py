@@ -16,7 +16,8 @@ import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support import REPO, common, run_in_process
+from tests.support import REPO, common
+from tests.support.evaluator_rows import run_in_process
 
 # ---------------------------------------------------------------------------
 # general_llm/route_eval.py: a line table from hand-written rows
@@ -84,7 +85,7 @@ def sample_cases(seed=0):
 
 
 class ServerTestCase(unittest.TestCase):
-    """Runs a JSON service (transitlm/json_service.py) on a free loopback port
+    """Runs a JSON service (transitlm/io/json_service.py) on a free loopback port
     in a thread: the route-eval service, unless ``make_server`` says otherwise."""
 
     SERVER_OPTIONS = {}

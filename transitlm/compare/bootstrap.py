@@ -2,7 +2,7 @@
 two-sided p-values (standard library only; used by compare.py).
 
 Every TransitLM metric is a ratio of two per-row sums (see
-transitlm.terms.metric_terms), so a bootstrap resample needs only the per-row
+transitlm.evaluation.terms.metric_terms), so a bootstrap resample needs only the per-row
 terms.  All terms of all runs for one row are packed into ONE Python integer
 (each term in its own bit field; real numbers in fixed point), so a resample
 costs one uniform draw and one big-integer addition per drawn row, whatever

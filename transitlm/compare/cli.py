@@ -9,7 +9,8 @@ import os
 import sys
 
 from common import InputError
-import transitlm.exit_status
+import transitlm.io.exit_status
+from transitlm.io.files import RUN_JSON
 from transitlm.compare.breakdowns import BREAKDOWNS
 from transitlm.compare.formats import (FORMATS, format_csv, format_markdown, format_text,
                                        one_line, result_json)
@@ -17,8 +18,8 @@ from transitlm.compare.latex import format_latex
 from transitlm.compare.group_figures import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from transitlm.compare.groups import compare
 from transitlm.compare.run_folders import CompareError, load_run, run_argument, run_files
-from transitlm.files import RUN_FOLDER_FILES, Outputs, overwrite_problem, unwritable_problem
-from transitlm.terminal import CommandParser
+from transitlm.io.files import RUN_FOLDER_FILES, Outputs, overwrite_problem, unwritable_problem
+from transitlm.io.terminal import CommandParser
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "latex": format_latex,
               "csv": format_csv}
@@ -38,7 +39,7 @@ def build_parser():
     parser.add_argument("--names",
                         help="comma-separated names, one per run; runs of different "
                              "benchmarks with the same name are one model (default: the model "
-                             "run.json records, else the folder name)")
+                             "%s records, else the folder name)" % RUN_JSON)
     parser.add_argument("--baseline", help="name of the baseline model (default: the first)")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N",
                         help="bootstrap resamples (default %(default)s; 0 = no intervals)")
@@ -84,7 +85,7 @@ def protected_files(paths):
 
 def check_outputs(outputs, paths):
     """No output may replace an input, a run folder's file or another output
-    (transitlm.files.overwrite_problem: symlinks, hard links, ./ spellings)."""
+    (transitlm.io.files.overwrite_problem: symlinks, hard links, ./ spellings)."""
     for flag, output in outputs:
         if os.path.isdir(output):
             raise CompareError("%s %s is a folder, expected a file name" % (flag, output))
@@ -158,10 +159,10 @@ def main(argv=None):
         sys.stdout.flush()
     except (CompareError, InputError) as exc:
         sys.stderr.write("error: %s\n" % one_line(str(exc)))
-        return transitlm.exit_status.EXIT_USAGE
+        return transitlm.io.exit_status.EXIT_USAGE
     except KeyboardInterrupt as exc:
-        sys.stderr.write("\n%s\n" % transitlm.exit_status.interrupted_message(exc))
-        return transitlm.exit_status.interrupted_status(exc)
+        sys.stderr.write("\n%s\n" % transitlm.io.exit_status.interrupted_message(exc))
+        return transitlm.io.exit_status.interrupted_status(exc)
     finally:
         gc.enable()
-    return transitlm.exit_status.EXIT_OK
+    return transitlm.io.exit_status.EXIT_OK

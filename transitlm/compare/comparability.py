@@ -10,7 +10,7 @@ scored column (``field:<column>``); later ones leave it to
 ``inputs.input_field`` (provenance, not comparability), so the labels and a
 model share a signature too.
 
-The prompt part (transitlm.prompts.signature_part) is compared between the
+The prompt part (transitlm.evaluation.chat_messages.signature_part) is compared between the
 runs that name a prompt: ``prompt:none`` (the labels, asked nothing) and
 ``prompt:unknown`` (answers whose prompt nothing records) agree with any;
 runs asked different questions do not share a signature, and a note says so.
@@ -21,7 +21,8 @@ input files (report.json ``inputs.sha256``), not on the signature's text.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.prompts import SIGNATURE_PREFIX, asked
+from transitlm.io.files import REPORT_JSON
+from transitlm.evaluation.chat_messages import SIGNATURE_PREFIX, asked
 
 PREDICTIONS_PART = "predictions:"
 
@@ -139,7 +140,7 @@ def comparability_notes(runs, allow_different):
     if len(runs) > 1:
         notes.extend(prompt_notes(runs))
     if unchecked and len(runs) > 1:
-        notes.append("%s record(s) no input hashes (report.json inputs.sha256): not checked "
+        notes.append("%s record(s) no input hashes (%s inputs.sha256): not checked "
                      "that the runs share their test file and station file"
-                     % ", ".join(unchecked))
+                     % (", ".join(unchecked), REPORT_JSON))
     return notes, refusal

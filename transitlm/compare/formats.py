@@ -4,12 +4,12 @@ the cell formats they share.
 
 Every text that comes from a file (run and model names, signatures, cities,
 failure codes, ids) is escaped for the terminal and kept on one line
-(transitlm.terminal.one_line: control characters, bidirectional-text
+(transitlm.io.terminal.one_line: control characters, bidirectional-text
 controls, lone surrogates, line breaks and tabs as backslash escapes), and
 for its medium: Markdown cells and notes show HTML and link syntax as text
 (``md_cell``), a CSV cell a spreadsheet would take for a formula gets a
 leading apostrophe (``csv_cell``), JSON holds no raw line separator
-(``transitlm.reports.line_safe_json``).
+(``transitlm.evaluation.reports.line_safe_json``).
 
 Standard library only; Python 3.8+.
 """
@@ -21,13 +21,13 @@ import re
 import unicodedata
 
 from transitlm.compare.group_figures import alpha_of
-from transitlm.catalog import METRIC, benchmark_info
+from transitlm.evaluation.catalog import METRIC, benchmark_info
 from transitlm.compare.main_table import short_title
 from transitlm.compare.metric_terms import decimals, scaled
 from transitlm.compare.groups import groups_of
 from transitlm.compare.comparability import comparable_signature
-from transitlm.reports import line_safe_json
-from transitlm.terminal import one_line, printable
+from transitlm.evaluation.reports import line_safe_json
+from transitlm.io.terminal import one_line, printable
 
 FORMATS = ("text", "markdown", "latex", "csv")
 

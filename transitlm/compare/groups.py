@@ -24,7 +24,7 @@ import os
 
 from transitlm.compare.group_figures import SCHEMA_VERSION, compare_group
 from transitlm.compare.main_table import main_table
-from transitlm.catalog import BENCHMARK_NAMES
+from transitlm.evaluation.catalog import BENCHMARK_NAMES
 from transitlm.compare.run_folders import CompareError
 
 # Where a run's name came from.

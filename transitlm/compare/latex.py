@@ -16,11 +16,11 @@ from transitlm.compare.formats import (
     city_label, comparison_index, fmt_compliance, fmt_number, fmt_share, group_baseline,
     group_title, intervals_line, metric_header, metric_keys, one_line, rows_line)
 from transitlm.compare.group_figures import alpha_of
-from transitlm.catalog import LOWER_IS_BETTER
+from transitlm.evaluation.catalog import LOWER_IS_BETTER
 from transitlm.compare.metric_terms import shown_value
 from transitlm.compare.groups import groups_of
 from transitlm.compare.comparability import comparable_signature
-from transitlm.terminal import printable
+from transitlm.io.terminal import printable
 
 LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",

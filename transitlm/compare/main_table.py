@@ -9,7 +9,7 @@ formatted by compare_formats, compare_latex and pages.comparison.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.catalog import LOWER_IS_BETTER, benchmark_info
+from transitlm.evaluation.catalog import LOWER_IS_BETTER, benchmark_info
 from transitlm.compare.metric_terms import shown_value
 
 

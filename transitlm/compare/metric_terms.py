@@ -1,6 +1,6 @@
 """The metrics of a comparison: how they are shown, the evaluator's own
 aggregation of a run's details lines, and the columns of each row's
-(numerator, denominator) terms (transitlm.terms), whose sums over the rows
+(numerator, denominator) terms (transitlm.evaluation.terms), whose sums over the rows
 give every metric.
 
 Standard library only; Python 3.8+.
@@ -9,10 +9,10 @@ Standard library only; Python 3.8+.
 import math
 
 import common
-import transitlm.records
-from transitlm.catalog import METRIC, METRIC_KEYS
+import transitlm.evaluation.records
+from transitlm.evaluation.catalog import METRIC, METRIC_KEYS
 from transitlm.compare.run_folders import CompareError, shown
-from transitlm.terms import metric_terms
+from transitlm.evaluation.terms import metric_terms
 
 
 
@@ -41,9 +41,9 @@ def json_value(value):
 
 
 def aggregate(benchmark, protocol, records, what):
-    """transitlm.records.aggregate_records, with any failure to fold the lines as an input error."""
+    """transitlm.evaluation.records.aggregate_records, with any failure to fold the lines as an input error."""
     try:
-        return transitlm.records.aggregate_records(benchmark, protocol, records)
+        return transitlm.evaluation.records.aggregate_records(benchmark, protocol, records)
     except common.InputError as exc:
         raise CompareError("%s: %s" % (what, exc))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -15,7 +15,7 @@ the shared CSS of transitlm.pages.static.
 import math
 
 from transitlm.compare.formats import fmt_p
-from transitlm.catalog import METRIC, METRIC_KEYS, benchmark_info
+from transitlm.evaluation.catalog import METRIC, METRIC_KEYS, benchmark_info
 from transitlm.compare.main_table import short_title
 from transitlm.pages.layout import (
     bdi, cut_text, esc, fmt_delta, fmt_metric, fmt_value, isolated, n, page, table_box)

@@ -16,8 +16,8 @@ import os
 import sys
 
 import common
-from transitlm.catalog import BENCHMARK_NAMES
-from transitlm.files import DETAILS_JSONL, REPORT_JSON, RUN_FOLDER_FILES
+from transitlm.evaluation.catalog import BENCHMARK_NAMES
+from transitlm.io.files import DETAILS_JSONL, REPORT_JSON, RUN_FOLDER_FILES, RUN_JSON
 
 STATUSES = ("evaluated", "error", "no_response")
 SCORE_BANDS = ("worse", "better", "same")
@@ -208,7 +208,7 @@ def report_beside(details_path):
     candidates = [stem + ".json"]
     if "details" in base:
         candidates.append(stem.replace("details", "report") + ".json")
-    candidates.append("report.json")
+    candidates.append(REPORT_JSON)
     for name in candidates:
         path = os.path.join(folder, name)
         if os.path.isfile(path) and os.path.abspath(path) != os.path.abspath(details_path):
@@ -270,14 +270,14 @@ def run_files(path):
     run.json is read only from a run folder (a details file given alone may
     share its folder with other runs)."""
     if os.path.isdir(path):
-        report, details = os.path.join(path, "report.json"), os.path.join(path, "details.jsonl")
+        report, details = os.path.join(path, REPORT_JSON), os.path.join(path, DETAILS_JSONL)
         for needed in (report, details):
             if os.path.lexists(needed) and not os.path.isfile(needed):
                 raise CompareError("%s: not a regular file" % needed)
             if not os.path.isfile(needed):
                 raise CompareError("%s: no %s in this run folder"
                                    % (path, os.path.basename(needed)))
-        run_json = os.path.join(path, "run.json")
+        run_json = os.path.join(path, RUN_JSON)
         if os.path.isfile(run_json):
             return report, details, run_json
         if os.path.lexists(run_json):
@@ -350,7 +350,7 @@ def report_problem(report):
 
 def read_run_json(path):
     """run.json -> the model it records (generation.model), or None."""
-    run = read_json_file(path, MAX_RUN_JSON_BYTES, "run.json")
+    run = read_json_file(path, MAX_RUN_JSON_BYTES, RUN_JSON)
     generation = run.get("generation")
     if generation is None:
         return None

@@ -3,7 +3,7 @@
 Building a row's request body (``--no_thinking`` merged into
 ``--extra_body``), posting it (``ChatTransport``: a connection kept open
 per worker thread, every request bounded by the deadline of
-``transitlm.http_client``, redirects only to the same origin), and reading
+``transitlm.io.http_client``, redirects only to the same origin), and reading
 the answer (``parse_completion``: the model's text, and its reasoning when
 the server sends it apart) or a server's error message.  ``Redactor`` takes
 the API key's text out of whatever a server sent before it is written or
@@ -20,10 +20,10 @@ import ssl
 import time
 import urllib.parse
 
-from transitlm.bounded_json import loads_bounded
-from transitlm.http_client import (AnswerTooLarge, CannotConnect, KeepAliveClient,
+from transitlm.io.bounded_json import loads_bounded
+from transitlm.io.http_client import (AnswerTooLarge, CannotConnect, KeepAliveClient,
                                    redirect_problem)
-from transitlm.prompts import chat_messages
+from transitlm.evaluation.chat_messages import chat_messages
 
 MAX_ANSWER_BYTES = 16 * 1024 * 1024       # a chat answer larger than this is a failure
 MAX_ERROR_BYTES = 64 * 1024               # of an error answer's body, quoted in a message
@@ -193,7 +193,7 @@ def parse_completion(body):
     """A chat-completions answer -> Completion.
 
     Raises ValueError when the answer is not a chat completion (not UTF-8
-    JSON, nested too deep, too many values: see transitlm.bounded_json).
+    JSON, nested too deep, too many values: see transitlm.io.bounded_json).
     The reasoning is the first of REASONING_FIELDS that holds text.
     """
     try:
@@ -252,7 +252,7 @@ class Answer(object):
 
 class ChatTransport(object):
     """POSTs JSON over a connection kept open per worker thread
-    (transitlm.http_client.KeepAliveClient: HTTP/1.1 keep-alive, https,
+    (transitlm.io.http_client.KeepAliveClient: HTTP/1.1 keep-alive, https,
     proxies from the environment).
 
     ``timeout`` bounds the whole request -- connect, send, same-origin

@@ -17,8 +17,8 @@ import threading
 import time
 
 from common import VERSION, InputError, file_sha256
-from transitlm.bounded_json import loads_bounded
-from transitlm.catalog import BENCHMARK_NAMES, PROJECT_DIR
+from transitlm.io.bounded_json import loads_bounded
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, PROJECT_DIR
 from transitlm.generate.chat import (ChatTransport, Redactor, build_body, chat_url,
                                      request_headers, thinking_off)
 from transitlm.generate.settings import settings_record
@@ -30,12 +30,12 @@ from transitlm.generate.runner import (LineWriter, OutputState, ProgressLine, Ru
                                        read_output_state, run_dir_for, scan_input,
                                        summary_lines)
 from transitlm.generate.waits import BACKOFF_BASE_S, BACKOFF_CAP_S
-from transitlm.http_client import origin
-from transitlm.prompts import read_prompt_file
-from transitlm.provenance import without_credentials
-from transitlm.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
+from transitlm.io.http_client import origin
+from transitlm.evaluation.chat_messages import read_prompt_file
+from transitlm.evaluation.provenance import without_credentials
+from transitlm.io.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
                                    interrupted_status)
-from transitlm.terminal import CommandParser, non_negative_int, positive_int, printable
+from transitlm.io.terminal import CommandParser, non_negative_int, positive_int, printable
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -187,7 +187,7 @@ def parse_extra_body(text, no_thinking=False):
 
 
 def read_system_prompt(path):
-    """The text of --system_prompt_file (transitlm.prompts.read_prompt_file)."""
+    """The text of --system_prompt_file (transitlm.evaluation.chat_messages.read_prompt_file)."""
     try:
         return read_prompt_file(path)
     except InputError as exc:
@@ -297,7 +297,7 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
     scan = scan_input(args.input, args.sample_count)
     if not scan.ids:
         raise UsageError("input file %s has no row with an id: nothing to ask" % args.input)
-    # Whose default system prompt a row without one gets (transitlm.prompts).
+    # Whose default system prompt a row without one gets (transitlm.evaluation.chat_messages).
     benchmark, why = (args.benchmark, "--benchmark") if args.benchmark \
         else infer_benchmark(args.input, scan)
     prompts = input_prompts(args.input, benchmark, system_override)
@@ -384,13 +384,13 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
 
 def _network_notes(args, scan):
     """--evaluate: the test file against the station (and line) file the
-    evaluator will use (transitlm.network_check) -> its warnings; UsageError
+    evaluator will use (transitlm.evaluation.network_check) -> its warnings; UsageError
     when the evaluator would refuse it.  A file that cannot be read is left
     to the evaluator, which says so itself."""
     from common import PROTOCOLS, StationNetwork, station_cache_folder
-    from transitlm.catalog import line_file, load_benchmark, station_file
-    from transitlm.engine import Context, Options
-    from transitlm.network_check import cached_sha256, enforce, test_file_verdicts
+    from transitlm.evaluation.catalog import line_file, load_benchmark, station_file
+    from transitlm.evaluation.engine import Context, Options
+    from transitlm.evaluation.network_check import cached_sha256, enforce, test_file_verdicts
     benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
     by_name = benchmark == "general_llm"
     try:

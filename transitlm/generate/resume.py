@@ -25,7 +25,7 @@ import os
 from common import InputError
 from transitlm.generate.settings import (SettingsFileError, differences, read_settings,
                                            write_settings)
-from transitlm.files import (make_folders, named_descriptor, overwrite_problem, remove_folders,
+from transitlm.io.files import (make_folders, named_descriptor, overwrite_problem, remove_folders,
                              settings_path)
 from transitlm.generate.runner import OutputState, UsageError, read_output_state
 

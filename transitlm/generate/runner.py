@@ -23,17 +23,17 @@ import time
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import benchmark_of_task
-from transitlm.csv_rows import csv_rows, data_rows, header_columns
-from transitlm.files import OutputFile
-from transitlm.bounded_json import finite, loads_bounded
+from transitlm.evaluation.catalog import benchmark_of_task
+from transitlm.io.csv_rows import csv_rows, data_rows, header_columns
+from transitlm.io.files import OutputFile
+from transitlm.io.bounded_json import finite, loads_bounded
 from transitlm.generate.chat import (MAX_ANSWER_BYTES, FatalAnswer, Redactor, build_body,
                                      one_line, parse_completion, redirect_message,
                                      server_message, token_count)
 from transitlm.generate.failures import (FIRST_ANSWERS, SAME_ANSWER_REPEATS, FirstAnswers,
                                          classify_status, fixed_answer, refuses_the_row)
 from transitlm.generate.waits import RateLimiter, backoff_delay, server_wait
-from transitlm.prompts import DEFAULT, PromptTally, system_prompt_for
+from transitlm.evaluation.chat_messages import DEFAULT, PromptTally, system_prompt_for
 
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
 PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
@@ -164,7 +164,7 @@ def iter_input_rows(path, sample_count=None):
 
 def pending_rows(input_path, sample_count, state, retry_errors, benchmark, override=None):
     """Rows to ask for: (id, system prompt, user), each id once, none already
-    answered; the system prompt as transitlm.prompts chooses it (``override``:
+    answered; the system prompt as transitlm.evaluation.chat_messages chooses it (``override``:
     the text of --system_prompt_file; ``benchmark``: whose default prompt a
     row without one gets)."""
     asked = set()
@@ -280,7 +280,7 @@ def _whole_lines(handle, path):
 def _parse_output_line(line, path, line_no):
     """-> (id, is_result) or None for a blank line; UsageError for a foreign line
     (not a JSON object with an id and generate_results or error, nested too
-    deep, too large: see transitlm.bounded_json)."""
+    deep, too large: see transitlm.io.bounded_json)."""
     obj = _output_line(line, path, line_no)
     return None if obj is None else (_line_id(obj), "generate_results" in obj)
 
@@ -289,7 +289,7 @@ def _output_line(line, path, line_no):
     """An --out line -> its object (None for a blank line); UsageError for a
     foreign line (not strict JSON -- generate.py never writes NaN --, not an
     object with an id and generate_results or error, nested too deep, too
-    large: see transitlm.bounded_json)."""
+    large: see transitlm.io.bounded_json)."""
     if not line.strip():
         return None
     reason = ""

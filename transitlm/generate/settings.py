@@ -1,7 +1,7 @@
 """What shaped generate.py's answers: the settings sidecar of an output file.
 
 ``generate.py --out P`` records, in ``P.settings.json`` (the name
-``transitlm.files.settings_path`` gives; the evaluators copy it into
+``transitlm.io.files.settings_path`` gives; the evaluators copy it into
 their run folder's run.json), the settings that shape an answer:
 
     {"settings_schema": 1, "tool": "generate.py", "version": "1.4.0",
@@ -13,7 +13,7 @@ their run folder's run.json), the settings that shape an answer:
 ``api_url`` is the base URL without user info, query or fragment (never a
 key), ``system_prompt_sha256`` the SHA-256 of --system_prompt_file's text
 (null: the input's system_prompt column, covered by ``input_sha256``),
-``prompt`` what the rows are sent as their system prompt (transitlm.prompts:
+``prompt`` what the rows are sent as their system prompt (transitlm.evaluation.chat_messages:
 ``{"source": "column" | "file" | "default" | "column+default", "sha256"}``;
 the evaluators copy it into report.json and name it in the signature),
 ``extra_body`` the fields merged into every request (--extra_body, and
@@ -32,9 +32,9 @@ import hashlib
 import json
 import urllib.parse
 
-from transitlm.bounded_json import loads_bounded
-from transitlm.files import settings_path, write_whole
-from transitlm.provenance import MAX_SETTINGS_BYTES
+from transitlm.io.bounded_json import loads_bounded
+from transitlm.io.files import settings_path, write_whole
+from transitlm.evaluation.provenance import MAX_SETTINGS_BYTES
 
 SETTINGS_SCHEMA = 1
 TOOL = "generate.py"
@@ -75,7 +75,7 @@ def settings_record(model, api_url, system_prompt, temperature, top_p, max_token
                     extra_body, input_sha256, version, prompt=None):
     """The sidecar's object for one command (``system_prompt``: the text of
     --system_prompt_file, or None; ``prompt``: the record of the system
-    prompts the input's rows are sent, transitlm.prompts)."""
+    prompts the input's rows are sent, transitlm.evaluation.chat_messages)."""
     return {"settings_schema": SETTINGS_SCHEMA, "tool": TOOL, "version": version,
             "model": model, "api_url": base_url(api_url),
             "system_prompt_sha256": None if system_prompt is None
@@ -137,7 +137,7 @@ def differences(recorded, current):
 
 
 def write_settings(out_path, record, output=None):
-    """Write the sidecar whole (transitlm.files.OutputFile), with ``output``
+    """Write the sidecar whole (transitlm.io.files.OutputFile), with ``output``
     (what the output file holds) when given."""
     if output is not None:
         record = dict(record, output=output)

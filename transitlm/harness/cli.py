@@ -9,15 +9,16 @@ import shlex
 import sys
 
 from common import PROTOCOLS, InputError
-from transitlm.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
-from transitlm.exit_status import EXIT_OK, EXIT_USAGE
+from transitlm.io.files import DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
+from transitlm.io.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
 from transitlm.harness.context_fit import MIN_ANSWER_TOKENS
 from transitlm.harness.lm_eval_import import import_run
 from transitlm.harness.lm_eval_tasks import GROUP, MAX_GEN_TOKS, TASKS, write_task_folder
-from transitlm.prompts import DEFAULT, read_prompt_file
-from transitlm.provenance import command_line
-from transitlm.terminal import CommandParser, one_line, positive_int, printable
+from transitlm.evaluation.chat_messages import DEFAULT, read_prompt_file
+from transitlm.evaluation.provenance import command_line
+from transitlm.io.terminal import CommandParser, one_line, positive_int, printable
 
 PROG = "harness.py"
 # How the folder is run, shown after it is written (an OpenAI-compatible server).
@@ -83,9 +84,10 @@ def build_parser():
         "import", help="turn an lm_eval run's output into run folders for compare.py",
         description="Score the answers one `lm_eval ... --log_samples --output_path X` run "
                     "logged for the TransitLM tasks with the evaluator's own engine: one run "
-                    "folder per task (report.json, details.jsonl, report.txt, report.html, "
-                    "run.json and the answers as predictions.jsonl), named by the task, as "
-                    "evaluate.py --predictions writes it; other tasks are left alone.")
+                    "folder per task (%s, %s, %s, %s, %s and the answers as "
+                    "predictions.jsonl), named by the task, as evaluate.py --predictions "
+                    "writes it; other tasks are left alone."
+                    % (REPORT_JSON, DETAILS_JSONL, REPORT_TXT, REPORT_HTML, RUN_JSON))
     imports.add_argument("lm_eval_output", metavar="LM_EVAL_OUTPUT",
                          help="the harness's --output_path X, the model folder in it, or its "
                               "results_<date>.json")
@@ -187,9 +189,9 @@ def import_command(args, out, command):
         differ = [key for key, value in generation["harness_figures"].items()
                   if value != report["metrics"].get(key)]
         if differ:
-            out.write("  WARNING: %s: %s differs from the harness's own figure (run.json "
+            out.write("  WARNING: %s: %s differs from the harness's own figure (%s "
                       "harness_figures): did another version of the project score the "
-                      "harness's run?\n" % (plan.task, ", ".join(differ)))
+                      "harness's run?\n" % (plan.task, ", ".join(differ), RUN_JSON))
     if imported.foreign:
         out.write("  left alone: %d sample(s) of %d other task(s) (%s%s)\n"
                   % (imported.foreign_samples, len(imported.foreign),

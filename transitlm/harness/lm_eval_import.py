@@ -31,18 +31,18 @@ import os
 
 from common import VERSION, InputError, file_sha256
 from transitlm.api import write_run_folder
-from transitlm.bounded_json import finite, loads_bounded
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_metrics, load_benchmark
-from transitlm.engine import Options, RowSinks, evaluate_stream
-from transitlm.files import (RUN_FOLDER_FILES, Outputs, overwrite_problem, settings_path,
+from transitlm.io.bounded_json import finite, loads_bounded
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, benchmark_metrics, load_benchmark
+from transitlm.evaluation.engine import Options, RowSinks, evaluate_stream
+from transitlm.io.files import (RUN_FOLDER_FILES, Outputs, overwrite_problem, settings_path,
                              write_whole)
 from transitlm.generate.settings import settings_text
 from transitlm.harness.lm_eval_output import (
     find_run, model_record, read_results, read_samples)
 from transitlm.harness.lm_eval_tasks import SETTINGS_FILE
-from transitlm.inputs import SampleReader
-from transitlm.prompts import COLUMN, DEFAULT, PromptTally, valid_record
-from transitlm.provenance import check_run_folder
+from transitlm.evaluation.inputs import SampleReader
+from transitlm.evaluation.chat_messages import COLUMN, DEFAULT, PromptTally, valid_record
+from transitlm.evaluation.provenance import check_run_folder
 
 PREDICTIONS_FILE = "predictions.jsonl"
 MAX_SETTINGS_BYTES = 16 * 1024 * 1024
@@ -83,7 +83,7 @@ def _dict(value):
 
 class PromptFold(object):
     """The record of the system prompts a task's rows were asked with
-    (transitlm.prompts: {"source", "sha256"}), folded with the project's
+    (transitlm.evaluation.chat_messages: {"source", "sha256"}), folded with the project's
     PromptTally from the docs the harness logged -- their ``system_prompt``
     is the system message it sent.  The task folder's own record
     (``prompt`` in the task's metadata) names the source; one that does not

@@ -23,8 +23,8 @@ import os
 import re
 
 from common import InputError, type_name
-from transitlm.bounded_json import loads_bounded
-from transitlm.provenance import without_credentials
+from transitlm.io.bounded_json import loads_bounded
+from transitlm.evaluation.provenance import without_credentials
 
 MAX_RESULTS_BYTES = 64 * 1024 * 1024     # a results JSON of hundreds of tasks is a few MB
 MAX_RESULTS_VALUES = 5000000

@@ -16,12 +16,12 @@ back, in the catalogue's order:
       drawn routes (``row``: the row's number in the test file): its verdicts,
       failure codes and reasons, what ``--log_samples`` writes for the row;
   each other metric: the row's (numerator, denominator) of that metric
-      (transitlm.terms), a two-item list in the samples log, the record
+      (transitlm.evaluation.terms), a two-item list in the samples log, the record
       beside it in memory (``RowTerm.record``).
 
 ``<benchmark>_<metric>(items)`` -- the metric's aggregation: the rows'
 records, put in test-file order (the harness's ranks hand them over
-interleaved), folded by transitlm.records.aggregate_records -- the
+interleaved), folded by transitlm.evaluation.records.aggregate_records -- the
 evaluator's own fold: its sums in input order, its denominators, MAPE as the
 mean of three means -- and that metric taken from the figures, a non-finite
 figure as None (report.json's null).
@@ -31,11 +31,11 @@ Standard library only; Python 3.8+.
 
 import json
 
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_metrics
-from transitlm.records import aggregate_records
-from transitlm.reports import details_bytes, finite_or_none
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, benchmark_metrics
+from transitlm.evaluation.records import aggregate_records
+from transitlm.evaluation.reports import details_bytes, finite_or_none
 from transitlm.reward.scoring import scorer_for
-from transitlm.terms import metric_terms
+from transitlm.evaluation.terms import metric_terms
 
 # The routes a record draws for the evaluator's page: the samples log has the
 # answer and the label already.

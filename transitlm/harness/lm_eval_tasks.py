@@ -18,7 +18,7 @@ The folder holds, every path in it absolute:
   transitlm_tasks.json     the settings utils.py reads: the project's folder,
                            the protocol, the station and line files, the inputs
 
-Every row is read as the evaluator reads it (transitlm.inputs) and scored
+Every row is read as the evaluator reads it (transitlm.evaluation.inputs) and scored
 once with its label as the answer before anything is written: a row the
 evaluator could not judge (a broken prompt, label or req_type, a malformed
 line) stops the command with one line, rather than becoming a failure the
@@ -32,17 +32,17 @@ import os
 import re
 
 from common import VERSION, InputError, file_sha256
-from transitlm.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, benchmark_metrics,
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, PROJECT_DIR, benchmark_info, benchmark_metrics,
                                line_file, load_benchmark, station_file)
-from transitlm.engine import Options
-from transitlm.files import Outputs, overwrite_problem
+from transitlm.evaluation.engine import Options
+from transitlm.io.files import Outputs, overwrite_problem
 from transitlm.harness.context_fit import fit_context, prompt_tokens
 from transitlm.generate.runner import UsageError, iter_input_rows, scan_input
 from transitlm.harness.lm_eval_scoring import aggregation_name, process_name
-from transitlm.inputs import SampleReader
-from transitlm.prompts import PromptTally, system_prompt_for
-from transitlm.reports import signature_line
-from transitlm.network_check import cached_sha256, check_test_file
+from transitlm.evaluation.inputs import SampleReader
+from transitlm.evaluation.chat_messages import PromptTally, system_prompt_for
+from transitlm.evaluation.reports import signature_line
+from transitlm.evaluation.network_check import cached_sha256, check_test_file
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
@@ -96,7 +96,7 @@ def _system_prompts(path):
 
 def read_rows(path, benchmark, scorer, override=None):
     """The rows of a test file as the harness's docs -> (docs, the file's
-    SHA-256, the record of their system prompts: transitlm.prompts, as
+    SHA-256, the record of their system prompts: transitlm.evaluation.chat_messages, as
     generate.py chooses them; ``override`` the text of --system_prompt_file).
     InputError for a file the evaluator cannot read, or a row it could not
     judge (``scorer`` judges each row's label as its answer)."""
@@ -137,7 +137,7 @@ def read_rows(path, benchmark, scorer, override=None):
 
 def evaluator_signature(benchmark, protocol, rows, hashes, prompt=None):
     """The signature the evaluator prints for answers to a test file
-    (``evaluate.py --predictions``, every row): transitlm.reports's own
+    (``evaluate.py --predictions``, every row): transitlm.evaluation.reports's own
     signature_line over the report fields it reads.  ``hashes``: the SHA-256
     of the input, station_info and line_info files; ``prompt``: the record
     of the prompt the rows are asked with (report.json ``inputs.prompt``)."""
@@ -317,7 +317,7 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
     files = {}
     for benchmark, path in inputs:
         scorer = scorer_for(benchmark, protocol, station, line)
-        # The test file on this network (transitlm.network_check): refused
+        # The test file on this network (transitlm.evaluation.network_check): refused
         # when most label stations are not in the station file.
         general = benchmark == "general_llm"
         warnings, _ = check_test_file(

@@ -1,9 +1,2 @@
-"""Networks and benchmarks for any city: the data tools' machinery.
-
-``gtfs_import`` (a GTFS feed -> a network folder; data/import_gtfs.py),
-``gtfs_fares`` (GTFS fares per ride), ``router`` (the shortest-path router
-behind every label), ``benchmark_builder`` (the four benchmark files of a
-network; data/make_benchmark.py), ``limits`` (the input limits of these
-tools) and ``demo/`` (the bundled demo network and examples;
-data/make_demo.py).  See docs/gtfs-and-benchmarks.md.
-"""
+"""Networks and benchmarks for any city: the GTFS importer and fares, the router behind every label, the benchmark builder, their limits and the demo network; docs/gtfs-and-benchmarks.md.
+May import transitlm.evaluation, transitlm.io and common."""

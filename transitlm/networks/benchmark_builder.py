@@ -51,14 +51,14 @@ import sys
 from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, InputError,
                     is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
-from transitlm.exit_status import EXIT_USAGE
-from transitlm.files import Outputs, write_csv
-from transitlm.network_check import NETWORK_RECORD, network_record
-from transitlm.terminal import CommandParser
+from transitlm.io.exit_status import EXIT_USAGE
+from transitlm.io.files import Outputs, write_csv
+from transitlm.evaluation.network_check import NETWORK_RECORD, network_record
+from transitlm.io.terminal import CommandParser
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
-from transitlm.networks.prompts import system_prompt
+from transitlm.evaluation.prompt_texts import system_prompt
 from transitlm.networks import limits
 from transitlm.networks.limits import LimitError, parse_number, shown
 from transitlm.networks import router
@@ -740,7 +740,7 @@ def main(argv=None):
 
 
 def build_files(net, args, req_types, left_out, files):
-    """The four benchmark files into ``files`` (transitlm.files.Outputs), a
+    """The four benchmark files into ``files`` (transitlm.io.files.Outputs), a
     line on stdout each -> how many rows were written."""
     print("network        %s  (%d stops, %d lines, %d walking links)" % (
         limits.terminal_text(args.network), len(net.ids), len(net.linedirs),
@@ -758,7 +758,7 @@ def build_files(net, args, req_types, left_out, files):
         print("%-28s %5d rows, %3.0f%% change lines%s" % (
             filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
     # The network the files belong to: every tool that finds this record
-    # beside a test file refuses another network (transitlm.network_check).
+    # beside a test file refuses another network (transitlm.evaluation.network_check).
     files.write(os.path.join(args.out, NETWORK_RECORD), network_record(
         os.path.join(args.network, "station_info.csv"), os.path.join(args.network, "line_info.csv"),
         os.path.abspath(args.network)))

@@ -67,9 +67,9 @@ import zipfile
 
 from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, InputError,
                     haversine_km)
-from transitlm.exit_status import EXIT_USAGE
-from transitlm.files import Outputs, write_csv
-from transitlm.terminal import CommandParser
+from transitlm.io.exit_status import EXIT_USAGE
+from transitlm.io.files import Outputs, write_csv
+from transitlm.io.terminal import CommandParser
 
 from transitlm.networks import gtfs_fares
 from transitlm.networks import limits

@@ -12,7 +12,7 @@ are read by ``parse_int``/``parse_number`` with a range (never NaN or
 infinite); text from files reaches a message through ``shown`` (quoted,
 clipped) and the terminal through ``one_line``/``terminal_text`` (control
 characters escaped).  ``outputs_problem`` keeps every output off every input
-(transitlm.files.overwrite_problem).
+(transitlm.io.files.overwrite_problem).
 
 The numbers below are the documented limits (README, "Limits" of each tool).
 Standard library only.
@@ -27,8 +27,8 @@ import struct
 import zipfile
 import zlib
 
-from transitlm.files import overwrite_problem, unwritable_reason
-from transitlm.terminal import one_line as terminal_one_line
+from transitlm.io.files import overwrite_problem, unwritable_reason
+from transitlm.io.terminal import one_line as terminal_one_line
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -111,7 +111,7 @@ def shown(value, limit=VALUE_CHARS):
 
 
 def terminal_text(text):
-    """Text safe on one terminal line (transitlm.terminal.one_line)."""
+    """Text safe on one terminal line (transitlm.io.terminal.one_line)."""
     return terminal_one_line(text)
 
 
@@ -329,7 +329,7 @@ def zip_entry_problem(info, name, max_bytes):
 
 def unwritable_output(outputs):
     """Why the first output that can be neither replaced nor written through
-    (a folder, a block device, a socket: transitlm.files.unwritable_reason)
+    (a folder, a block device, a socket: transitlm.io.files.unwritable_reason)
     cannot be written, or None.  A character device or a FIFO is written
     through, as by every tool."""
     for out in outputs:

@@ -10,18 +10,18 @@ import heapq
 import json
 import zlib
 import common
-import transitlm.records
-import transitlm.reports
-from transitlm.catalog import METRICS, benchmark_info
-from transitlm.files import write_whole
+import transitlm.evaluation.records
+import transitlm.evaluation.reports
+from transitlm.evaluation.catalog import METRICS, benchmark_info
+from transitlm.io.files import DETAILS_JSONL, write_whole
 from transitlm.pages.layout import (
     bar_chart, bdi, clean_text, css_word, cut_text, esc, fmt_count_pct, fmt_metric,
     fmt_value, html_table, page, table_box)
 from transitlm.pages.maps import Stops, bdi_join, row_map
-from transitlm.records import failure_codes, row_failed
+from transitlm.evaluation.records import failure_codes, row_failed
 
 
-STAGES = transitlm.records.STAGES
+STAGES = transitlm.evaluation.records.STAGES
 
 
 # ---------------------------------------------------------------------------
@@ -288,7 +288,7 @@ def metrics_section(report):
                          '<div class="mval">%s</div><div class="mdesc">%s</div></div>'
                          % (key, esc(label), esc(fmt_metric(key, metrics[key])), esc(meaning)))
     try:
-        summary = transitlm.reports.summary_line(metrics)
+        summary = transitlm.evaluation.reports.summary_line(metrics)
     except (KeyError, TypeError, ValueError):
         summary = ""
     return ('<section id="metrics"><h2>Metrics (the paper\'s names)</h2><div class="metrics">%s'
@@ -419,10 +419,10 @@ def header_section(report, scan):
         out.append('<div class="warnings"><b>Warnings</b><ul>%s</ul></div>'
                    % "".join("<li>%s</li>" % bdi(w) for w in warnings))
     notes = report.get("input_notes") or {}
-    reading = transitlm.reports.reading_notes(notes) if isinstance(notes, dict) else []
+    reading = transitlm.evaluation.reports.reading_notes(notes) if isinstance(notes, dict) else []
     if reading:
         out.append('<p class="reading">%s</p>' % "<br>".join(bdi(line) for line in reading))
-    labels = transitlm.reports.labels_check_lines(report)
+    labels = transitlm.evaluation.reports.labels_check_lines(report)
     if labels:
         out.append('<div class="labels-check"><b>Labels check</b> (the labels scored as '
                    'answers: a sanity check)<ul>%s</ul></div>'
@@ -612,13 +612,13 @@ def explorer_section(scan, rows, benchmark, stops, protocol=None):
     return ('<section id="rows"><h2>Rows</h2><p class="note">%d of %d rows listed (%d with a '
             'failure, %d passed); <b>%d rows left out</b> of this page (limit --html_rows %d: '
             'failures first, spread over every failure code, then a deterministic sample of '
-            'passed rows). The full list is in details.jsonl.</p>'
+            'passed rows). The full list is in %s.</p>'
             '<div class="filters">%s<label>search <input id="f-text" type="search" '
             'placeholder="id, reason, city"></label><button id="f-reset" type="button">reset'
             '</button></div><p id="shown" class="note" aria-live="polite"></p>'
             '%s</section>'
             % (len(rows), scan.rows, listed_failing, len(rows) - listed_failing, left_out,
-               scan.limit, selects, table_box(
+               scan.limit, DETAILS_JSONL, selects, table_box(
                    '<table class="rows"><thead><tr><th>row</th><th>id</th><th>city</th>'
                    '<th>status</th><th>first failed stage</th><th>reasons</th></tr></thead>%s'
                    '</table>' % body)))

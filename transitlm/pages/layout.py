@@ -16,9 +16,9 @@ import json
 import math
 import re
 import unicodedata
-from transitlm.catalog import METRIC
+from transitlm.evaluation.catalog import METRIC
 from transitlm.pages.static import CSS, SCRIPT
-from transitlm.terminal import printable
+from transitlm.io.terminal import printable
 
 
 TEXT_COLOUR = "#1f2328"
@@ -31,7 +31,7 @@ TEXT_COLOUR = "#1f2328"
 def clean_text(value):
     """Text safe to write as UTF-8 HTML: control characters (ANSI escapes),
     bidirectional-text controls (U+202E) and lone surrogates shown as
-    backslash escapes (transitlm.terminal.printable); tab and newline kept."""
+    backslash escapes (transitlm.io.terminal.printable); tab and newline kept."""
     return printable(value if isinstance(value, str) else str(value))
 
 
@@ -67,7 +67,7 @@ def fmt_count_pct(part, whole):
 
 
 def metric_kind(key):
-    """A metric's kind (transitlm.catalog.Metric); "mean" for an unknown key."""
+    """A metric's kind (transitlm.evaluation.catalog.Metric); "mean" for an unknown key."""
     return METRIC[key].kind if key in METRIC else "mean"
 
 

@@ -1,12 +1,5 @@
-"""The benchmark's own verdicts as a reward for RL trainers (docs/reward.md).
-
-``transitlm.reward.score(completion, row, ...)`` scores one completion against
-one row of the release by the evaluators' own rules (``scoring``); the
-adapters call it as each trainer expects: ``trl.route_reward`` (TRL's
-GRPOTrainer), ``verl.compute_score`` (verl), ``openrlhf.reward_func``
-(OpenRLHF, in-process) and the HTTP service of ``reward.py serve``
-(``service``); ``prepare`` writes a release CSV in each trainer's layout.
-"""
+"""The benchmark's own verdicts as an RL reward: scoring, the adapters trl, verl and openrlhf, the HTTP service and prepare; docs/reward.md.
+May import transitlm.evaluation, transitlm.io and common."""
 
 
 def __getattr__(name):

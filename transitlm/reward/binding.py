@@ -19,7 +19,7 @@ station file's hash is the one computed when the scorer loaded it, the line
 file's is computed once per process.
 
 ``PrepareCheck`` is prepare's side: the labels' stations against the network
-(transitlm.network_check), the network record beside the file, and how many
+(transitlm.evaluation.network_check), the network record beside the file, and how many
 labels pass every check of their benchmark under the chosen protocol.
 
 Standard library only; Python 3.8+.
@@ -27,7 +27,7 @@ Standard library only; Python 3.8+.
 
 import os
 
-from transitlm.network_check import (
+from transitlm.evaluation.network_check import (
     FLAG, LabelStations, cached_sha256, enforce, record_verdict, station_verdict)
 
 STATION_PATH = "network_station_info"

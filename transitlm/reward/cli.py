@@ -10,15 +10,15 @@ import argparse
 import sys
 
 from common import PROTOCOLS, InputError
-from transitlm.catalog import BENCHMARK_NAMES, DATA_ENV
-from transitlm.exit_status import EXIT_OK, EXIT_USAGE
-from transitlm.files import overwrite_problem
-from transitlm.json_service import add_listen_arguments
-from transitlm.prompts import read_prompt_file
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_ENV
+from transitlm.io.exit_status import EXIT_OK, EXIT_USAGE
+from transitlm.io.files import overwrite_problem
+from transitlm.io.json_service import add_listen_arguments
+from transitlm.evaluation.chat_messages import read_prompt_file
 from transitlm.reward import prepare, service
 from transitlm.reward.scoring import LINE_ENV, SHAPINGS, STATION_ENV
 from transitlm.reward.settings import ENV
-from transitlm.terminal import CommandParser, one_line, printable
+from transitlm.io.terminal import CommandParser, one_line, printable
 
 
 def _settings_arguments(parser):

@@ -3,7 +3,7 @@ JSON object per line, each one what that trainer's adapter reads back.
 
 Every row becomes a chat ``prompt`` -- its system prompt and its
 ``sft_prompt`` as the user message, chosen as generate.py and harness.py
-lm-eval choose them (transitlm.prompts: --system_prompt_file, else the
+lm-eval choose them (transitlm.evaluation.chat_messages: --system_prompt_file, else the
 row's ``system_prompt`` cell, else the benchmark's default prompt) -- and
 carries the release row the reward scores against: ``index_id``,
 ``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
@@ -22,13 +22,13 @@ carries the release row the reward scores against: ``index_id``,
                --data.input_key input --data.label_key label (reward_func's labels)
 
 The benchmark of a row is ``--benchmark``, else its ``task_id``, else the
-file's name (transitlm.catalog.benchmark_of_task); a row without a task_id
+file's name (transitlm.evaluation.catalog.benchmark_of_task); a row without a task_id
 gets the benchmark's name as one, so every adapter scores it by that
 benchmark's rules.  A task_id that names another benchmark than
 ``--benchmark`` (or none at all) is refused, not overwritten.
 
-The input is streamed (transitlm.csv_rows: a budget per row); the output is
-written whole or not at all (transitlm.files) and never over the input.
+The input is streamed (transitlm.io.csv_rows: a budget per row); the output is
+written whole or not at all (transitlm.io.files) and never over the input.
 Every problem is an InputError with one line naming the file and row.
 
 Standard library only; Python 3.8+.
@@ -40,13 +40,13 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
-from transitlm.csv_rows import blank, csv_rows, header_columns
-from transitlm.files import Outputs, overwrite_problem
-from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
+from transitlm.io.csv_rows import blank, csv_rows, header_columns
+from transitlm.io.files import Outputs, overwrite_problem
+from transitlm.evaluation.chat_messages import (DEFAULT, PromptTally, row_messages, signature_part,
                                system_prompt_for)
 from transitlm.reward.row_check import label_record
-from transitlm.terminal import quoted
+from transitlm.io.terminal import quoted
 
 FORMATS = ("trl", "verl", "openrlhf")
 DEFAULT_SPLIT = "train"
@@ -102,7 +102,7 @@ class Preparer(object):
         self.file_benchmark = benchmark_of_task(os.path.basename(path))
         self.rows = 0
         self.by_benchmark = {}
-        self.prompts = PromptTally()     # the rows' system prompts (transitlm.prompts)
+        self.prompts = PromptTally()     # the rows' system prompts (transitlm.evaluation.chat_messages)
 
     def benchmark_of(self, task, number):
         """The benchmark of data row ``number`` whose task_id cell is ``task``."""

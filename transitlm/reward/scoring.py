@@ -2,11 +2,11 @@
 row of the release, by the evaluators' own code.
 
 ``score(completion, row, ...)`` reads the completion as a model writes it
-(transitlm.answers: reasoning left out, end-of-turn tokens dropped, the JSON
+(transitlm.evaluation.answers: reasoning left out, end-of-turn tokens dropped, the JSON
 route found), judges it with the scenario script of the row's benchmark (the
 same RowJudge, checks and failure codes as ``evaluate.py --predictions``) and
 turns the row's record into the row's terms of every metric
-(transitlm.terms: the numerator and denominator the evaluator sums), then
+(transitlm.evaluation.terms: the numerator and denominator the evaluator sums), then
 into one number by a documented shaping.  A ``Scorer`` holds what one
 benchmark, protocol and network need; it is made once per process and file
 (``scorer_for``) and is safe to share between threads.
@@ -26,13 +26,13 @@ import os
 import threading
 
 from common import PROTOCOLS, StationNetwork, station_cache_folder
-from transitlm.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
                                line_file, load_benchmark, station_file)
-from transitlm.engine import Context, Options, RowJudge
+from transitlm.evaluation.engine import Context, Options, RowJudge
 from transitlm.reward import binding
-from transitlm.inputs import SampleRow
+from transitlm.evaluation.inputs import SampleRow
 from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
-from transitlm.terms import metric_terms
+from transitlm.evaluation.terms import metric_terms
 
 TERMS = ("conn", "sg", "dp", "lo", "sso", "rem", "ea", "pc", "rd")
 KEYS = ("score", "format") + TERMS + ("acc", "error_code", "pred")

@@ -19,7 +19,7 @@ fails a request (it scores low, with its error_code).
 
 The service is stateless -- every answer depends on the request and the
 settings alone -- so any number of replicas may serve behind a load
-balancer.  Its HTTP side is the route-eval service's (transitlm.json_service:
+balancer.  Its HTTP side is the route-eval service's (transitlm.io.json_service:
 RFC 9112 framing, body and head limits, time-outs, a cap on connections and
 on the bytes of bodies held, at most two bodies scored at a time, one log
 line per request, never a traceback to a client), with its own limits on a
@@ -32,9 +32,9 @@ import math
 import sys
 
 from common import PROTOCOLS, VERSION, InputError, type_name
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_info
-from transitlm.exit_status import EXIT_USAGE
-from transitlm.json_service import (
+from transitlm.evaluation.catalog import BENCHMARK_NAMES, benchmark_info
+from transitlm.io.exit_status import EXIT_USAGE
+from transitlm.io.json_service import (
     DEFAULT_HOST, DEFAULT_READ_TIMEOUT, HEALTH_PATH, MAX_BODIES_BYTES, MAX_CONNECTIONS,
     JsonServer, RequestProblem, Route, decode_body, listen_problem, read_timeout_problem,
     serve_until_stopped)
@@ -42,7 +42,7 @@ from transitlm.reward.openrlhf import reward_func
 from transitlm.reward.scoring import (SHAPINGS, RowDataError, checked_weights, network_files,
                                       scorer_for, weights_of)
 from transitlm.reward.settings import ENV, settings
-from transitlm.terminal import one_line
+from transitlm.io.terminal import one_line
 
 REWARD_PATH = "/get_reward"
 LISTS = ("query", "prompts", "labels")

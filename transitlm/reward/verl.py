@@ -31,7 +31,7 @@ if __package__ in (None, ""):            # loaded by its path: the package besid
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
 
-from transitlm.catalog import benchmark_of_task  # noqa: E402
+from transitlm.evaluation.catalog import benchmark_of_task  # noqa: E402
 from transitlm.reward.scoring import RowDataError, row_dict, score  # noqa: E402
 from transitlm.reward.settings import settings  # noqa: E402
 

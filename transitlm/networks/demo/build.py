@@ -40,12 +40,12 @@ import sys
 # restating them; the router that makes the labels lives in router.py.
 
 from common import LINE_COLUMNS, STATION_FILE_COLUMNS, InputError
-from transitlm.catalog import DATA_DIR, benchmark_info
-from transitlm.files import Outputs, write_csv
-from transitlm.terminal import CommandParser
+from transitlm.evaluation.catalog import DATA_DIR, benchmark_info
+from transitlm.io.files import Outputs, write_csv
+from transitlm.io.terminal import CommandParser
 from transitlm.networks import limits
-from transitlm.networks.prompts import DEFAULT_LANGUAGE, system_prompt
-from transitlm.exit_status import EXIT_USAGE
+from transitlm.evaluation.prompt_texts import DEFAULT_LANGUAGE, system_prompt
+from transitlm.io.exit_status import EXIT_USAGE
 from transitlm.networks.router import (
     KIND_METRO, Prefs, alternatives, dumps, pick_od, prefs_for_req, route_json, sub_rng)
 from transitlm.networks.demo.cases import Case, prompt_json

@@ -1,4 +1,4 @@
-"""transitlm/prompts.py: one prompt for a row everywhere (issue 39.2).
+"""transitlm/evaluation/chat_messages.py: one prompt for a row everywhere (issue 39.2).
 
 generate.py, harness.py lm-eval and reward.py prepare send the same chat
 messages for every bundled row, for a file without the system_prompt column
@@ -19,13 +19,13 @@ import unittest
 import transitlm
 from tests.support import REPO
 from tests.support.services import completion
-from transitlm import prompts
+from transitlm.evaluation import chat_messages
 from transitlm.compare.comparability import comparability_notes, shared_signature
 from transitlm.generate import chat
 from transitlm.generate import cli as generate_cli
 from transitlm.harness.cli import main as harness_main
 from transitlm.harness.lm_eval_tasks import task_file_names, write_task_folder
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.evaluation.prompt_texts import benchmark_system_prompt
 from transitlm.reward.cli import main as reward_main
 from transitlm.reward.prepare import prepare
 
@@ -97,7 +97,7 @@ class SameMessagesEverywhere(unittest.TestCase):
         # system message and its sft_prompt as the user message
         # (test_harness_lm_eval_run checks that against the harness itself).
         task = next(iter(settings["tasks"].values()))
-        return ([prompts.chat_messages(doc["system_prompt"], doc["sft_prompt"]) for doc in docs],
+        return ([chat_messages.chat_messages(doc["system_prompt"], doc["sft_prompt"]) for doc in docs],
                 task["prompt"])
 
     def prepare(self, benchmark, path, system_prompt=None):
@@ -108,14 +108,14 @@ class SameMessagesEverywhere(unittest.TestCase):
 
     def expected(self, benchmark, path, override=None):
         with open(path, encoding="utf-8", newline="") as handle:
-            return [prompts.row_messages(row.get("system_prompt"), row["sft_prompt"], benchmark,
+            return [chat_messages.row_messages(row.get("system_prompt"), row["sft_prompt"], benchmark,
                                          override) for row in csv.DictReader(handle)]
 
     def check_all_three(self, benchmark, path, source, override_file=None):
         override = None
         extra = ()
         if override_file is not None:
-            override = prompts.read_prompt_file(override_file)
+            override = chat_messages.read_prompt_file(override_file)
             extra = ("--system_prompt_file", override_file)
         expected = self.expected(benchmark, path, override)
         sent, generate_record, stderr = self.generate(benchmark, path, *extra)
@@ -211,15 +211,15 @@ class PromptFileFlags(unittest.TestCase):
 class Rule(unittest.TestCase):
     def test_the_order_of_the_sources(self):
         default = benchmark_system_prompt("diversity")
-        self.assertEqual(prompts.system_prompt_for("S", "diversity", "F"), ("file", "F"))
-        self.assertEqual(prompts.system_prompt_for("S", "diversity"), ("column", "S"))
+        self.assertEqual(chat_messages.system_prompt_for("S", "diversity", "F"), ("file", "F"))
+        self.assertEqual(chat_messages.system_prompt_for("S", "diversity"), ("column", "S"))
         for cell in (None, "", " \t\n"):
-            self.assertEqual(prompts.system_prompt_for(cell, "diversity"), ("default", default))
-        self.assertEqual(prompts.row_messages(None, "u", "diversity", ""),
+            self.assertEqual(chat_messages.system_prompt_for(cell, "diversity"), ("default", default))
+        self.assertEqual(chat_messages.row_messages(None, "u", "diversity", ""),
                          [{"role": "user", "content": "u"}])
 
     def test_the_record_of_a_run(self):
-        tally = prompts.PromptTally()
+        tally = chat_messages.PromptTally()
         self.assertIsNone(tally.record())
         for _ in range(3):
             tally.add("column", "A")
@@ -230,25 +230,25 @@ class Rule(unittest.TestCase):
         ordered = hashlib.sha256("".join(h + "\n" for h in [sha("A")] * 3 + [sha("B")])
                                  .encode()).hexdigest()
         self.assertEqual(record["sha256"], ordered)
-        self.assertEqual(prompts.valid_record(record), record)
+        self.assertEqual(chat_messages.valid_record(record), record)
         for bad in ({"source": "default+column", "sha256": ordered},
                     {"source": "column", "sha256": "ab"}, {"source": "x", "sha256": ordered},
                     [], None):
-            self.assertIsNone(prompts.valid_record(bad), bad)
+            self.assertIsNone(chat_messages.valid_record(bad), bad)
 
     def test_what_the_evaluator_records_and_signs(self):
         record = {"source": "default", "sha256": sha("x")}
-        self.assertEqual(prompts.run_prompt(False, {"prompt": record}), record)
-        self.assertEqual(prompts.run_prompt(True, {"prompt": record})["source"], "none")
-        self.assertEqual(prompts.run_prompt(False, None)["source"], "unknown")
-        self.assertEqual(prompts.run_prompt(False, {"prompt": {"source": "<b>"}})["source"],
+        self.assertEqual(chat_messages.run_prompt(False, {"prompt": record}), record)
+        self.assertEqual(chat_messages.run_prompt(True, {"prompt": record})["source"], "none")
+        self.assertEqual(chat_messages.run_prompt(False, None)["source"], "unknown")
+        self.assertEqual(chat_messages.run_prompt(False, {"prompt": {"source": "<b>"}})["source"],
                          "unknown")
-        self.assertEqual(prompts.run_prompt(False, {"system_prompt_sha256": sha("y")}),
+        self.assertEqual(chat_messages.run_prompt(False, {"system_prompt_sha256": sha("y")}),
                          {"source": "file", "sha256": sha("y")})          # a 1.3.0 sidecar
-        self.assertEqual(prompts.signature_part(record), "prompt:default#" + sha("x")[:8])
-        self.assertEqual(prompts.signature_part({"source": "none", "sha256": None}),
+        self.assertEqual(chat_messages.signature_part(record), "prompt:default#" + sha("x")[:8])
+        self.assertEqual(chat_messages.signature_part({"source": "none", "sha256": None}),
                          "prompt:none")
-        self.assertEqual(prompts.signature_part(None), "prompt:unknown")
+        self.assertEqual(chat_messages.signature_part(None), "prompt:unknown")
 
     def test_a_run_records_the_prompt_of_its_predictions(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,7 @@ No request can crash it or hold it: every answer, errors included, is JSON
 (``{"error": "..."}`` for an error, never a traceback); a body is refused
 (4xx) before decoding when it nests deeper than ``MAX_JSON_DEPTH``, holds a
 list longer than the service's limit or more than ``MAX_JSON_VALUES`` values;
-a body is read and decoded without a long call in C (transitlm.json_steps),
+a body is read and decoded without a long call in C (transitlm.io.json_steps),
 so a large one never holds the other requests; a request must arrive in
 full within ``read_timeout`` seconds of its first byte (else 408 or the
 connection is closed), an idle connection is closed after that long, at most ``MAX_BUSY``
@@ -26,7 +26,7 @@ chunked body is decoded within the same limits (the server's
 ``MAX_TRAILER_LINES`` trailer lines).  The request line and headers must
 arrive within the first ``MAX_HEAD_BYTES`` (else 431).  Every error answer
 closes the connection.  One log line per request, escaped
-(transitlm.terminal.one_line).  SIGINT/SIGTERM stop ``serve_until_stopped``
+(transitlm.io.terminal.one_line).  SIGINT/SIGTERM stop ``serve_until_stopped``
 cleanly (requests under way are answered) with exit status 130/143.
 
 Standard library only; Python 3.8+.
@@ -45,10 +45,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from common import MAX_JSON_DEPTH, json_outside_strings
-from transitlm.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
-from transitlm.json_steps import AT_ONCE, loads_in_steps
-from transitlm.exit_status import EXIT_OK, SIGNAL_STATUS
-from transitlm.terminal import one_line
+from transitlm.io.bounded_json import MAX_JSON_VALUES, json_shape_problem, parse_int, value_count_over
+from transitlm.io.json_steps import AT_ONCE, loads_in_steps
+from transitlm.io.exit_status import EXIT_OK, SIGNAL_STATUS
+from transitlm.io.terminal import one_line
 
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -597,7 +597,7 @@ def decode_body(body, max_items, items):
         raise RequestProblem(413, "body holds more than %d JSON values: send smaller batches"
                              % MAX_JSON_VALUES)
     try:
-        # json.loads, never long in C (transitlm.json_steps)
+        # json.loads, never long in C (transitlm.io.json_steps)
         return loads_in_steps(text, parse_int=parse_int, spans=spans)
     except (ValueError, RecursionError) as exc:
         raise RequestProblem(400, "body is not valid JSON: %s" % exc)
@@ -609,7 +609,7 @@ def decode_body(body, max_items, items):
 
 def add_listen_arguments(parser, default_port):
     """--host, --port and --read_timeout of a service program (its --version:
-    transitlm.terminal.CommandParser)."""
+    transitlm.io.terminal.CommandParser)."""
     parser.add_argument("--host", default=DEFAULT_HOST, help="default: %(default)s")
     parser.add_argument("--port", type=int, default=default_port,
                         help="default: %(default)s; 0 picks a free port")

@@ -3,7 +3,7 @@
 A benchmark built for one city and scored against another city's station
 file gives calm, wrong figures: its labels themselves "fail".  Two checks
 say so before a figure is printed, and every tool that scores or prepares
-rows calls them (the evaluators through transitlm.engine, the harness, the
+rows calls them (the evaluators through transitlm.evaluation.engine, the harness, the
 reward's prepare, generate.py --evaluate):
 
 - the labels' stations: stop ids (benchmarks 1-3) or station names (the
@@ -40,7 +40,7 @@ NETWORK_RECORD = "network.json"          # beside the files make_benchmark.py wr
 RECORD_MARKER = "transitlm_network"      # the key that makes a network.json ours
 RECORD_SCHEMA = 1
 # The key of the labels' stations in an evaluator's tally (a set, merged
-# across the worker processes by transitlm.engine.Context.count, taken out
+# across the worker processes by transitlm.evaluation.engine.Context.count, taken out
 # before the tally becomes input_notes).
 TALLY_STATIONS = "network_check.label_stations"
 SEEN_LIMIT = 1000000                     # distinct entries kept (memory bound)
@@ -198,7 +198,7 @@ class LabelStations(object):
     (stripped, 【换乘】 and empty ones left out) and looked up once each, at
     the end (``verdict``).  ``by_name``: the labels name stations (the
     general LLM), looked up among the station file's station_name column;
-    else they are stop ids.  With ``tally`` (a transitlm.engine.Context) the
+    else they are stop ids.  With ``tally`` (a transitlm.evaluation.engine.Context) the
     set is kept in its tally, which worker processes send back and the
     parent merges (Context.count); else here."""
 
@@ -376,7 +376,7 @@ def test_file_verdicts(path, network, by_name=False, line_sha=None, names=None):
     evaluator reads it) on ``network`` (general-LLM labels: ``names``, as
     LabelStations) -> (the network record's Verdict, the labels' stations'
     Verdict); InputError only when the file cannot be read."""
-    from transitlm.inputs import SampleReader
+    from transitlm.evaluation.inputs import SampleReader
     record = record_verdict(path, network.sha256, line_sha)
     stations = LabelStations(network, by_name, names=names)
     with SampleReader(path, None) as reader:

@@ -32,7 +32,7 @@ and the total decoded is bounded (READ_BUDGET_FACTOR times the text), so
 text made of a million broken objects costs a bounded, linear time and is an
 ``invalid_json`` error row.  No step is a long call in C (a service's other
 threads run between two): the tags are searched a chunk at a time, and a
-text over a megabyte is decoded in steps (transitlm.json_steps).
+text over a megabyte is decoded in steps (transitlm.io.json_steps).
 
 Standard library only; Python 3.8+.
 """
@@ -42,7 +42,7 @@ import re
 
 from common import (JSON_WHITESPACE, MAX_JSON_DEPTH, SCAN_CHUNK, RowError, decode_json,
                     json_too_deep, loads_stripped)
-from transitlm.json_steps import AT_ONCE, loads_in_steps, raw_decode_in_steps
+from transitlm.io.json_steps import AT_ONCE, loads_in_steps, raw_decode_in_steps
 
 # Tokens a chat template ends a turn with; never part of an answer.
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>",

@@ -28,7 +28,7 @@ def number(record, key):
 def metric_terms(benchmark, protocol, record):
     """{metric: (numerator, denominator)} of one details record, such that each
     metric is sum(numerators) / sum(denominators) over the rows (the rules of
-    transitlm.records.FunnelTotals/metrics_block, personalized.PreferenceTotals and
+    transitlm.evaluation.records.FunnelTotals/metrics_block, personalized.PreferenceTotals and
     diversity.DiversityTotals).  A numerator may be None (a figure written as
     null), which leaves that metric without an interval.  ValueError when a
     figure has the wrong type.

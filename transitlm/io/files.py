@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 from common import InputError
-from transitlm.exit_status import signals_held
+from transitlm.io.exit_status import signals_held
 
 # The files of a run folder (an evaluator's --out), in the order they are listed.
 REPORT_JSON = "report.json"

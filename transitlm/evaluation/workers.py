@@ -31,8 +31,8 @@ import struct
 import traceback
 
 from common import InputError
-from transitlm.exit_status import WorkerFailed
-from transitlm.inputs import SampleRow, SplitRecord, parse_chunk, read_span
+from transitlm.io.exit_status import WorkerFailed
+from transitlm.evaluation.inputs import SampleRow, SplitRecord, parse_chunk, read_span
 
 _LENGTH = struct.Struct("<Q")
 _READ_SIZE = 1 << 20

@@ -8,7 +8,7 @@ time that grows with its square.  ``loads_bounded`` refuses the first two
 before decoding and reads a number longer than 4,000 digits as a float
 (infinite): every problem is a ValueError with an English reason.
 ``json_shape_problem`` is the scan a service makes of a request body before
-decoding it (transitlm.json_service).
+decoding it (transitlm.io.json_service).
 
 JSON has no NaN or Infinity, though ``json`` reads and writes them.
 ``loads_bounded(..., strict=True)`` refuses ``NaN``, ``Infinity``,

@@ -13,8 +13,8 @@ import os
 import stat
 
 from common import InputError, MAX_JSON_DEPTH, UTF8_BOM, json_too_deep, type_name
-from transitlm.csv_rows import ID_COLUMNS
-from transitlm.terminal import encodable, quoted
+from transitlm.io.csv_rows import ID_COLUMNS
+from transitlm.io.terminal import encodable, quoted
 
 CHUNK_BYTES = 1 << 19          # bytes of the sample file a worker reads per task
 

@@ -10,10 +10,10 @@ import os
 import re
 
 from common import TRANSFER_DISTANCE_TOLERANCE_KM, VERSION
-from transitlm.catalog import METRICS
-from transitlm.prompts import signature_part
-from transitlm.records import NO_RESPONSE, failure_codes, row_failed
-from transitlm.terminal import BIDI_CONTROLS, encodable, printable
+from transitlm.evaluation.catalog import METRICS
+from transitlm.evaluation.chat_messages import signature_part
+from transitlm.evaluation.records import NO_RESPONSE, failure_codes, row_failed
+from transitlm.io.terminal import BIDI_CONTROLS, encodable, printable
 
 SCHEMA_VERSION = 3               # report.json / details.jsonl layout (README changelog)
 
@@ -365,7 +365,7 @@ def signature_line(report):
 
     It names the test and the question, not the model: two models scored on
     the same test file and station file, asked with the same system prompts,
-    share it.  The prompt part (transitlm.prompts.signature_part) is
+    share it.  The prompt part (transitlm.evaluation.chat_messages.signature_part) is
     ``prompt:none`` for the labels scored as answers and ``prompt:unknown``
     when nothing records it; compare.py compares it only between runs that
     name one.  The input field (which column was scored) is provenance,

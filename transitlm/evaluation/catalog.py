@@ -15,7 +15,7 @@ import sys
 from common import InputError
 
 # The repository root: the scenario scripts are loaded from there by name.
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The bundled data: the demo network and the example test files.
 DATA_DIR = os.path.join(PROJECT_DIR, "data")
 DATA_ENV = "TRANSITLM_DATA"                  # a folder whose network files replace the bundled ones

@@ -18,8 +18,8 @@ import re
 import sys
 
 from common import VERSION, InputError
-from transitlm.bounded_json import loads_bounded
-from transitlm.files import RUN_FOLDER_FILES, settings_path
+from transitlm.io.bounded_json import loads_bounded
+from transitlm.io.files import RUN_FOLDER_FILES, settings_path
 
 RUN_SCHEMA = 1
 MAX_SETTINGS_BYTES = 1 << 20            # a sidecar larger than this is not read
@@ -65,7 +65,7 @@ def run_record(report, command, generation=None, now=None):
             "protocol": report.get("protocol"),
             "generation": generation,
             # The labels' stations in the station file, and whether the run
-            # was scored anyway on another network (transitlm.network_check).
+            # was scored anyway on another network (transitlm.evaluation.network_check).
             "network_check": (report.get("inputs") or {}).get("network_check")}
 
 

@@ -12,7 +12,7 @@ constants.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.catalog import benchmark_info
+from transitlm.evaluation.catalog import benchmark_info
 
 ROUTE_FIELDS = {
     "zh": ('{"line_sequence": [线路全名, ...], "station_sequence": [%s, ..., "【换乘】", ...], '

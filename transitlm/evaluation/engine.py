@@ -1,6 +1,6 @@
 """The run engine: a ``Benchmark`` (what a scenario script subclasses), the row
 stream from samples to records (in this process, or in the worker processes
-of ``transitlm.workers``).
+of ``transitlm.evaluation.workers``).
 
 Standard library only; Python 3.8+.
 """
@@ -13,18 +13,18 @@ import sys
 from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
-from transitlm import network_check, workers
-from transitlm.answers import read_answer
-from transitlm.inputs import PredictionsFile, RowsSource, SampleReader
-from transitlm.prompts import run_prompt
-from transitlm.provenance import read_generation
-from transitlm.records import (
+from transitlm.evaluation import network_check, workers
+from transitlm.evaluation.answers import read_answer
+from transitlm.evaluation.inputs import PredictionsFile, RowsSource, SampleReader
+from transitlm.evaluation.chat_messages import run_prompt
+from transitlm.evaluation.provenance import read_generation
+from transitlm.evaluation.records import (
     Aggregate, NO_RESPONSE, base_record, error_record, finish_record)
-from transitlm.catalog import benchmark_info, station_file
-from transitlm.reports import (
+from transitlm.evaluation.catalog import benchmark_info, station_file
+from transitlm.evaluation.reports import (
     build_report, details_bytes, details_line, details_parts, failure_line, failure_line_for,
     failure_text, render_funnel)
-from transitlm.terminal import Progress
+from transitlm.io.terminal import Progress
 
 # Rows decoded and judged together: few enough that a batch's decoded JSON is
 # still in the CPU's caches when its rows are judged (32 rows take about 2 %
@@ -40,7 +40,7 @@ class Benchmark(object):
     Every hook returns values; none edits the report.
     """
 
-    name = ""                    # report "benchmark": its entry in transitlm.catalog
+    name = ""                    # report "benchmark": its entry in transitlm.evaluation.catalog
     batch_rows = None            # rows per evaluate_batch call (None: BATCH_ROWS)
     needs_req_type = False
     empty_prediction_is_no_response = False
@@ -133,7 +133,7 @@ class Benchmark(object):
 
     def label_station_names(self, context):
         """The station names a label's names are matched against, for the
-        network check (transitlm.network_check), when routes name stations:
+        network check (transitlm.evaluation.network_check), when routes name stations:
         None = the station file's station_name column."""
         return None
 
@@ -207,11 +207,11 @@ class Context(object):
         # whose JSON was cut out of surrounding text); summed across workers.
         self.tally = {}
         # Predictions are a model's own text (a predictions file, the API's
-        # rows), read as a model writes it (transitlm.answers), not cells of
+        # rows), read as a model writes it (transitlm.evaluation.answers), not cells of
         # a release file, read as the published evaluator reads them.
         self.model_text = bool(options.predictions)
         # The labels' stations counted against the network as rows go by
-        # (transitlm.network_check); None where nobody asks (the reward).
+        # (transitlm.evaluation.network_check); None where nobody asks (the reward).
         self.label_stations = None
 
     def count(self, key, amount=1):
@@ -419,7 +419,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     protocol = PROTOCOLS[options.protocol]
     station_path = station_file(options.station_info)
     prediction_column = None if options.predictions else options.input_field
-    # What the answers were asked (transitlm.prompts): none for the labels,
+    # What the answers were asked (transitlm.evaluation.chat_messages): none for the labels,
     # else what generate.py recorded beside a predictions file.
     prompt = run_prompt(prediction_column == "sft_label",
                         read_generation(options.predictions) if options.predictions else None)

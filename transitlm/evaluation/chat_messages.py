@@ -9,7 +9,7 @@ A row's system message is, in this order:
 2. the row's ``system_prompt`` cell, when the file has that column and the
    cell holds more than white space (an empty cell counts as no cell);
 3. the benchmark's default system prompt
-   (transitlm.networks.prompts.benchmark_system_prompt: the task and the
+   (transitlm.evaluation.prompt_texts.benchmark_system_prompt: the task and the
    answer's JSON format, in Chinese like the release's queries).  The
    release's rows carry no system_prompt column (the published evaluator's
    files: index_id, sft_prompt, sft_label), and without one a model is not
@@ -36,8 +36,8 @@ import hashlib
 import re
 
 from common import InputError
-from transitlm.csv_rows import MAX_ROW_CHARS
-from transitlm.networks.prompts import benchmark_system_prompt
+from transitlm.io.csv_rows import MAX_ROW_CHARS
+from transitlm.evaluation.prompt_texts import benchmark_system_prompt
 
 COLUMN, FILE, DEFAULT = "column", "file", "default"
 SOURCES = (COLUMN, FILE, DEFAULT)       # in the order a mixed source names them
