@@ -61,7 +61,8 @@ def measure(feed, out):
     """(wall s, peak MB) of one importer run in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, IMPORTER, feed, "--out", out, "--city", "Bench"],
+    done = subprocess.run([sys.executable, IMPORTER, feed, "--out", out, "--city", "Bench",
+                           "--overwrite"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     wall = time.perf_counter() - start
     if done.returncode != 0:

@@ -40,6 +40,10 @@ CITIES = {"nyc-subway.zip": "New York", "nyc-lirr.zip": "New York", "caltrain.zi
 # The benchmark size the tests build of each feed (CITIES' feeds; others).
 SAMPLES, OTHER_SAMPLES = 8, 4
 
+# Feeds also imported with --id_prefix, and built at SAMPLES (the networks
+# and labels must be the unprefixed ones' with the prefix before each id).
+PREFIXED = {"caltrain.zip": "ct:"}
+
 _TMP = []
 _IMPORTED = {}
 _BUILT = {}
@@ -77,17 +81,28 @@ def _run(main, argv):
     return out.getvalue()
 
 
+def _net_folder(name, id_prefix=None):
+    return os.path.join(_folder(), name + (".prefixed" if id_prefix else "") + ".net")
+
+
+def _prefix_args(id_prefix):
+    return ["--id_prefix", id_prefix] if id_prefix else []
+
+
 def _prebuild():
-    """Import every shared feed and build its benchmark of the tests' size,
-    each by its command in a process of its own -> {feed: problem} (empty
-    when all went well); the results fill the caches."""
+    """Import every shared feed and build its benchmark of the tests' size
+    (and those of PREFIXED with their prefix), each by its command in a
+    process of its own -> {feed: problem} (empty when all went well); the
+    results fill the caches."""
     problems = {}
-    for name in sorted(n for n in CITIES if available(n)) + other_feeds():
-        out = os.path.join(_folder(), name + ".net")
+    jobs = [(n, None) for n in sorted(n for n in CITIES if available(n)) + other_feeds()]
+    jobs += [(n, prefix) for n, prefix in sorted(PREFIXED.items()) if available(n)]
+    for name, id_prefix in jobs:
+        out = _net_folder(name, id_prefix)
         samples = SAMPLES if name in CITIES else OTHER_SAMPLES
-        bench = os.path.join(_folder(), "%s.bench%d" % (name, samples))
+        bench = out[:-len(".net")] + ".bench%d" % samples
         steps = [(os.path.join(DATA, "import_gtfs.py"), os.path.join(SHARED_GTFS, name),
-                  "--out", out, "--city", city_of(name)),
+                  "--out", out, "--city", city_of(name)) + tuple(_prefix_args(id_prefix)),
                  (os.path.join(DATA, "make_benchmark.py"), "--network", out, "--out", bench,
                   "--samples", str(samples))]
         outputs = []
@@ -96,39 +111,43 @@ def _prebuild():
                                   stderr=subprocess.PIPE, universal_newlines=True,
                                   encoding="utf-8")
             if done.returncode != 0:
-                problems[name] = "%s exited %s: %s" % (step, done.returncode, done.stderr)
+                problems[(name, id_prefix)] = "%s exited %s: %s" % (step, done.returncode,
+                                                                    done.stderr)
                 break
             outputs.append(done.stdout)
         else:
-            _IMPORTED[name] = (out, outputs[0])
-            _BUILT[(name, samples)] = (out, bench, outputs[1])
+            _IMPORTED[(name, id_prefix)] = (out, outputs[0])
+            _BUILT[(name, samples, id_prefix)] = (out, bench, outputs[1])
     return problems
 
 
-def _from_prebuilt(name):
-    problem = PREBUILT.result().get(name)
+def _from_prebuilt(name, id_prefix=None):
+    problem = PREBUILT.result().get((name, id_prefix))
     if problem:
         raise AssertionError(problem)
 
 
-def imported(name):
-    """(network folder, importer summary) of a shared feed, imported once."""
-    _from_prebuilt(name)
-    if name not in _IMPORTED:
-        out = os.path.join(_folder(), name + ".net")
+def imported(name, id_prefix=None):
+    """(network folder, importer summary) of a shared feed (with
+    --id_prefix when given), imported once."""
+    key = (name, id_prefix)
+    _from_prebuilt(name, id_prefix)
+    if key not in _IMPORTED:
+        out = _net_folder(name, id_prefix)
         summary = _run(import_gtfs.main, [os.path.join(SHARED_GTFS, name), "--out", out,
-                                          "--city", city_of(name)])
-        _IMPORTED[name] = (out, summary)
-    return _IMPORTED[name]
+                                          "--city", city_of(name)] + _prefix_args(id_prefix))
+        _IMPORTED[key] = (out, summary)
+    return _IMPORTED[key]
 
 
-def built(name, samples):
-    """(network folder, benchmark folder, builder summary), built once per feed and size."""
-    key = (name, samples)
-    _from_prebuilt(name)
+def built(name, samples, id_prefix=None):
+    """(network folder, benchmark folder, builder summary), built once per feed,
+    size and --id_prefix."""
+    key = (name, samples, id_prefix)
+    _from_prebuilt(name, id_prefix)
     if key not in _BUILT:
-        network, _ = imported(name)
-        bench = os.path.join(_folder(), "%s.bench%d" % (name, samples))
+        network, _ = imported(name, id_prefix)
+        bench = network[:-len(".net")] + ".bench%d" % samples
         summary = _run(make_benchmark.main, ["--network", network, "--out", bench,
                                              "--samples", str(samples)])
         _BUILT[key] = (network, bench, summary)

@@ -11,6 +11,7 @@ import json
 import socket
 import unittest
 
+from transitlm.io import http_client
 from transitlm.generate import chat, failures, runner, waits
 
 
@@ -170,6 +171,38 @@ class Helpers(unittest.TestCase):
         self.assertEqual(chat.chat_url("http://h:8000/v1/ "), "http://h:8000/v1/chat/completions")
         self.assertEqual(chat.chat_url("https://a/v1/chat/completions"),
                          "https://a/v1/chat/completions")
+
+    def test_a_bad_api_url_is_named_for_what_is_wrong(self):
+        # Issue 46.6: a port out of range is said to be one, with no remark
+        # about credentials; that remark only where the URL holds some.
+        from tests.support.services import B1, run_generate
+        for url, words in (
+                ("http://127.0.0.1:99999/v1", "its port 99999 is out of range (a port is 1 to "
+                                              "65535)"),
+                ("http://127.0.0.1:0/v1", "its port 0 is out of range"),
+                ("http://[::1]:70000/v1", "its port 70000 is out of range"),
+                ("http://127.0.0.1:8k/v1", "its port '8k' is not a number"),
+                ("http:///v1", "it names no host"),
+                ("http://[::1/v1", "it cannot be read as a URL"),
+                ("http://user:secret@127.0.0.1:8000/v1",
+                 "it holds a user name or password (user:password@): the key goes in "
+                 "$OPENAI_API_KEY, not in the URL")):
+            with self.subTest(url=url):
+                self.assertIsNone(http_client.origin(chat.chat_url(url)))
+                status, stdout, stderr = run_generate(["--input", B1, "--api_url", url,
+                                                       "--model", "m", "--dry_run"])
+                self.assertEqual((status, stdout), (2, ""))
+                self.assertEqual(stderr.count("\n"), 1, stderr)
+                self.assertTrue(stderr.startswith("generate.py: --api_url "), stderr)
+                self.assertIn("is not the URL of a host generate.py can ask: " + words, stderr)
+                self.assertNotIn("secret", stderr)
+                if "@" not in url:
+                    self.assertNotIn("password", stderr)
+                    self.assertNotIn("key", stderr)
+        for url in ("http://127.0.0.1:65535/v1", "https://h/v1", "http://[::1]:8000/v1"):
+            self.assertIsNone(http_client.url_problem(url), url)
+            self.assertIsNotNone(http_client.origin(url), url)
+        self.assertEqual(http_client.origin("http://h/v1"), ("http", "h", 80))
 
     def test_parse_completion(self):
         answer = {"model": "q", "usage": {"total_tokens": 3},

@@ -370,5 +370,44 @@ class CompareImportedRunsTest(unittest.TestCase):
                          [("single_route", "reference"), ("single_route", "paper")])
 
 
+    def test_the_folders_around_a_run_say_what_to_give_instead(self):
+        # Issue 46.6: compare.py given the import's --out (a run folder per
+        # task, no figures of its own), the harness's output or the task
+        # folder says what it is and what to give, not "no report.json".
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        tasks = os.path.join(tmp, "tasks")
+        write_task_folder(tasks, BUNDLED[:2])
+        answers = all_answers()
+        out = os.path.join(tmp, "lm_eval_out")
+        model_folder = harness_output(out, tasks,
+                                      lambda benchmark, doc: answers[doc["sft_prompt"]])
+        imported = os.path.join(tmp, "imported")
+        status, _, stderr = harness("import", out, "--out", imported)
+        self.assertEqual(status, 0, stderr)
+        task_runs = [os.path.join(imported, TASKS[name]) for name in BENCHMARK_NAMES[:2]]
+        for given, words in (
+                (imported, ["%s is not a run folder (no report.json) but holds 2 run folders, "
+                            "as harness.py import writes one per task: give them, e.g. "
+                            "compare.py " % imported] + task_runs),
+                (out, ["%s is lm-evaluation-harness output" % out,
+                       "python3 harness.py import %s --out DIR" % out]),
+                (model_folder, ["%s is lm-evaluation-harness output" % model_folder]),
+                (tasks, ["%s is a task folder harness.py lm-eval wrote" % tasks])):
+            with self.subTest(given=given):
+                status, stdout, stderr = run_compare([given])
+                self.assertEqual((status, stdout), (2, ""))
+                self.assertEqual(stderr.count("\n"), 1, stderr)
+                self.assertNotIn("no report.json in this run folder", stderr)
+                for text in words:
+                    self.assertIn(text, stderr)
+        # the runs it names are what compare takes
+        status, _, stderr = run_compare(task_runs + ["--json", os.path.join(tmp, "c.json")])
+        self.assertEqual(status, 0, stderr)
+        # a folder of nothing known keeps the plain message
+        empty = os.path.join(tmp, "empty")
+        os.mkdir(empty)
+        self.assertIn("%s: no report.json in this run folder" % empty, run_compare([empty])[2])
+
 if __name__ == "__main__":
     unittest.main()

@@ -181,6 +181,30 @@ class EvaluatorTest(GtfsBenchmark):
         self.assertIn("WARNING: --allow_foreign_network given: %s says"
                       % os.path.join(self.bench, "network.json"), out)
 
+    def test_a_station_file_changed_in_place_is_said_to_have_changed(self):
+        # Issue 46.4: the user gives the very path network.json names, but the
+        # file there changed since the benchmark was built (a stop added): the
+        # message says so instead of asking for the path already given.
+        net, bench = self.path("net"), self.path("bench")
+        shutil.copytree(self.net, net)
+        shutil.copytree(self.bench, bench)
+        stations = os.path.join(net, "station_info.csv")
+        with open(os.path.join(bench, "network.json"), "w", encoding="utf-8") as handle:
+            handle.write(network_check.network_record(stations, os.path.join(net, "line_info.csv"),
+                                                      net))
+        with open(stations, "a", encoding="utf-8") as handle:
+            handle.write('ZZ,0,-73.0,40.5,"[]",Zulu\n')
+        run_dir = self.path("run")
+        status, out, err = self.evaluate("single_route", "--input",
+                                         os.path.join(bench, FILES["single_route"]),
+                                         "--station_info", stations, "--out", run_dir)
+        self.assertEqual((status, out), (2, ""), err)
+        self.assertOneLine(err, "built on the station file %s" % stations,
+                           "the file at that path has changed since the benchmark was built",
+                           "--allow_foreign_network")
+        self.assertNotIn("give --station_info", err)
+        self.assertFalse(os.path.exists(run_dir))
+
     def test_a_release_file_on_another_network_scores_only_when_allowed(self):
         run_dir = self.path("run")
         argv = ["--station_info", self.stations, "--out", run_dir]
@@ -496,6 +520,50 @@ class CheckTest(unittest.TestCase):
                          {"a", "b", "c"})
         self.assertEqual(network_check.label_entries([route]), set())
         self.assertEqual(network_check.label_entries({"station_sequence": "ab"}), set())
+
+    def test_the_record_says_what_became_of_the_file_it_names(self):
+        # Issue 46.4: network.json names the station file a benchmark was
+        # built on; when the file given differs, the message says why -- the
+        # user gave another file, or the file at that path changed since.
+        with tempfile.TemporaryDirectory() as tmp:
+            built_on, other = os.path.join(tmp, "built_on.csv"), os.path.join(tmp, "other.csv")
+            for path, text in ((built_on, "a\n"), (other, "b\n")):
+                with open(path, "w") as handle:
+                    handle.write(text)
+            test_file = os.path.join(tmp, "b1.csv")
+            with open(os.path.join(tmp, network_check.NETWORK_RECORD), "w") as handle:
+                handle.write(network_check.network_record(built_on))
+            sha = network_check.cached_sha256
+
+            def reason(given):
+                verdict = network_check.record_verdict(test_file, sha(given))
+                self.assertEqual(verdict.level, "foreign")
+                self.assertNotIn("\n", verdict.reason)
+                return verdict.reason
+
+            self.assertEqual(network_check.record_verdict(test_file, sha(built_on)).level,
+                             "match")
+            # another file given; the one built on is still there, unchanged
+            self.assertTrue(reason(other).endswith(
+                "not on the one given (SHA-256 %s): give --station_info %s"
+                % (sha(other)[:12], built_on)))
+            original = sha(built_on)
+            # the file at the recorded path changed, and it is the one given
+            with open(built_on, "a") as handle:
+                handle.write("c\n")
+            changed = reason(built_on)
+            self.assertIn("was built on the station file %s (SHA-256 %s); the file at that "
+                          "path has changed since the benchmark was built (SHA-256 now %s)"
+                          % (built_on, original[:12], sha(built_on)[:12]), changed)
+            self.assertNotIn("give --station_info", changed)
+            # another file given, and the recorded one changed too
+            both = reason(other)
+            self.assertIn("not on the one given (SHA-256 %s), and the file at that path has "
+                          "changed since the benchmark was built" % sha(other)[:12], both)
+            self.assertNotIn("give --station_info %s" % built_on, both)
+            # the recorded file is gone
+            os.remove(built_on)
+            self.assertIn("which is no longer there", reason(other))
 
     def test_hashes_are_computed_once_per_file_state(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -21,6 +21,7 @@ from tests.support import evaluator_rows  # noqa: E402
 import common  # noqa: E402
 import transitlm.evaluation.records  # noqa: E402
 from transitlm.networks import benchmark_builder as mb  # noqa: E402
+from transitlm.networks import gtfs_import  # noqa: E402
 from tests import real_feeds  # noqa: E402
 from tests import route_oracle as oracle  # noqa: E402
 from transitlm.networks import router as routing  # noqa: E402
@@ -47,11 +48,11 @@ def read_rows(path):
         return reader.fieldnames, list(reader)
 
 
-def self_scores(network, bench, protocol):
+def self_scores(network, bench, protocol, evaluators=EVALUATORS):
     """benchmark file -> (report JSON, details records) of its labels scored against
     themselves (the evaluators run in this process)."""
     out = {}
-    for evaluator, filename in EVALUATORS:
+    for evaluator, filename in evaluators:
         args = ["--input", os.path.join(bench, filename), "--input_field", "sft_label",
                 "--station_info", os.path.join(network, "station_info.csv"),
                 "--protocol", protocol, "--quiet"]
@@ -67,9 +68,9 @@ class SelfScoreMixin(object):
     """Every label passes every check of its benchmark (general LLM under reference:
     only the published count quirk of one-line full station lists may fail)."""
 
-    def assert_labels_pass(self, network, bench):
+    def assert_labels_pass(self, network, bench, evaluators=EVALUATORS):
         for protocol in ("reference", "paper"):
-            scores = self_scores(network, bench, protocol)
+            scores = self_scores(network, bench, protocol, evaluators)
             for evaluator, (report, records) in scores.items():
                 where = "%s %s" % (evaluator, protocol)
                 self.assertEqual(report["counts"]["errors"], 0, where)
@@ -304,6 +305,47 @@ class SmallFeedNetworkTest(unittest.TestCase):
             with self.assertRaises(mb.NetworkError):
                 mb.zone_fare_table(bad, "L", 3)
 
+    def test_an_out_holding_a_benchmark_is_replaced_only_with_overwrite(self):
+        # Issue 46.4: a second build into the same --out is refused (exit 2, one
+        # line, nothing touched) unless --overwrite, as the evaluators do.
+        names = [filename for _, filename in EVALUATORS] + ["network.json"]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "bench")
+            argv = ["--network", DATA, "--out", out, "--samples", "1"]
+            status, _, err = support.run_in_process(mb.main, argv)
+            self.assertEqual(status, 0, err)
+
+            def contents():
+                found = {}
+                for name in names:
+                    with open(os.path.join(out, name), "rb") as handle:
+                        found[name] = handle.read()
+                return found
+
+            before = contents()
+            status, stdout, err = support.run_in_process(mb.main, argv + ["--seed", "7"])
+            self.assertEqual((status, stdout), (2, ""))
+            self.assertEqual(err, "make_benchmark.py: --out %s already holds a benchmark (%s); "
+                             "pass --overwrite to replace it, or choose another --out\n"
+                             % (out, ", ".join(names)))
+            self.assertEqual(contents(), before)
+            os.remove(os.path.join(out, names[0]))
+            status, _, err = support.run_in_process(mb.main, argv + ["--seed", "7"])
+            self.assertEqual(status, 2)
+            self.assertIn("already holds a benchmark (%s)" % ", ".join(names[1:]), err)
+            status, _, err = support.run_in_process(mb.main, argv + ["--seed", "7", "--overwrite"])
+            self.assertEqual(status, 0, err)
+            after = contents()
+            self.assertNotEqual(after[names[1]], before[names[1]])   # another seed's rows
+            self.assertEqual(sorted(os.listdir(out)), sorted(names))
+            # the network's own folder takes a benchmark beside the network
+            net = os.path.join(tmp, "net")
+            done = run(IMPORTER, write_feed(tmp, BASE_FEED), "--out", net, "--city", "T")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            status, _, err = support.run_in_process(mb.main, ["--network", net, "--out", net,
+                                                              "--samples", "1"])
+            self.assertEqual(status, 0, err)
+
     def test_bad_network_folder_exits_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             done = run(SCRIPT, "--network", tmp, "--out", os.path.join(tmp, "o"), "--samples", "2")
@@ -408,6 +450,77 @@ class DemoNetworkBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCas
 
     def test_labels_are_optimal(self):
         self.assertEqual(self.assert_labels_optimal(DATA, self.out), 48)
+
+
+def label_with_prefix(label, prefix):
+    """A benchmark 1-3 label with ``prefix`` before each stop id."""
+    if "first" in label:
+        return {key: label_with_prefix(route, prefix) for key, route in label.items()}
+    return dict(label, station_sequence=[
+        entry if entry == routing.TRANSFER else prefix + entry
+        for entry in label["station_sequence"]])
+
+
+class PrefixedNetworkTest(SelfScoreMixin, unittest.TestCase):
+    """Issue 45.4: a network imported with --id_prefix builds the benchmark the
+    unprefixed network builds, every stop id of its labels prefixed (the
+    prompts, the general LLM's labels, which name stations, and everything
+    else the same; only the row ids, made from the network's files, differ),
+    and its labels pass the evaluators, as make_benchmark's labels do."""
+
+    def assert_same_but_prefixed(self, plain, prefixed, prefix):
+        """-> rows per benchmark file."""
+        counts = {}
+        for evaluator, filename in EVALUATORS:
+            _, ours = read_rows(os.path.join(prefixed, filename))
+            _, theirs = read_rows(os.path.join(plain, filename))
+            self.assertEqual(len(ours), len(theirs), filename)
+            for mine, other in zip(ours, theirs):
+                label = json.loads(other["sft_label"])
+                if evaluator != "general_llm":
+                    label = label_with_prefix(label, prefix)
+                self.assertEqual(json.loads(mine["sft_label"]), label, filename)
+                self.assertNotEqual(mine["indexid"], other["indexid"])
+                for column in COLUMNS:
+                    if column not in ("sft_label", "indexid"):
+                        self.assertEqual(mine[column], other[column], (filename, column))
+            counts[evaluator] = len(ours)
+        return counts
+
+    def test_small_feed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            feed = write_feed(tmp, BASE_FEED)
+            folders = {}
+            for prefix in (None, "t1:"):
+                net = os.path.join(tmp, "net-%s" % bool(prefix))
+                bench = os.path.join(tmp, "bench-%s" % bool(prefix))
+                status, _, err = support.run_in_process(gtfs_import.main, [
+                    feed, "--out", net, "--city", "Test City"]
+                    + (["--id_prefix", prefix] if prefix else []))
+                self.assertEqual(status, 0, err)
+                status, _, err = support.run_in_process(mb.main, [
+                    "--network", net, "--out", bench, "--samples", "3"])
+                self.assertEqual(status, 0, err)
+                folders[prefix] = (net, bench)
+            counts = self.assert_same_but_prefixed(folders[None][1], folders["t1:"][1], "t1:")
+            # this network has no three routes riding distinct lines: no benchmark-3 row
+            self.assertEqual(counts, {"single_route": 3, "personalized": 3, "diversity": 0,
+                                      "general_llm": 3})
+            self.assert_labels_pass(*folders["t1:"], evaluators=[
+                (evaluator, filename) for evaluator, filename in EVALUATORS
+                if counts[evaluator]])
+
+    @unittest.skipUnless(os.path.isdir(SHARED_GTFS), "../shared/gtfs is absent")
+    def test_shared_feeds(self):
+        for name, prefix in sorted(real_feeds.PREFIXED.items()):
+            with self.subTest(feed=name):
+                if not real_feeds.available(name):
+                    self.skipTest("%s is absent" % name)
+                _, plain, _ = real_feeds.built(name, real_feeds.SAMPLES)
+                network, bench, _ = real_feeds.built(name, real_feeds.SAMPLES, prefix)
+                counts = self.assert_same_but_prefixed(plain, bench, prefix)
+                self.assertEqual(set(counts.values()), {real_feeds.SAMPLES})
+                self.assert_labels_pass(network, bench)
 
 
 @unittest.skipUnless(os.path.isdir(SHARED_GTFS), "../shared/gtfs is absent")

@@ -14,10 +14,11 @@ REPO = os.path.dirname(HERE)
 DATA = os.path.join(REPO, "data")
 SHARED_GTFS = os.path.join(REPO, "..", "shared", "gtfs")
 
+import common  # noqa: E402
 from transitlm.networks import gtfs_import as gtfs  # noqa: E402
 from tests import real_feeds  # noqa: E402
-from tests.support.evaluator_rows import run_in_process  # noqa: E402
-from tests.support.gtfs_feeds import BASE_FEED, write_feed  # noqa: E402
+from tests.support.evaluator_rows import run_in_process
+from tests.support.gtfs_feeds import BASE_FEED, network_file_with_prefix, write_feed
 
 csv.field_size_limit(2 ** 31 - 1)
 
@@ -293,6 +294,106 @@ class SmallFeedTest(unittest.TestCase):
         _, stations = read_csv(os.path.join(out, "station_info.csv"))
         self.assertNotIn("E", [r["stop_id"] for r in stations])
 
+    def test_an_out_holding_a_network_is_replaced_only_with_overwrite(self):
+        # Issue 46.4: a second import into the same --out is refused (exit 2,
+        # one line, nothing touched) unless --overwrite, as the evaluators do.
+        out, _ = self.import_ok(BASE_FEED)
+        feed = write_feed(os.path.dirname(out), BASE_FEED)
+
+        def contents():
+            found = {}
+            for name in gtfs.OUTPUT_FILES:
+                with open(os.path.join(out, name), "rb") as handle:
+                    found[name] = handle.read()
+            return found
+
+        before = contents()
+        done = run_import(feed, out, "--adcode", "999")
+        self.assertEqual((done.returncode, done.stdout), (2, ""))
+        self.assertEqual(done.stderr, "import_gtfs.py: --out %s already holds a network "
+                         "(station_info.csv, line_info.csv, hop_times.csv, line_service.csv, "
+                         "city.json); pass --overwrite to replace it, or choose another --out\n"
+                         % out)
+        self.assertEqual(contents(), before)
+        # one of its files is enough
+        for name in gtfs.OUTPUT_FILES[1:]:
+            os.remove(os.path.join(out, name))
+        done = run_import(feed, out, "--adcode", "999")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("already holds a network (station_info.csv)", done.stderr)
+        done = run_import(feed, out, "--adcode", "999", "--overwrite")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        _, stations = read_csv(os.path.join(out, "station_info.csv"))
+        self.assertEqual({r["ad_code"] for r in stations}, {"999"})
+        self.assertEqual(sorted(os.listdir(out)), sorted(gtfs.OUTPUT_FILES))
+        # a folder holding other files (a benchmark built beside the network) is fine
+        other = os.path.join(os.path.dirname(out), "other")
+        os.mkdir(other)
+        with open(os.path.join(other, "benchmark1_single_route.csv"), "w") as handle:
+            handle.write("x\n")
+        self.assertEqual(run_import(feed, other).returncode, 0)
+
+    def test_id_prefix_goes_before_every_stop_id(self):
+        # Issue 45.4: --id_prefix P writes P + the feed's id wherever a stop id
+        # is written; everything else is the unprefixed network's, byte for byte.
+        files = dict(BASE_FEED)
+        # no direction_id on one route: its direction is named by its end stops
+        files["trips.txt"] = files["trips.txt"].replace("\nBUS,WK,b1,0\n", "\nBUS,WK,b1,\n")
+        self.assertIn("BUS,WK,b1,\n", files["trips.txt"])
+        plain, _ = self.import_ok(files)
+        prefixed, stdout = self.import_ok(files, "--id_prefix", "ny:")
+        self.assertIn('stop ids written as "ny:" + the feed\'s', stdout)
+        expected = {name: network_file_with_prefix(plain, name, "ny:")
+                    for name in gtfs.OUTPUT_FILES if name != "city.json"}
+        for name, rows in expected.items():
+            self.assertEqual(read_csv(os.path.join(prefixed, name)), rows, name)
+        _, service = read_csv(os.path.join(prefixed, "line_service.csv"))
+        self.assertIn("ny:C>ny:D", [r["direction"] for r in service])
+        with open(os.path.join(prefixed, "city.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["id_prefix"], "ny:")
+        with open(os.path.join(plain, "city.json"), encoding="utf-8") as handle:
+            self.assertNotIn("id_prefix", json.load(handle))
+
+    def test_two_feeds_with_the_same_ids_combine_once_prefixed(self):
+        # Two feeds whose stop ids overlap (here the same feed twice): their
+        # station files together repeat every id; prefixed, none.
+        files = dict(BASE_FEED)
+        outs = {}
+        for prefix in (None, "a:", "b:"):
+            outs[prefix], _ = self.import_ok(files, *(("--id_prefix", prefix) if prefix else ()))
+
+        def combined(*folders):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "station_info.csv")
+                with open(path, "w", encoding="utf-8", newline="") as handle:
+                    for k, folder in enumerate(folders):
+                        with open(os.path.join(folder, "station_info.csv"), encoding="utf-8",
+                                  newline="") as part:
+                            lines = part.readlines()
+                        handle.writelines(lines if k == 0 else lines[1:])
+                network = common.StationNetwork.load(path)
+                return network.warnings, sum(1 for _ in read_csv(path)[1])
+
+        warnings, rows = combined(outs[None], outs[None])
+        self.assertEqual(rows, 10)
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("lists 5 stop id(s) more than once", warnings[0])
+        warnings, rows = combined(outs["a:"], outs["b:"])
+        self.assertEqual((warnings, rows), ([], 10))
+
+    def test_a_bad_id_prefix_is_one_line(self):
+        for bad, words in (("", "it is empty"), ("a b", "'a b': use ASCII letters"),
+                           ("x" * 17, "is 17 characters long (at most 16)"),
+                           ("-x", "use ASCII letters"), ('a"', "use ASCII letters"),
+                           ("\u5317:", "use ASCII letters"), ("a,b", "use ASCII letters"),
+                           ("bus-", "starts with bus-, the prefix the route-eval rules add")):
+            with self.subTest(prefix=bad):
+                err = self.import_fails(BASE_FEED, "--id_prefix=" + bad)
+                self.assertIn("import_gtfs.py: error: argument --id_prefix: ", err)
+                self.assertIn(words, err)
+        for good in ("a", "NYC:", "x" * 16, "b.2_-:"):
+            self.assertIsNone(gtfs.id_prefix_problem(good), good)
+
     def test_file_level_problems_exit_2_naming_the_file(self):
         files = dict(BASE_FEED)
         del files["trips.txt"]
@@ -412,6 +513,23 @@ class RealFeedTest(unittest.TestCase):
         for name in real_feeds.other_feeds():
             with self.subTest(feed=name):
                 self.check_feed(name, None)
+
+    def test_id_prefix(self):
+        # Issue 45.4: a real feed imported with --id_prefix is the network
+        # imported without it, with the prefix before every stop id.
+        for name, prefix in sorted(real_feeds.PREFIXED.items()):
+            with self.subTest(feed=name):
+                if not real_feeds.available(name):
+                    self.skipTest("%s is absent" % name)
+                plain, _ = real_feeds.imported(name)
+                prefixed, summary = real_feeds.imported(name, prefix)
+                self.assertIn('stop ids written as "%s"' % prefix, summary)
+                for output in gtfs.OUTPUT_FILES:
+                    if output.endswith(".csv"):
+                        self.assertEqual(read_csv(os.path.join(prefixed, output)),
+                                         network_file_with_prefix(plain, output, prefix), output)
+                _, stations = read_csv(os.path.join(prefixed, "station_info.csv"))
+                self.assertTrue(all(r["stop_id"].startswith(prefix) for r in stations))
 
 
 if __name__ == "__main__":

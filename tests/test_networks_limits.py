@@ -402,15 +402,21 @@ class FeedFilesTest(ImportCase):
             self.refused(self.feed(), "hop_times.csv is a socket", extra=("--out", out))
 
     def test_a_link_planted_under_an_output_name_is_replaced_not_written_through(self):
-        # A symlink where an output goes, pointing at a file no run reads: the
-        # import replaces the link with its file and never writes the target.
+        # A symlink where an output goes, pointing at a file no run reads: an
+        # output the folder holds, refused without --overwrite (issue 46.4);
+        # with it, the import replaces the link with its file and never
+        # writes the target.
         victim = os.path.join(self.dir, "victim.txt")
         with open(victim, "w") as handle:
             handle.write("keep me")
         out = os.path.join(self.dir, "planted")
         os.makedirs(out)
         os.symlink(victim, os.path.join(out, "line_info.csv"))
-        self.imported(self.feed(), "--out", out)
+        status, _, err = in_process(gtfs.main, self.feed(), "--city", "Testville", "--out", out)
+        self.assertEqual(status, 2, err)
+        self.assertIn("already holds a network (line_info.csv); pass --overwrite", err)
+        self.assertTrue(os.path.islink(os.path.join(out, "line_info.csv")))
+        self.imported(self.feed(), "--out", out, "--overwrite")
         with open(victim) as handle:
             self.assertEqual(handle.read(), "keep me")
         self.assertFalse(os.path.islink(os.path.join(out, "line_info.csv")))
@@ -618,6 +624,11 @@ class NetworkInputTest(NetworkCase):
         os.makedirs(out)
         os.symlink(victim, os.path.join(out, "benchmark3_diversity.csv"))
         status, _, err = in_process(mb.main, "--network", DATA, "--out", out, "--samples", "1")
+        self.assertEqual(status, 2, err)       # an output it holds (issue 46.4)
+        self.assertIn("already holds a benchmark (benchmark3_diversity.csv)", err)
+        self.assertTrue(os.path.islink(os.path.join(out, "benchmark3_diversity.csv")))
+        status, _, err = in_process(mb.main, "--network", DATA, "--out", out, "--samples", "1",
+                                    "--overwrite")
         self.assertEqual(status, 0, err)
         with open(victim) as handle:
             self.assertEqual(handle.read(), "keep me")

@@ -1,5 +1,7 @@
 """GTFS feeds written by the tests."""
 
+import csv
+import json
 import os
 import zipfile
 
@@ -40,6 +42,42 @@ BASE_FEED = {
                       "s1,10:00:00,10:00:00,A,1\n"
                       "s1,10:09:00,10:09:00,D,2\n",
 }
+
+
+def network_file_with_prefix(folder, name, prefix):
+    """(header, rows as dicts) of a network file import_gtfs.py wrote into
+    ``folder``, with ``prefix`` put before every stop id it holds, field by
+    field as the file layouts say (station_info.csv: stop_id and
+    next_hop_stations; line_info.csv: each station's stop_id and station_id;
+    hop_times.csv: from_stop_id, to_stop_id; line_service.csv: a direction
+    named by its end stops, "<id>><id>").  What --id_prefix should write."""
+    def read(file_name):
+        with open(os.path.join(folder, file_name), encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            return reader.fieldnames, list(reader)
+
+    header, rows = read(name)
+    ids = {row["stop_id"] for row in read("station_info.csv")[1]}
+    for row in rows:
+        if name == "station_info.csv":
+            row["stop_id"] = prefix + row["stop_id"]
+            row["next_hop_stations"] = json.dumps(
+                [prefix + hop for hop in json.loads(row["next_hop_stations"])],
+                ensure_ascii=False)
+        elif name == "line_info.csv":
+            stations = json.loads(row["station_list"])
+            for station in stations:
+                station["stop_id"] = prefix + station["stop_id"]
+                station["station_id"] = prefix + station["station_id"]
+            row["station_list"] = json.dumps(stations, ensure_ascii=False)
+        elif name == "hop_times.csv":
+            row["from_stop_id"] = prefix + row["from_stop_id"]
+            row["to_stop_id"] = prefix + row["to_stop_id"]
+        elif name == "line_service.csv":
+            ends = row["direction"].split(">")
+            if len(ends) == 2 and all(end in ids for end in ends):
+                row["direction"] = ">".join(prefix + end for end in ends)
+    return header, rows
 
 
 def write_feed(folder, files, as_zip=False, bom=False):

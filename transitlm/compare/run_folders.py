@@ -271,6 +271,10 @@ def run_files(path):
     share its folder with other runs)."""
     if os.path.isdir(path):
         report, details = os.path.join(path, REPORT_JSON), os.path.join(path, DETAILS_JSONL)
+        if not os.path.lexists(report) and not os.path.lexists(details):
+            problem = not_a_run_folder(path)
+            if problem:
+                raise CompareError(problem)
         for needed in (report, details):
             if os.path.lexists(needed) and not os.path.isfile(needed):
                 raise CompareError("%s: not a regular file" % needed)
@@ -286,6 +290,60 @@ def run_files(path):
     if os.path.isfile(path):
         return report_beside(path), path, None
     raise CompareError("%s: no such run folder or details file" % path)
+
+
+# Entries of a folder looked at to say what it is when it holds no run.
+MAX_FOLDER_ENTRIES = 1000
+
+
+def _entries(folder):
+    """Up to MAX_FOLDER_ENTRIES names in ``folder``, sorted ([] when unreadable)."""
+    try:
+        with os.scandir(folder) as found:
+            names = []
+            for entry in found:
+                names.append(entry.name)
+                if len(names) >= MAX_FOLDER_ENTRIES:
+                    break
+    except OSError:
+        return []
+    return sorted(names)
+
+
+def not_a_run_folder(path):
+    """What a folder given as a RUN is when it holds no report.json nor
+    details.jsonl, in one line saying what to give instead -- the folder
+    harness.py import wrote (a run folder per task in it), the harness's own
+    output (results_<date>.json), a task folder harness.py lm-eval wrote --
+    or None (the caller says what is missing)."""
+    from transitlm.harness.lm_eval_output import DATE_RE
+    names = _entries(path)
+    runs = [os.path.join(path, name) for name in names
+            if all(os.path.isfile(os.path.join(path, name, needed))
+                   for needed in (REPORT_JSON, DETAILS_JSONL))]
+    if runs:
+        return ("%s is not a run folder (no %s) but holds %d run folder%s, as harness.py "
+                "import writes one per task: give %s, e.g. compare.py %s"
+                % (path, REPORT_JSON, len(runs), "" if len(runs) == 1 else "s",
+                   "it" if len(runs) == 1 else "them", " ".join(runs[:4])))
+
+    def results_in(folder, entries):
+        return [name for name in entries if name.endswith(".json") and DATE_RE.search(name)
+                and not name.startswith("samples_")]
+
+    harness = results_in(path, names) or [
+        name for name in names if os.path.isdir(os.path.join(path, name))
+        and results_in(os.path.join(path, name), _entries(os.path.join(path, name)))]
+    if harness:
+        return ("%s is lm-evaluation-harness output (results_<date>.json), which holds no "
+                "row's verdicts: turn it into run folders with python3 harness.py import %s "
+                "--out DIR, then compare DIR's folders (one per task)" % (path, path))
+    from transitlm.harness.lm_eval_tasks import SETTINGS_FILE
+    if SETTINGS_FILE in names:
+        return ("%s is a task folder harness.py lm-eval wrote, what the harness is run on: run "
+                "lm_eval on it, then harness.py import its output and compare the run folders "
+                "that writes" % path)
+    return None
 
 
 def read_report(path):

@@ -44,6 +44,9 @@ RECORD_SCHEMA = 1
 # before the tally becomes input_notes).
 TALLY_STATIONS = "network_check.label_stations"
 SEEN_LIMIT = 1000000                     # distinct entries kept (memory bound)
+# A file network.json names is read again, to say whether it changed since
+# the benchmark was built, only up to this size (time bound).
+RECHECK_BYTES = 4 << 30
 # An evaluator looks at the labels of every row up to SAMPLE_HEAD, then of
 # one row in SAMPLE_STRIDE (row numbers that are multiples of it): a station
 # set costs about a microsecond a label, 2-4 % of a run if every row of a big
@@ -362,13 +365,48 @@ def record_verdict(test_path, station_sha, line_sha=None):
         entry = _recorded(record, role)
         if entry is None or sha is None or entry["sha256"] == sha:
             continue
-        return Verdict("foreign", "%s says %s was built on the %s file %s (SHA-256 %s), "
-                       "not on the one given (SHA-256 %s): give %s %s"
-                       % (record["_path"], os.path.basename(test_path),
-                          "station" if role == "station_info" else "line",
-                          entry.get("path"), entry["sha256"][:12], sha[:12], option,
-                          entry.get("path")))
+        return Verdict("foreign", _record_mismatch(
+            record, os.path.basename(test_path), "station" if role == "station_info" else "line",
+            entry, sha, option))
     return Verdict("match")
+
+
+def _record_mismatch(record, test_name, kind, entry, sha, option):
+    """Why the file given is not the one network.json records, in one line.
+    The recorded path is looked at again: when it holds the file given now
+    (or something else again), that file changed since the benchmark was
+    built, and naming the path would only send the user round in a circle."""
+    recorded = entry.get("path")
+    said = "%s says %s was built on the %s file %s (SHA-256 %s)" % (
+        record["_path"], test_name, kind, recorded, entry["sha256"][:12])
+    now = _sha_now(recorded)
+    if now is None:
+        return ("%s, which is no longer there; the one given has SHA-256 %s: give %s the file "
+                "it was built on, or build the benchmark again on this one (make_benchmark.py)"
+                % (said, sha[:12], option))
+    if now == entry["sha256"] or not now:
+        return "%s, not on the one given (SHA-256 %s): give %s %s" % (said, sha[:12], option,
+                                                                     recorded)
+    if now == sha:
+        return ("%s; the file at that path has changed since the benchmark was built (SHA-256 "
+                "now %s): restore the file it was built on, or build the benchmark again on "
+                "this one (make_benchmark.py)" % (said, sha[:12]))
+    return ("%s, not on the one given (SHA-256 %s), and the file at that path has changed since "
+            "the benchmark was built (SHA-256 now %s): give %s the file it was built on, or "
+            "build the benchmark again (make_benchmark.py)" % (said, sha[:12], now[:12], option))
+
+
+def _sha_now(path):
+    """SHA-256 of the file at a recorded path now, or None when there is no
+    regular file there (or it cannot be read)."""
+    if not isinstance(path, str) or not path or not os.path.isfile(path):
+        return None
+    try:
+        if os.path.getsize(path) > RECHECK_BYTES:
+            return ""                      # not read: neither the built-on file nor this one
+        return cached_sha256(path)
+    except (OSError, InputError):
+        return None
 
 
 def test_file_verdicts(path, network, by_name=False, line_sha=None, names=None):

@@ -12,14 +12,13 @@ Standard library only; Python 3.8+.
 
 import datetime
 import json
-import os
 import platform
 import re
 import sys
 
 from common import VERSION, InputError
 from transitlm.io.bounded_json import loads_bounded
-from transitlm.io.files import RUN_FOLDER_FILES, settings_path
+from transitlm.io.files import RUN_FOLDER_FILES, check_not_held, held_files, settings_path
 
 RUN_SCHEMA = 1
 MAX_SETTINGS_BYTES = 1 << 20            # a sidecar larger than this is not read
@@ -95,19 +94,12 @@ def without_credentials(text):
 
 def held_run_files(folder):
     """The run-folder files ``folder`` already holds (empty when none or no folder)."""
-    try:
-        names = set(os.listdir(folder))
-    except OSError:
-        return []
-    return [name for name in RUN_FOLDER_FILES if name in names]
+    return held_files(folder, RUN_FOLDER_FILES)
 
 
 def check_run_folder(folder, overwrite, api=False):
     """InputError when ``folder`` already holds a run and ``overwrite`` is off
     (``api``: the message names the Python API's arguments)."""
-    held = held_run_files(folder)
-    if held and not overwrite:
-        raise InputError("run folder %s already holds a run (%s); pass %s to replace it, "
-                         "or choose another %s" % (folder, ", ".join(held),
-                                                    "overwrite=True" if api else "--overwrite",
-                                                    "out=" if api else "--out"))
+    check_not_held(folder, RUN_FOLDER_FILES, overwrite, "a run", folder_what="run folder",
+                   overwrite_flag="overwrite=True" if api else "--overwrite",
+                   out_flag="out=" if api else "--out")

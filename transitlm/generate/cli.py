@@ -30,7 +30,7 @@ from transitlm.generate.runner import (LineWriter, OutputState, ProgressLine, Ru
                                        read_output_state, run_dir_for, scan_input,
                                        summary_lines)
 from transitlm.generate.waits import BACKOFF_BASE_S, BACKOFF_CAP_S
-from transitlm.io.http_client import origin
+from transitlm.io.http_client import origin, url_problem
 from transitlm.evaluation.chat_messages import read_prompt_file
 from transitlm.evaluation.provenance import without_credentials
 from transitlm.io.exit_status import (EXIT_OK, EXIT_USAGE, SIGNAL_STATUS, Terminated,
@@ -280,9 +280,11 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
         raise UsageError("--api_url must start with http:// or https:// (got %s)"
                          % args.api_url)
     if origin(chat_url(args.api_url)) is None:
-        raise UsageError("--api_url %s is not the URL of a host (and port) generate.py can ask "
-                         "(no user:password@ in it: the key goes in $%s)"
-                         % (without_credentials(args.api_url), key_env))
+        problem = url_problem(chat_url(args.api_url),
+                              ": the key goes in $%s, not in the URL" % key_env)
+        raise UsageError("--api_url %s is not the URL of a host generate.py can ask: %s"
+                         % (without_credentials(args.api_url),
+                            problem or "it names no host and port"))
     extra_body = parse_extra_body(args.extra_body, args.no_thinking)
     system_override = (read_system_prompt(args.system_prompt_file)
                        if args.system_prompt_file else None)

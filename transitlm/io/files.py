@@ -12,7 +12,10 @@ stays sent).  Any other existing target that is not a regular file (a
 folder, a block device, a socket) is refused.  ``Outputs`` commits several
 together, after the last one is complete.  ``overwrite_problem`` refuses an
 output that names one of the run's inputs, however the path is spelled (a
-symbolic link, a hard link, ``./``), and an output that cannot be written.  ``make_folders``/``remove_folders``
+symbolic link, a hard link, ``./``), and an output that cannot be written.
+``check_not_held`` refuses a folder that already holds a tool's files unless
+it is told to overwrite them (the evaluators' and the data tools'
+``--overwrite``).  ``make_folders``/``remove_folders``
 create an output's missing folders and take them away again when the run
 does not succeed.
 
@@ -361,6 +364,33 @@ def _streamed_device(path):
 
 def _named(what, path):
     return "%s %s" % (what, path) if what else path
+
+
+def held_files(folder, names):
+    """The files of ``names`` that ``folder`` already holds, in the order of
+    ``names`` (empty when none, or when there is no such folder).  A stream
+    (a device such as /dev/null, a FIFO) under one of the names is not held:
+    it is written through, and nothing is replaced."""
+    try:
+        present = set(os.listdir(folder))
+    except (OSError, ValueError):
+        return []
+    return [name for name in names
+            if name in present and not is_stream(os.path.join(folder, name))]
+
+
+def check_not_held(folder, names, overwrite, holds, folder_what="--out",
+                   overwrite_flag="--overwrite", out_flag="--out"):
+    """InputError (one line) when ``folder`` already holds one of the files
+    ``names`` a tool is about to write and ``overwrite`` is off: a run never
+    replaces what an earlier one wrote unless asked to.  ``holds`` names what
+    those files are ("a run", "a network"); ``folder_what`` how the message
+    introduces the folder; the flags are those the message suggests."""
+    held = held_files(folder, names)
+    if held and not overwrite:
+        raise InputError("%s %s already holds %s (%s); pass %s to replace it, or choose "
+                         "another %s" % (folder_what, folder, holds, ", ".join(held),
+                                         overwrite_flag, out_flag))
 
 
 def make_folders(path, created, what="run folder"):

@@ -115,16 +115,45 @@ def read_error_body(error, deadline, max_bytes):
 
 def origin(url):
     """(scheme, host, port) of an http(s) URL, the default port filled in;
-    None for anything else (another scheme, user info, an unreadable port)."""
+    None for anything else (another scheme, user info, an unreadable port or
+    one outside 1-65535: ``url_problem`` says which)."""
     try:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()
         port = parts.port
     except ValueError:
         return None
-    if scheme not in DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc:
+    if (scheme not in DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc
+            or port == 0):
         return None
     return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
+
+
+def url_problem(url, user_info_hint=""):
+    """Why ``origin(url)`` is None -- what is wrong with the URL, in words
+    (``user_info_hint`` follows the words on a URL holding user:password@) --
+    or None for a URL a request can go to."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:
+        return "it cannot be read as a URL (%s)" % exc
+    if parts.scheme.lower() not in DEFAULT_PORTS:
+        return "it does not start with http:// or https://"
+    if "@" in parts.netloc:
+        return "it holds a user name or password (user:password@)" + user_info_hint
+    if not parts.hostname:
+        return "it names no host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+        text = parts.netloc.rpartition("]")[2].rpartition(":")[2]
+        if not (text.isascii() and text.isdigit()):
+            return "its port %r is not a number (a port is 1 to 65535)" % text
+        port = int(text)
+    if port is not None and not 1 <= port <= 65535:
+        return "its port %d is out of range (a port is 1 to 65535)" % port
+    return None
 
 
 def redirect_target(request_url, headers):

@@ -1,13 +1,16 @@
 """Build the four TransitLM benchmark files for any network folder.
 
     python3 data/make_benchmark.py --network DIR --out DIR --samples N [--seed S] [--lang zh|en]
+                                   [--overwrite]
 
 DIR is a folder written by import_gtfs.py or make_demo.py (station_info.csv
 and line_info.csv; hop_times.csv, line_service.csv and city.json when
 present).  Writes benchmark1_single_route.csv, benchmark2_personalized.csv,
 benchmark3_diversity.csv and general_llm.csv in the released test-file
 layout (task_id, req_type, adcode, indexid, system_prompt, sft_prompt,
-sft_label) plus an empty generate_results column, N rows each.
+sft_label) plus an empty generate_results column, N rows each, and
+network.json; an --out that already holds any of them is refused unless
+--overwrite.
 
 Labels come from the router of router.py (the one behind the demo data),
 exact under its documented cost and rules (README "Evaluate a new city"):
@@ -52,7 +55,7 @@ from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, InputError,
                     is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.io.exit_status import EXIT_USAGE
-from transitlm.io.files import Outputs, write_csv
+from transitlm.io.files import Outputs, check_not_held, write_csv
 from transitlm.evaluation.network_check import NETWORK_RECORD, network_record
 from transitlm.io.terminal import CommandParser
 from common import CITY_CODES
@@ -697,7 +700,15 @@ def parse_args(argv):
     parser.add_argument("--samples", type=positive_int, required=True, help="rows per file")
     parser.add_argument("--seed", type=seed_int, default=SEED_DEFAULT, help="generator seed")
     parser.add_argument("--lang", choices=("zh", "en"), default="zh", help="prompt language (default zh)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --out replace the benchmark a folder already holds "
+                             "(without it such a folder is refused)")
     return parser.parse_args(argv)
+
+
+def output_names():
+    """The files make_benchmark.py writes into --out."""
+    return tuple(filename for _, filename, _ in FILES) + (NETWORK_RECORD,)
 
 
 def output_problem(network, out):
@@ -705,8 +716,7 @@ def output_problem(network, out):
     overwrite one of the network's files), or None."""
     if os.path.exists(out) and not os.path.isdir(out):
         return "--out %s is not a folder" % out
-    return limits.outputs_problem([os.path.join(out, filename) for _, filename, _ in FILES]
-                                  + [os.path.join(out, NETWORK_RECORD)],
+    return limits.outputs_problem([os.path.join(out, name) for name in output_names()],
                                   [os.path.join(network, name) for name in NETWORK_FILES])
 
 
@@ -721,8 +731,9 @@ def main(argv=None):
     if problem:
         return fail(problem)
     try:
+        check_not_held(args.out, output_names(), args.overwrite, "a benchmark")
         net = load_network(args.network)
-    except NetworkError as exc:
+    except (NetworkError, InputError) as exc:
         return fail(exc)
     if not usable_districts(net):
         return fail("%s: no area with lines to route on" % args.network)

@@ -2,6 +2,7 @@
 
     python3 data/import_gtfs.py FEED --out DIR --city NAME [--date YYYYMMDD]
                                 [--adcode CODE] [--route_types 1,2,3] [--patterns main|all]
+                                [--id_prefix P] [--overwrite]
 
 FEED is a GTFS zip or folder.  The output folder gets, in the released
 formats, ``station_info.csv`` (stop_id, ad_code, coord_x, coord_y,
@@ -28,7 +29,9 @@ Conventions (README "Evaluate a new city"):
   (``pickup_type`` / ``drop_off_type`` 1: not); stop times where neither is
   allowed are passed through (left out); arrival and departure times are
   both kept;
-- stops are the GTFS stops trips call at (platforms), ids as in the feed;
+- stops are the GTFS stops trips call at (platforms), ids as in the feed
+  (``--id_prefix P``: P before each, wherever an id is written, so that
+  feeds whose ids overlap can be combined; names are kept);
   next hops are consecutive stops of kept trips, plus walking transfers
   between stops of one parent station (both ways) and those listed in
   ``transfers.txt`` (parent stations expanded to their stops; type 3 = no
@@ -40,7 +43,9 @@ Conventions (README "Evaluate a new city"):
   them as subway; in every other line name 地铁 and 号线 are written 地·铁 and
   号·线 so those rules never do; a repeated name gets ``/route_id``;
 - ``--city`` is required (a feed does not name its city, and a time zone is
-  not a place); ``--adcode`` default ``0``.
+  not a place); ``--adcode`` default ``0``;
+- an ``--out`` that already holds a network (any of OUTPUT_FILES) is
+  refused unless ``--overwrite``.
 
 Damaged feeds: a missing required file or column, an unreadable value in a
 required column, a value outside its range, or a file over a limit (transitlm/networks/limits.py,
@@ -61,18 +66,20 @@ import json
 import math
 import operator
 import os
+import re
 import sys
 import zipfile
 
 
-from common import (LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS, InputError,
-                    haversine_km)
+from common import (BUS_STOP_PREFIX, LINE_COLUMNS, STATION_FILE_COLUMNS, SUBWAY_MARKERS,
+                    InputError, haversine_km)
 from transitlm.io.exit_status import EXIT_USAGE
-from transitlm.io.files import Outputs, write_csv
+from transitlm.io.files import Outputs, check_not_held, write_csv
 from transitlm.io.terminal import CommandParser
 
 from transitlm.networks import gtfs_fares
 from transitlm.networks import limits
+from transitlm.networks.gtfs_summary import fmt_count, summary
 from transitlm.networks.limits import LimitError, parse_int, parse_number, shown
 
 REQUIRED_FILES = ("stops.txt", "routes.txt", "trips.txt", "stop_times.txt")
@@ -118,6 +125,12 @@ MAX_LINE_STOPS = 2000000                # stops of the written lines, counted pe
 PARSE_CACHE_ENTRIES = 100000            # distinct time / stop_sequence texts remembered
 OUTPUT_FILES = ("station_info.csv", "line_info.csv", "hop_times.csv", "line_service.csv",
                 "city.json")
+# --id_prefix: put before every stop id written, so that feeds whose ids
+# overlap can be combined.  ASCII letters and digits first, then those and
+# _ - . : (no space: the evaluators strip ids; nothing a CSV, JSON or a
+# prompt must escape), at most MAX_ID_PREFIX_CHARS characters.
+MAX_ID_PREFIX_CHARS = 16
+ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min", "trips",
               "pickup", "drop_off"]
@@ -249,10 +262,6 @@ def active_services(day, calendar, exceptions):
             elif kind == "2":
                 out.discard(service)
     return out
-
-
-def fmt_count(n):
-    return "{:,}".format(n)
 
 
 # ---------------------------------------------------------------------------
@@ -722,11 +731,13 @@ class Pattern(object):
     NO_PICKUP / NO_DROP_OFF bits)."""
 
     __slots__ = ("route_id", "direction", "stops", "rules", "trips", "hop_sums", "dwell_sums",
-                 "departures", "headways")
+                 "departures", "headways", "direction_of_stops")
 
-    def __init__(self, route_id, direction, stops, rules=None):
+    def __init__(self, route_id, direction, stops, rules=None, direction_of_stops=False):
         self.route_id = route_id
         self.direction = direction
+        # no direction_id: ``direction`` is "<first stop id>><last stop id>"
+        self.direction_of_stops = direction_of_stops
         self.stops = stops
         self.rules = rules if rules is not None else \
             (NO_DROP_OFF,) + (0,) * (len(stops) - 2) + (NO_PICKUP,)
@@ -931,12 +942,13 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
         if 4 * len(stop_seq) != len(values):     # calls left out or merged
             pass_through += sum(1 for code in values[1::4] if code & PASS_THROUGH == PASS_THROUGH)
         route_id, _, direction = trips[trip_id]
-        if direction == "":
+        of_stops = direction == ""
+        if of_stops:
             direction = "%s>%s" % (usable[stop_seq[0]], usable[stop_seq[-1]])
         key = (route_id, direction, stop_seq, rules)
         pattern = by_key.get(key)
         if pattern is None:
-            pattern = by_key[key] = Pattern(route_id, direction, stop_seq, rules)
+            pattern = by_key[key] = Pattern(route_id, direction, stop_seq, rules, of_stops)
             patterns.append(pattern)
         pattern.add(arrivals, departures, frequencies.get(trip_id))
     kept_patterns = choose_patterns(patterns, keep_all)
@@ -953,9 +965,15 @@ def import_feed(path, date=None, route_types=None, keep_all=False):
             "fares": read_fares(feed), "pass_through": pass_through}
 
 
-def build_outputs(result, adcode):
-    """-> rows of the four output files and figures for the summary."""
+def build_outputs(result, adcode, id_prefix=""):
+    """-> rows of the four output files and figures for the summary.
+
+    ``id_prefix`` goes before every stop id written (--id_prefix): the
+    station file's ids and next hops, the line file's station lists, the
+    hops and walking transfers of hop_times.csv and a direction named by its
+    end stops in line_service.csv.  Names are the feed's."""
     stops, routes, usable = result["stops"], result["routes"], result["usable"]
+    written = (lambda sid: id_prefix + sid) if id_prefix else (lambda sid: sid)
     kept = result["kept"]
     stop_order, hops = [], {}
     hop_pairs = set()    # (a, b) already in hops[a]: membership without scanning the list
@@ -980,7 +998,8 @@ def build_outputs(result, adcode):
             hop_pairs.add((a, b))
             hops[a].append(b)
         km = haversine_km(stops[a][1], stops[a][2], stops[b][1], stops[b][2])
-        link_rows.append(["", a, b, "%.2f" % transfer_minutes(links[(a, b)], km), "", "", "", ""])
+        link_rows.append(["", written(a), written(b), "%.2f" % transfer_minutes(links[(a, b)], km),
+                          "", "", "", ""])
 
     wanted = []
     for p in kept:
@@ -994,27 +1013,31 @@ def build_outputs(result, adcode):
     line_rows, hop_rows, service_rows = [], [], []
     for name, p in zip(names, kept):
         route = routes[p.route_id]
-        station_list = [{"station_name": stops[usable[c]][0], "stop_id": usable[c],
+        station_list = [{"station_name": stops[usable[c]][0], "stop_id": written(usable[c]),
                          "x": stops[usable[c]][1], "y": stops[usable[c]][2],
-                         "station_id": usable[c]} for c in p.stops]
+                         "station_id": written(usable[c])} for c in p.stops]
         line_rows.append([adcode, name, json.dumps(station_list, ensure_ascii=False)])
         last = len(p.stops) - 2
         for k, (run, dwell) in enumerate(zip(p.hop_minutes(), p.dwell_minutes())):
-            hop_rows.append([name, usable[p.stops[k]], usable[p.stops[k + 1]], "%.2f" % run,
+            hop_rows.append([name, written(usable[p.stops[k]]), written(usable[p.stops[k + 1]]),
+                             "%.2f" % run,
                              "" if k == last else "%.2f" % dwell, str(p.trips),
                              "1" if p.can_board(k) else "0", "1" if p.can_alight(k + 1) else "0"])
         headway = p.headway_min()
         kind, fare, zone_fares, note = line_fare_cells(table, route, [stops[usable[c]][5] for c in p.stops])
         fare_kinds[kind] += 1
         fare_kinds["unpriced"] += kind == "zones" and gtfs_fares.unpriced_pairs(json.loads(zone_fares)["fares"]) > 0
+        direction = ("%s>%s" % (written(usable[p.stops[0]]), written(usable[p.stops[-1]]))
+                     if p.direction_of_stops else p.direction)
         service_rows.append([name, p.route_id, str(route["route_type"]), "1" if route["rail"] else "0",
-                             p.direction, str(p.trips), "" if headway is None else "%.1f" % headway,
+                             direction, str(p.trips), "" if headway is None else "%.1f" % headway,
                              fare, zone_fares, note])
     station_rows = []
     for sid in stop_order:
         name, lng, lat = stops[sid][0], stops[sid][1], stops[sid][2]
-        station_rows.append([sid, adcode, "%.6f" % lng, "%.6f" % lat,
-                             json.dumps(hops[sid], ensure_ascii=False), name])
+        station_rows.append([written(sid), adcode, "%.6f" % lng, "%.6f" % lat,
+                             json.dumps([written(hop) for hop in hops[sid]], ensure_ascii=False),
+                             name])
     parents = {stops[sid][4] or sid for sid in stop_order}
     return {"stations": station_rows, "lines": line_rows, "hops": hop_rows + link_rows,
             "service": service_rows, "links": len(link_rows), "places": len(parents),
@@ -1041,66 +1064,6 @@ def line_fare_cells(table, route, zones):
     if unpriced:
         notes.insert(0, "%d zone pairs without a fare are not ridden" % unpriced)
     return "zones", "", json.dumps({"zones": zones, "fares": matrix}, ensure_ascii=False), "; ".join(notes)
-
-
-def summary(result, outputs, args, out_dir, city):
-    kept, patterns = result["kept"], result["patterns"]
-    day = result["day"]
-    lines = [
-        "GTFS feed      %s" % args.feed,
-        "service day    %s (%s)" % (day.strftime("%Y%m%d"),
-                                    "given" if args.date else "busiest day of the feed"),
-        "city, adcode   %s, %s" % (city, args.adcode),
-        "routes         %s (route types: %s)" % (fmt_count(len(result["routes"])),
-                                                 args.route_types or "all"),
-        "stop times     %s read, %s of other days" % (fmt_count(result["stop_time_rows"]),
-                                                      fmt_count(result["inactive_rows"])),
-        "trips          %s run that day, %s kept (%s of %s stop patterns: %s)" % (
-            fmt_count(result["active_trips"]), fmt_count(outputs["kept_trips"]),
-            fmt_count(len(kept)), fmt_count(len(patterns)),
-            "all" if args.patterns == "all" else "the most frequent per route and direction"),
-        "stations       %s stops at %s places, %s transfer links" % (
-            fmt_count(len(outputs["stations"])), fmt_count(outputs["places"]),
-            fmt_count(outputs["links"])),
-        "lines          %s (%s)" % (fmt_count(len(outputs["lines"])),
-                                    rail_summary(outputs["rail_lines"], len(outputs["lines"]))),
-        "stop rules     %s pass-through stop times left out; on the lines %s stops without "
-        "boarding, %s without alighting" % (
-            fmt_count(result["pass_through"]), fmt_count(outputs["no_boarding"]),
-            fmt_count(outputs["no_alighting"])),
-        "fares          %s" % fare_summary(result["fares"], outputs["fare_kinds"]),
-    ]
-    skipped = result["skips"].lines()
-    lines.append("skipped        %s" % (skipped[0] if skipped else "nothing"))
-    lines.extend("               %s" % text for text in skipped[1:])
-    lines.append("written        %s/{station_info,line_info,hop_times,line_service}.csv" % out_dir)
-    # Feed text (names, ids, the time zone's city) reaches the terminal escaped.
-    return "\n".join(limits.terminal_text(line) for line in lines)
-
-
-def rail_summary(rail, lines):
-    """How many lines are rail-bound (named 地铁... so the evaluators count
-    them as subway lines), in words: none for a bus-only feed."""
-    if not rail:
-        return "no rail-bound line: all buses" if lines else "none"
-    return "%s rail-bound, named 地铁..." % fmt_count(rail)
-
-
-def fare_summary(table, kinds):
-    """How the feed's fares are applied, in one line."""
-    if table is None:
-        return "none in the feed: make_benchmark.py prices rides by its distance table"
-    parts = ["per ride: %s lines flat, %s by zone" % (fmt_count(kinds["flat"]), fmt_count(kinds["zones"]))]
-    if kinds["none"]:
-        parts.append("%s without a fare of the feed (distance table)" % fmt_count(kinds["none"]))
-    if kinds["unpriced"]:
-        parts.append("%s with zone pairs no fare applies to (such rides are not taken)"
-                     % fmt_count(kinds["unpriced"]))
-    transfer = table.transfer_fares()
-    if transfer:
-        parts.append("fare transfers not applied (%s fares allow them): each ride pays its fare"
-                     % fmt_count(len(transfer)))
-    return "; ".join(parts)
 
 
 def agency_names(path):
@@ -1138,6 +1101,30 @@ def parse_date_arg(text):
         raise argparse.ArgumentTypeError("expected YYYYMMDD: %s" % exc)
 
 
+def id_prefix_problem(text):
+    """Why ``text`` cannot be an --id_prefix, or None."""
+    if not text:
+        return "it is empty: give the text every stop id should start with, e.g. nyc:"
+    if len(text) > MAX_ID_PREFIX_CHARS:
+        return "%s is %d characters long (at most %d)" % (shown(text), len(text),
+                                                          MAX_ID_PREFIX_CHARS)
+    if not ID_PREFIX_RE.match(text):
+        return ("%s: use ASCII letters and digits, then also _ - . or : (it goes into every "
+                "stop id, so no space, quote or other sign)" % shown(text))
+    if text.startswith(BUS_STOP_PREFIX):
+        return ("%s starts with %s, the prefix the route-eval rules add to an id they do not "
+                "find: ids of two networks could then match each other" % (
+                    shown(text), BUS_STOP_PREFIX))
+    return None
+
+
+def parse_id_prefix(text):
+    problem = id_prefix_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def parse_args(argv):
     parser = CommandParser(prog="import_gtfs.py", description="Turn a GTFS feed into station_info.csv and line_info.csv.")
     parser.add_argument("feed", help="GTFS zip file or folder")
@@ -1152,6 +1139,15 @@ def parse_args(argv):
     parser.add_argument("--patterns", choices=("main", "all"), default="main",
                         help="main: the most frequent stop pattern per route and direction "
                              "(default); all: one line per pattern")
+    parser.add_argument("--id_prefix", type=parse_id_prefix, default=None, metavar="P",
+                        help="put P before every stop id written (station, line, hop and "
+                             "service files), so that networks of feeds whose stop ids "
+                             "overlap can be combined; ASCII letters and digits, then also "
+                             "_ - . :, at most %d characters (default: the feed's ids)"
+                             % MAX_ID_PREFIX_CHARS)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --out replace the network a folder already holds "
+                             "(without it such a folder is refused)")
     return parser.parse_args(argv)
 
 
@@ -1184,11 +1180,14 @@ def main(argv=None):
     if problem:
         return fail(problem)
     try:
+        check_not_held(args.out, OUTPUT_FILES, args.overwrite, "a network")
         result = import_feed(args.feed, args.date, args.route_types, args.patterns == "all")
-        outputs = build_outputs(result, args.adcode)
-        write_network(args.out, outputs, {
-            "city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
-            "date": result["day"].strftime("%Y%m%d")})
+        outputs = build_outputs(result, args.adcode, args.id_prefix or "")
+        info = {"city": city, "adcode": args.adcode, "feed": os.path.basename(args.feed),
+                "date": result["day"].strftime("%Y%m%d")}
+        if args.id_prefix:
+            info["id_prefix"] = args.id_prefix
+        write_network(args.out, outputs, info)
     except (FeedError, LimitError, InputError) as exc:
         return fail(exc)
     except (OSError, zipfile.BadZipFile) as exc:
