@@ -187,6 +187,18 @@ def benchmark_info(name):
     return _BY_NAME.get(name) if isinstance(name, str) else None
 
 
+def release_test_files(folder):
+    """[(benchmark, path)] of the release's test files ``folder`` holds, in the
+    catalogue's order (transit-lm-benchmark1-test.csv, ...,
+    transit-lm-general-benchmark1-test.csv)."""
+    found = []
+    for info in BENCHMARKS:
+        path = os.path.join(folder, info.release_file("test"))
+        if os.path.isfile(path):
+            found.append((info.name, path))
+    return found
+
+
 def benchmark_of_task(text):
     """The benchmark a release's ``task_id`` (``benchmark2-train``,
     ``general-benchmark1-test``), the task id make_benchmark.py writes (``2``),

@@ -351,6 +351,22 @@ def _recorded(record, role):
     return None
 
 
+def recorded_file(record, entry):
+    """The file a record names, as a message gives it: the file of that name
+    beside network.json when it has the recorded SHA-256 (a release folder,
+    also once moved or copied elsewhere), else the recorded path."""
+    path = entry.get("path")
+    if not isinstance(path, str) or not path:
+        return path
+    beside = os.path.join(os.path.dirname(record["_path"]), os.path.basename(path))
+    try:
+        if os.path.isfile(beside) and cached_sha256(beside) == entry["sha256"]:
+            return beside
+    except InputError:
+        pass
+    return path
+
+
 def record_verdict(test_path, station_sha, line_sha=None):
     """The network record beside ``test_path`` against the station (and line)
     file's SHA-256 -> Verdict ("match" without a record)."""
@@ -362,12 +378,17 @@ def record_verdict(test_path, station_sha, line_sha=None):
         entry = _recorded(record, role)
         if entry is None or sha is None or entry["sha256"] == sha:
             continue
+        path = recorded_file(record, entry)
+        folder = os.path.dirname(record["_path"])
+        # a data folder (a release's): its station file is found by TRANSITLM_DATA too
+        also = (" (or TRANSITLM_DATA=%s)" % folder
+                if role == "station_info" and isinstance(path, str)
+                and os.path.dirname(os.path.abspath(path)) == folder else "")
         return Verdict("foreign", "%s says %s was built on the %s file %s (SHA-256 %s), "
-                       "not on the one given (SHA-256 %s): give %s %s"
+                       "not on the one given (SHA-256 %s): give %s %s%s"
                        % (record["_path"], os.path.basename(test_path),
                           "station" if role == "station_info" else "line",
-                          entry.get("path"), entry["sha256"][:12], sha[:12], option,
-                          entry.get("path")))
+                          path, entry["sha256"][:12], sha[:12], option, path, also))
     return Verdict("match")
 
 
