@@ -20,14 +20,16 @@ from tests.support import REPO
 DATA = os.path.join(REPO, "data")
 COLUMNS = ("task_id", "req_type", "adcode", "indexid", "system_prompt", "sft_prompt",
            "sft_label")
+B1, B2, B3 = ("benchmark1_single_route_example.csv", "benchmark2_personalized_example.csv",
+              "benchmark3_diversity_example.csv")
 # (release file, task_id, bundled example) of every SFT file of the release.
 SFT_FILES = (
-    ("transit-lm-benchmark1-train.csv", "benchmark1-train", "benchmark1_single_route_example.csv"),
-    ("transit-lm-benchmark1-test.csv", "benchmark1-test", "benchmark1_single_route_example.csv"),
-    ("transit-lm-benchmark2-train.csv", "benchmark2-train", "benchmark2_personalized_example.csv"),
-    ("transit-lm-benchmark2-test.csv", "benchmark2-test", "benchmark2_personalized_example.csv"),
-    ("transit-lm-benchmark3-train.csv", "benchmark3-train", "benchmark3_diversity_example.csv"),
-    ("transit-lm-benchmark3-test.csv", "benchmark3-test", "benchmark3_diversity_example.csv"),
+    ("transit-lm-benchmark1-train.csv", "benchmark1-train", B1),
+    ("transit-lm-benchmark1-test.csv", "benchmark1-test", B1),
+    ("transit-lm-benchmark2-train.csv", "benchmark2-train", B2),
+    ("transit-lm-benchmark2-test.csv", "benchmark2-test", B2),
+    ("transit-lm-benchmark3-train.csv", "benchmark3-train", B3),
+    ("transit-lm-benchmark3-test.csv", "benchmark3-test", B3),
     ("transit-lm-general-benchmark1-test.csv", "general-benchmark1-test",
      "general_llm_example.csv"),
 )

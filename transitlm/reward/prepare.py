@@ -40,7 +40,8 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.catalog import BENCHMARK_NAMES, benchmark_of_task, partner_line_names, release_file
+from transitlm.catalog import (BENCHMARK_NAMES, benchmark_of_task, partner_line_names,
+                               release_file)
 from transitlm.csv_rows import blank, csv_rows, header_columns
 from transitlm.files import Outputs, overwrite_problem
 from transitlm.prompts import (DEFAULT, PromptTally, row_messages, signature_part,
@@ -186,9 +187,9 @@ def prepare(path, layout, out, benchmark=None, split=None, system_prompt=None,
     (whole or not at all) -> the Preparer, with its counts and the record
     of the system prompts (``system_prompt``: the text of
     --system_prompt_file, or None).  ``split``: verl's extra_info split
-    (default: the release file's split by its name, else DEFAULT_SPLIT).  Every row is bound to the station (and
-    line) file (transitlm.reward.binding): the given one, else the reward's
-    default."""
+    (default: the release file's split by its name, else DEFAULT_SPLIT).
+    Every row is bound to the station (and line) file
+    (transitlm.reward.binding): the given one, else the reward's default."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
