@@ -155,22 +155,22 @@ _EXACT = dict([(info.release_task_id(split), info.name) for info in BENCHMARKS
               + [(name, benchmark) for name, (benchmark, _) in RELEASE_FILES.items()]
               + [(info.task_id, info.name) for info in BENCHMARKS]
               + [(info.name, info.name) for info in BENCHMARKS])
-# In any other name, the words that name a benchmark, longest first (so
-# "general-benchmark1" is the general LLM's before "benchmark1" is looked
-# for), each a whole word: not inside a longer one ("benchmark10").
-_WORDS = sorted(((word, info.name) for info in BENCHMARKS
-                 for word in {info.task_marker, info.name, info.name.split("_")[0]}
-                 if word != "single"),
-                key=lambda pair: -len(pair[0]))
 
 
 def _word_pattern(word):
-    """A benchmark's word as a whole word, "-", "_" or a space between its parts."""
+    """A benchmark's word as a whole word (not inside a longer one:
+    ``benchmark10``), "-", "_" or a space between its parts."""
     parts = re.split(r"[-_]", word)
     return re.compile(r"(?<![a-z0-9])%s(?![a-z0-9])" % "[-_ ]".join(map(re.escape, parts)))
 
 
-_WORDS = tuple((_word_pattern(word), name) for word, name in _WORDS)
+# In any other name, the words that name a benchmark (its release name, its
+# evaluator's name, "general"), longest first: "general-benchmark1" is the
+# general LLM's before "benchmark1" is looked for.
+_WORDS = tuple((_word_pattern(word), name) for word, name in sorted(
+    set((word, info.name) for info in BENCHMARKS
+        for word in (info.task_marker, info.name, info.name.split("_")[0]) if word != "single"),
+    key=lambda pair: (-len(pair[0]), pair[0])))
 
 
 def release_file(path):
