@@ -77,7 +77,8 @@ class GeneralLLM(transitlm.evaluation.engine.Benchmark):
     def add_arguments(self, parser):
         parser.add_argument("--line_info", metavar="CSV",
                             help="line file for the in-process route-eval check (default: "
-                                 "the line_info.csv beside the station file in use; a line "
+                                 "the line file beside the station file in use, named "
+                                 "alike: line_info.csv, transit-lm-line-info.csv; a line "
                                  "file belongs to its station file's network)")
         parser.add_argument("--api_url", metavar="URL", default=os.environ.get(API_ENV),
                             help="route-eval service to ask instead of checking in-process "

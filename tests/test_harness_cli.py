@@ -42,8 +42,8 @@ class CommandTest(unittest.TestCase):
         # (--version: tests/test_provenance.py, with every script's.)
         status, stdout, _ = harness("lm-eval", "--help")
         self.assertEqual(status, 0)
-        for flag in ("--input", "--benchmark", "--station_info", "--line_info", "--protocol",
-                     "--max_gen_toks", "--context_size", "--out", "--overwrite"):
+        for flag in ("--input", "--data", "--benchmark", "--station_info", "--line_info",
+                     "--protocol", "--max_gen_toks", "--context_size", "--out", "--overwrite"):
             self.assertIn(flag, stdout)
         status, stdout, _ = harness("import", "--help")
         self.assertEqual(status, 0)

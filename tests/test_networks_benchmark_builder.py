@@ -312,7 +312,7 @@ class SmallFeedNetworkTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "bench")
             argv = ["--network", DATA, "--out", out, "--samples", "1"]
-            status, _, err = support.run_in_process(mb.main, argv)
+            status, _, err = evaluator_rows.run_in_process(mb.main, argv)
             self.assertEqual(status, 0, err)
 
             def contents():
@@ -323,17 +323,17 @@ class SmallFeedNetworkTest(unittest.TestCase):
                 return found
 
             before = contents()
-            status, stdout, err = support.run_in_process(mb.main, argv + ["--seed", "7"])
+            status, stdout, err = evaluator_rows.run_in_process(mb.main, argv + ["--seed", "7"])
             self.assertEqual((status, stdout), (2, ""))
             self.assertEqual(err, "make_benchmark.py: --out %s already holds a benchmark (%s); "
                              "pass --overwrite to replace it, or choose another --out\n"
                              % (out, ", ".join(names)))
             self.assertEqual(contents(), before)
             os.remove(os.path.join(out, names[0]))
-            status, _, err = support.run_in_process(mb.main, argv + ["--seed", "7"])
+            status, _, err = evaluator_rows.run_in_process(mb.main, argv + ["--seed", "7"])
             self.assertEqual(status, 2)
             self.assertIn("already holds a benchmark (%s)" % ", ".join(names[1:]), err)
-            status, _, err = support.run_in_process(mb.main, argv + ["--seed", "7", "--overwrite"])
+            status, _, err = evaluator_rows.run_in_process(mb.main, argv + ["--seed", "7", "--overwrite"])
             self.assertEqual(status, 0, err)
             after = contents()
             self.assertNotEqual(after[names[1]], before[names[1]])   # another seed's rows
@@ -342,7 +342,7 @@ class SmallFeedNetworkTest(unittest.TestCase):
             net = os.path.join(tmp, "net")
             done = run(IMPORTER, write_feed(tmp, BASE_FEED), "--out", net, "--city", "T")
             self.assertEqual(done.returncode, 0, done.stderr)
-            status, _, err = support.run_in_process(mb.main, ["--network", net, "--out", net,
+            status, _, err = evaluator_rows.run_in_process(mb.main, ["--network", net, "--out", net,
                                                               "--samples", "1"])
             self.assertEqual(status, 0, err)
 
@@ -494,11 +494,11 @@ class PrefixedNetworkTest(SelfScoreMixin, unittest.TestCase):
             for prefix in (None, "t1:"):
                 net = os.path.join(tmp, "net-%s" % bool(prefix))
                 bench = os.path.join(tmp, "bench-%s" % bool(prefix))
-                status, _, err = support.run_in_process(gtfs_import.main, [
+                status, _, err = evaluator_rows.run_in_process(gtfs_import.main, [
                     feed, "--out", net, "--city", "Test City"]
                     + (["--id_prefix", prefix] if prefix else []))
                 self.assertEqual(status, 0, err)
-                status, _, err = support.run_in_process(mb.main, [
+                status, _, err = evaluator_rows.run_in_process(mb.main, [
                     "--network", net, "--out", bench, "--samples", "3"])
                 self.assertEqual(status, 0, err)
                 folders[prefix] = (net, bench)

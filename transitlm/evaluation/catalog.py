@@ -3,13 +3,16 @@
 One home for each fact several tools need: the repository and data folders;
 the four benchmarks (name, titles, the scenario script that judges them, the
 bundled example file, the release's task ids); the paper's ten metrics (label,
-kind, meaning, which way is better); and the network files' names.
+kind, meaning, which way is better); the network files' names; and the
+names of the release's files (the published TransitLM release and the folder
+data/make_dataset.py writes), recognised exactly (``release_file``).
 
 Standard library only; Python 3.8+.
 """
 
 import importlib
 import os
+import re
 import sys
 
 from common import InputError
@@ -19,24 +22,48 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 # The bundled data: the demo network and the example test files.
 DATA_DIR = os.path.join(PROJECT_DIR, "data")
 DATA_ENV = "TRANSITLM_DATA"                  # a folder whose network files replace the bundled ones
-STATION_FILE_NAMES = ("station_info.csv", "transit-lm-station-info.csv")
-LINE_FILE_NAMES = ("line_info.csv", "transit-lm-line-info.csv")
+
+# The release's files: the published TransitLM release and the folder
+# data/make_dataset.py writes (docs/training-data.md) name them alike.
+RELEASE_PREFIX = "transit-lm-"
+RELEASE_SUFFIX = ".csv"
+RELEASE_SPLITS = ("train", "test")
+RELEASE_STATION_FILE = "transit-lm-station-info.csv"
+RELEASE_LINE_FILE = "transit-lm-line-info.csv"
+# The network files a data folder may hold, the bundled names first; a
+# station file's line file is the one named alike (station_info.csv ->
+# line_info.csv, transit-lm-station-info.csv -> transit-lm-line-info.csv).
+STATION_FILE_NAMES = ("station_info.csv", RELEASE_STATION_FILE)
+LINE_FILE_NAMES = ("line_info.csv", RELEASE_LINE_FILE)
+
+
+def folder_file(folder, names):
+    """The first of ``names`` that is a file in ``folder``, or None."""
+    for name in names:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
 
 
 def default_data_file(names):
     """A data file from $TRANSITLM_DATA if it holds one, else the bundled one."""
     folder = os.environ.get(DATA_ENV)
-    if folder:
-        for name in names:
-            candidate = os.path.join(folder, name)
-            if os.path.isfile(candidate):
-                return candidate
-    return os.path.join(DATA_DIR, names[0])
+    found = folder_file(folder, names) if folder else None
+    return found or os.path.join(DATA_DIR, names[0])
 
 
 def station_file(given=None):
     """The station file of a run: the one given, else $TRANSITLM_DATA's, else the bundled one."""
     return given or default_data_file(STATION_FILE_NAMES)
+
+
+def partner_line_names(station_path):
+    """LINE_FILE_NAMES in the order a line file is looked for beside
+    ``station_path``: the one named like the station file first."""
+    base = os.path.basename(station_path)
+    own = [line for station, line in zip(STATION_FILE_NAMES, LINE_FILE_NAMES) if station == base]
+    return tuple(own) + tuple(name for name in LINE_FILE_NAMES if name not in own)
 
 
 def line_file(given, station_path, flag="--line_info"):
@@ -46,11 +73,10 @@ def line_file(given, station_path, flag="--line_info"):
     InputError when there is none beside it; ``flag`` names the option."""
     if given:
         return given
-    folder = os.path.dirname(os.path.abspath(station_path))
-    for name in LINE_FILE_NAMES:
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate):
-            return candidate
+    found = folder_file(os.path.dirname(os.path.abspath(station_path)),
+                        partner_line_names(station_path))
+    if found:
+        return found
     raise InputError("no line file beside the station file %s (looked for %s in its folder): "
                      "a line file belongs to its station file's network; give %s"
                      % (station_path, " and ".join(LINE_FILE_NAMES), flag))
@@ -64,13 +90,16 @@ class BenchmarkInfo(object):
     the heading of its page; ``short_title`` and ``tag``: its column group
     and column tag in a comparison; ``script``/``class_name``: the scenario
     script's module and its Benchmark class; ``default_input``: the bundled
-    example test file (in DATA_DIR); ``task_marker``: what the release's
-    ``task_id`` and test file names hold for it (``benchmark1-test``);
-    ``task_id``: the task id make_benchmark.py writes (``1``).
+    example test file (in DATA_DIR); ``task_marker``: the release's name of
+    the benchmark, which its ``task_id`` and file names hold (``benchmark1``
+    in ``benchmark1-test`` and ``transit-lm-benchmark1-test.csv``;
+    ``general-benchmark1`` for the general LLM); ``release_splits``: the
+    splits the release has a file of; ``task_id``: the task id
+    make_benchmark.py writes (``1``).
     """
 
     def __init__(self, name, title, page_title, short_title, tag, class_name, default_input,
-                 task_marker, task_id):
+                 task_marker, task_id, release_splits=RELEASE_SPLITS):
         self.name = name
         self.title = title
         self.page_title = page_title
@@ -81,6 +110,15 @@ class BenchmarkInfo(object):
         self.default_input = default_input
         self.task_marker = task_marker
         self.task_id = task_id
+        self.release_splits = release_splits
+
+    def release_task_id(self, split):
+        """The release's task_id of a split: ``benchmark1-test``."""
+        return "%s-%s" % (self.task_marker, split)
+
+    def release_file(self, split):
+        """The release's file of a split: ``transit-lm-benchmark1-test.csv``."""
+        return RELEASE_PREFIX + self.release_task_id(split) + RELEASE_SUFFIX
 
     def __repr__(self):
         return "BenchmarkInfo(%r)" % self.name
@@ -98,10 +136,49 @@ BENCHMARKS = (
                   "Diversity", "benchmark3_diversity_example.csv", "benchmark3", "3"),
     BenchmarkInfo("general_llm", "TransitLM general-purpose LLM evaluation",
                   "TransitLM general-purpose LLM", "General LLM", "GL",
-                  "GeneralLLM", "general_llm_example.csv", "general", "general"),
+                  "GeneralLLM", "general_llm_example.csv", "general-benchmark1", "general",
+                  ("test",)),
 )
 BENCHMARK_NAMES = tuple(info.name for info in BENCHMARKS)
 _BY_NAME = {info.name: info for info in BENCHMARKS}
+
+# The release's SFT files (transit-lm-benchmark1-train.csv, ...,
+# transit-lm-general-benchmark1-test.csv), in the catalogue's order, and
+# what each is: {file name: (benchmark, split)}.
+RELEASE_FILES = {info.release_file(split): (info.name, split)
+                 for info in BENCHMARKS for split in info.release_splits}
+RELEASE_TEST_FILES = tuple(info.release_file("test") for info in BENCHMARKS)
+# What names a benchmark exactly: the release's task ids and file names, the
+# task ids make_benchmark.py writes, the evaluators' names.
+_EXACT = dict([(info.release_task_id(split), info.name) for info in BENCHMARKS
+               for split in info.release_splits]
+              + [(name, benchmark) for name, (benchmark, _) in RELEASE_FILES.items()]
+              + [(info.task_id, info.name) for info in BENCHMARKS]
+              + [(info.name, info.name) for info in BENCHMARKS])
+
+
+def _word_pattern(word):
+    """A benchmark's word as a whole word (not inside a longer one:
+    ``benchmark10``), "-", "_" or a space between its parts."""
+    parts = re.split(r"[-_]", word)
+    return re.compile(r"(?<![a-z0-9])%s(?![a-z0-9])" % "[-_ ]".join(map(re.escape, parts)))
+
+
+# In any other name, the words that name a benchmark (its release name, its
+# evaluator's name, "general"), longest first: "general-benchmark1" is the
+# general LLM's before "benchmark1" is looked for.
+_WORDS = tuple((_word_pattern(word), name) for word, name in sorted(
+    set((word, info.name) for info in BENCHMARKS
+        for word in (info.task_marker, info.name, info.name.split("_")[0]) if word != "single"),
+    key=lambda pair: (-len(pair[0]), pair[0])))
+
+
+def release_file(path):
+    """(benchmark, split) of a release SFT file by its exact name
+    (``transit-lm-general-benchmark1-test.csv`` -> ("general_llm", "test")),
+    else None.  Only the release's own names count: nothing is guessed from
+    part of a name."""
+    return RELEASE_FILES.get(os.path.basename(str(path or "")).lower())
 
 
 def benchmark_info(name):
@@ -110,20 +187,39 @@ def benchmark_info(name):
     return _BY_NAME.get(name) if isinstance(name, str) else None
 
 
+def release_test_files(folder):
+    """[(benchmark, path)] of the release's test files ``folder`` holds, in the
+    catalogue's order (transit-lm-benchmark1-test.csv, ...,
+    transit-lm-general-benchmark1-test.csv)."""
+    found = []
+    for info in BENCHMARKS:
+        path = os.path.join(folder, info.release_file("test"))
+        if os.path.isfile(path):
+            found.append((info.name, path))
+    return found
+
+
 def benchmark_of_task(text):
-    """The benchmark a release's ``task_id`` (``benchmark2-train``), the task id
-    make_benchmark.py writes (``2``) or a test file's name
-    (``transit-lm-benchmark1-test.csv``, ``my_diversity_rows.csv``) names, or
-    None.  The release's markers are looked for first, then the evaluators'
-    names."""
+    """The benchmark a release's ``task_id`` (``benchmark2-train``,
+    ``general-benchmark1-test``), the task id make_benchmark.py writes (``2``),
+    an evaluator's name or a file's name names, or None.
+
+    A release's task id or file name (``transit-lm-benchmark1-test.csv``) is
+    recognised exactly.  Any other name (``benchmark1_single_route.csv``,
+    ``my_diversity_rows.csv``, verl's ``transitlm/general_llm``) names the
+    benchmark whose words it holds as whole words, the longest first --
+    ``general-benchmark1`` is the general LLM's, never benchmark 1's -- and
+    a name holding two benchmarks' words names none."""
     text = str(text or "").strip().lower()
-    for info in BENCHMARKS:
-        if text == info.task_id or info.task_marker in text:
-            return info.name
-    for info in BENCHMARKS:
-        if info.name in text:
-            return info.name
-    return None
+    exact = _EXACT.get(text) or _EXACT.get(os.path.basename(text))
+    if exact:
+        return exact
+    found = set()
+    for pattern, name in _WORDS:
+        if pattern.search(text):
+            found.add(name)
+            text = pattern.sub(" ", text)
+    return found.pop() if len(found) == 1 else None
 
 
 def load_benchmark(name):

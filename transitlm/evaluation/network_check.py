@@ -34,6 +34,7 @@ import os
 from common import (
     BUS_STOP_PREFIX, MIN_STATION_SIMILARITY, ROUTE_KEYS, TRANSFER, InputError, RowError,
     bigram_jaccard, bigrams, decode_json, route_stations, text_list)
+from transitlm.evaluation.catalog import STATION_FILE_NAMES
 
 FLAG = "allow_foreign_network"
 NETWORK_RECORD = "network.json"          # beside the files make_benchmark.py writes
@@ -354,6 +355,22 @@ def _recorded(record, role):
     return None
 
 
+def recorded_file(record, entry):
+    """The file a record names, as a message gives it: the file of that name
+    beside network.json when it has the recorded SHA-256 (a release folder,
+    also once moved or copied elsewhere), else the recorded path."""
+    path = entry.get("path")
+    if not isinstance(path, str) or not path:
+        return path
+    beside = os.path.join(os.path.dirname(record["_path"]), os.path.basename(path))
+    try:
+        if os.path.isfile(beside) and cached_sha256(beside) == entry["sha256"]:
+            return beside
+    except InputError:
+        pass
+    return path
+
+
 def record_verdict(test_path, station_sha, line_sha=None):
     """The network record beside ``test_path`` against the station (and line)
     file's SHA-256 -> Verdict ("match" without a record)."""
@@ -377,6 +394,20 @@ def _record_mismatch(record, test_name, kind, entry, sha, option):
     (or something else again), that file changed since the benchmark was
     built, and naming the path would only send the user round in a circle."""
     recorded = entry.get("path")
+    beside = recorded_file(record, entry)
+    # A data folder (a release's) holds the file it was built on beside
+    # network.json, perhaps moved or copied since: its station file is found
+    # by TRANSITLM_DATA too.
+    folder = os.path.dirname(record["_path"])
+    also = (" (or TRANSITLM_DATA=%s)" % folder
+            if kind == "station" and isinstance(beside, str)
+            and os.path.basename(beside) in STATION_FILE_NAMES
+            and os.path.dirname(os.path.abspath(beside)) == os.path.abspath(folder) else "")
+    if beside != recorded:
+        return ("%s says %s was built on the %s file %s (SHA-256 %s), not on the one given "
+                "(SHA-256 %s): give %s %s%s" % (record["_path"], test_name, kind, beside,
+                                                 entry["sha256"][:12], sha[:12], option, beside,
+                                                 also))
     said = "%s says %s was built on the %s file %s (SHA-256 %s)" % (
         record["_path"], test_name, kind, recorded, entry["sha256"][:12])
     now = _sha_now(recorded)
@@ -385,8 +416,8 @@ def _record_mismatch(record, test_name, kind, entry, sha, option):
                 "it was built on, or build the benchmark again on this one (make_benchmark.py)"
                 % (said, sha[:12], option))
     if now == entry["sha256"] or not now:
-        return "%s, not on the one given (SHA-256 %s): give %s %s" % (said, sha[:12], option,
-                                                                     recorded)
+        return "%s, not on the one given (SHA-256 %s): give %s %s%s" % (
+            said, sha[:12], option, recorded, also)
     if now == sha:
         return ("%s; the file at that path has changed since the benchmark was built (SHA-256 "
                 "now %s): restore the file it was built on, or build the benchmark again on "

@@ -9,8 +9,10 @@ import shlex
 import sys
 
 from common import PROTOCOLS, InputError
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_DIR, DATA_ENV, RELEASE_TEST_FILES,
+                               STATION_FILE_NAMES, benchmark_info, folder_file, release_file,
+                               release_test_files)
 from transitlm.io.files import DETAILS_JSONL, REPORT_HTML, REPORT_JSON, REPORT_TXT, RUN_JSON
-from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_DIR, DATA_ENV, benchmark_info
 from transitlm.io.exit_status import EXIT_OK, EXIT_USAGE
 from transitlm.generate.runner import UsageError, infer_benchmark, scan_input
 from transitlm.harness.context_fit import MIN_ANSWER_TOKENS
@@ -43,12 +45,18 @@ def build_parser():
                               "sft_prompt, sft_label, req_type for benchmark 2); repeat it "
                               "for more benchmarks (default: the four bundled examples in "
                               "data/)")
+    lm_eval.add_argument("--data", metavar="DIR",
+                         help="a release folder (data/make_dataset.py's --out, or the "
+                              "published release): the tasks of every test file it holds "
+                              "(%s) on its station file, transit-lm-station-info.csv, and "
+                              "its line file; instead of --input"
+                              % ", ".join(RELEASE_TEST_FILES))
     lm_eval.add_argument("--benchmark", choices=BENCHMARK_NAMES,
                          help="benchmark of a single --input (default: inferred from its "
                               "name, else its data)")
     lm_eval.add_argument("--station_info", metavar="CSV",
-                         help="station file (default: $%s's, else the bundled "
-                              "data/station_info.csv)" % DATA_ENV)
+                         help="station file (default: --data's, else $%s's, else the "
+                              "bundled data/station_info.csv)" % DATA_ENV)
     lm_eval.add_argument("--line_info", metavar="CSV",
                          help="line file of the general-LLM task (default: the one beside "
                               "the station file)")
@@ -98,8 +106,32 @@ def build_parser():
     return parser
 
 
+def release_inputs(args):
+    """--data DIR -> [(benchmark, test file, why)] of the release's test files
+    DIR holds; sets args.station_info to DIR's station file unless it is
+    given.  InputError for a folder that is not a release's."""
+    folder = args.data
+    if args.input or args.benchmark:
+        raise InputError("--data takes the test files of a release folder: give it without "
+                         "--input and --benchmark")
+    if not os.path.isdir(folder):
+        raise InputError("--data %s is not a folder" % folder)
+    found = release_test_files(folder)
+    if not found:
+        raise InputError("--data %s holds none of the release's test files (%s)"
+                         % (folder, ", ".join(RELEASE_TEST_FILES)))
+    if not args.station_info:
+        args.station_info = folder_file(folder, STATION_FILE_NAMES)
+        if args.station_info is None:
+            raise InputError("--data %s holds no station file (%s): give --station_info"
+                             % (folder, " or ".join(reversed(STATION_FILE_NAMES))))
+    return [(benchmark, path, "release test file") for benchmark, path in found]
+
+
 def chosen_inputs(args):
     """[(benchmark, test file, how the benchmark was chosen)] of the command line."""
+    if args.data:
+        return release_inputs(args)
     if not args.input:
         if args.benchmark:
             raise InputError("--benchmark names the benchmark of an --input")
@@ -159,6 +191,12 @@ def lm_eval_command(args, out):
         task = settings["tasks"][TASKS[benchmark]]
         out.write("  %-*s  %5d rows  %s  (%s)\n" % (width, TASKS[benchmark], task["rows"],
                                                    printable(path), why))
+        if (release_file(path) or (None, None))[1] == "train":
+            out.write("  %-*s  WARNING: %s is the release's training split: its figures say "
+                      "how well the model learned its training rows, not how it plans unseen "
+                      "trips (the test file is %s)\n"
+                      % (width, "", printable(os.path.basename(path)),
+                         benchmark_info(benchmark).release_file("test")))
         for warning in task.get("warnings", ()):
             out.write("  %-*s  WARNING: %s\n" % (width, "", printable(warning)))
         if DEFAULT in task["prompt"]["source"].split("+"):
@@ -167,6 +205,12 @@ def lm_eval_command(args, out):
         if "context" in task:
             out.write(context_lines(TASKS[benchmark], width, task["context"],
                                     settings["context_size"]))
+    if args.data:
+        absent = [name for name in RELEASE_TEST_FILES
+                  if not os.path.isfile(os.path.join(args.data, name))]
+        if absent:
+            out.write("  not in %s: %s (no task written for it)\n"
+                      % (printable(args.data), ", ".join(absent)))
     out.write("  group %s, protocol %s, stations %s\n"
               % (GROUP, settings["protocol"], printable(settings["station_info"])))
     out.write("Run it (any model backend; here an OpenAI-compatible chat server):\n  %s\n"

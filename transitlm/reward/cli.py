@@ -87,8 +87,10 @@ def build_parser():
     ready.add_argument("--system_prompt_file", metavar="PATH",
                        help="system prompt for every row instead of the system_prompt column "
                             "(UTF-8 text; an empty file sends none), as generate.py takes it")
-    ready.add_argument("--split", default=prepare.DEFAULT_SPLIT, metavar="NAME",
-                       help="verl's extra_info split (default: %(default)s)")
+    ready.add_argument("--split", metavar="NAME",
+                       help="verl's extra_info split (default: the release file's, by its "
+                            "name: train for transit-lm-benchmark1-train.csv, test for "
+                            "...-test.csv; else %s)" % prepare.DEFAULT_SPLIT)
     ready.add_argument("--station_info", metavar="CSV",
                        help="station file the rows belong to, recorded with its SHA-256 in "
                             "every row (default: the reward's: $TRANSITLM_STATION_INFO, else "

@@ -40,7 +40,8 @@ import shlex
 from contextlib import closing
 
 from common import InputError
-from transitlm.evaluation.catalog import BENCHMARK_NAMES, LINE_FILE_NAMES, benchmark_of_task
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, benchmark_of_task, partner_line_names,
+                               release_file)
 from transitlm.io.csv_rows import blank, csv_rows, header_columns
 from transitlm.io.files import Outputs, overwrite_problem
 from transitlm.evaluation.chat_messages import (DEFAULT, PromptTally, row_messages, signature_part,
@@ -91,14 +92,17 @@ class Columns(object):
 class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
-    def __init__(self, path, layout, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+    def __init__(self, path, layout, benchmark=None, split=None, system_prompt=None,
                  network=None):
         self.path = path
         self.system_prompt = system_prompt   # the text of --system_prompt_file, or None
         self.network = network               # a binding.PrepareCheck, or None
         self.layout = layout
         self.benchmark = benchmark
-        self.split = split
+        # a release file is what its name says (transit-lm-benchmark1-train.csv:
+        # benchmark 1's training split); verl's split is that split unless given
+        self.release = release_file(path)
+        self.split = split or (self.release[1] if self.release else DEFAULT_SPLIT)
         self.file_benchmark = benchmark_of_task(os.path.basename(path))
         self.rows = 0
         self.by_benchmark = {}
@@ -176,15 +180,16 @@ class Preparer(object):
             self.network.finish(self.path)           # InputError: another network's file
 
 
-def prepare(path, layout, out, benchmark=None, split=DEFAULT_SPLIT, system_prompt=None,
+def prepare(path, layout, out, benchmark=None, split=None, system_prompt=None,
             station_info=None, line_info=None, protocol="reference",
             allow_foreign_network=False):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
     (whole or not at all) -> the Preparer, with its counts and the record
     of the system prompts (``system_prompt``: the text of
-    --system_prompt_file, or None).  Every row is bound to the station (and
-    line) file (transitlm.reward.binding): the given one, else the reward's
-    default."""
+    --system_prompt_file, or None).  ``split``: verl's extra_info split
+    (default: the release file's split by its name, else DEFAULT_SPLIT).
+    Every row is bound to the station (and line) file
+    (transitlm.reward.binding): the given one, else the reward's default."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -209,7 +214,7 @@ def network_binding(station_info, line_info, protocol, allowed):
         raise InputError("cannot read station file %s: no such file" % station)
     if line is None:
         beside = [os.path.join(os.path.dirname(os.path.abspath(station)), name)
-                  for name in LINE_FILE_NAMES]
+                  for name in partner_line_names(station)]
         line = next((name for name in beside if os.path.isfile(name)), None)
     return PrepareCheck(lambda name: scorer_for(name, protocol, station, line),
                         station, line, allowed, protocol)
@@ -223,6 +228,12 @@ def summary_lines(preparer, out):
     for name in BENCHMARK_NAMES:
         if name in preparer.by_benchmark:
             lines.append("  %-14s %8d rows" % (name, preparer.by_benchmark[name]))
+    if preparer.release:
+        benchmark, split = preparer.release
+        lines.append("  the release's %s split of %s%s"
+                     % (split, benchmark, "" if split == "train" else
+                        ": a validation set for the trainer (verl data.val_files), not "
+                        "rows to train on"))
     check = preparer.network
     if check is not None:
         lines.append("  bound to the station file %s (SHA-256 %s)"
