@@ -29,6 +29,7 @@ Standard library only; Python 3.8+.
 """
 
 import math
+import os
 import sys
 
 from common import PROTOCOLS, VERSION, InputError, type_name
@@ -38,6 +39,7 @@ from transitlm.json_service import (
     DEFAULT_HOST, DEFAULT_READ_TIMEOUT, HEALTH_PATH, MAX_BODIES_BYTES, MAX_CONNECTIONS,
     JsonServer, RequestProblem, Route, decode_body, listen_problem, read_timeout_problem,
     serve_until_stopped)
+from transitlm.reward import row_protocol
 from transitlm.reward.openrlhf import reward_func
 from transitlm.reward.scoring import (SHAPINGS, RowDataError, checked_weights, network_files,
                                       scorer_for, weights_of)
@@ -169,19 +171,19 @@ def checked_settings(**given):
         checked_weights(given.get("weights"))
     except ValueError as exc:
         raise ValueError("--weights: %s" % exc)
+    sources = {key: "--" + key if given.get(key) is not None else "$" + ENV[key]
+               for key in ENV}
+    protocol = given.get("protocol") or os.environ.get(ENV["protocol"]) or None
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ValueError("%s: unknown protocol %r (known: %s)" % (
+            sources["protocol"], protocol, ", ".join(sorted(PROTOCOLS))))
     try:
         options = settings(**given)
     except ValueError as exc:       # then only the failure score can fail
-        raise ValueError("%s: %s" % ("--failure" if given.get("failure") is not None
-                                     else "$" + ENV["failure"], exc))
-    sources = {key: "--" + key if given.get(key) is not None else "$" + ENV[key]
-               for key in ENV}
+        raise ValueError("%s: %s" % (sources["failure"], exc))
     if options["benchmark"] is not None and benchmark_info(options["benchmark"]) is None:
         raise ValueError("%s: unknown benchmark %r (known: %s)" % (
             sources["benchmark"], options["benchmark"], ", ".join(BENCHMARK_NAMES)))
-    if options["protocol"] not in PROTOCOLS:
-        raise ValueError("%s: unknown protocol %r (known: %s)" % (
-            sources["protocol"], options["protocol"], ", ".join(sorted(PROTOCOLS))))
     if options["shaping"] not in SHAPINGS:
         raise ValueError("%s: unknown shaping %r (known: %s)" % (
             sources["shaping"], options["shaping"], ", ".join(SHAPINGS)))
@@ -199,17 +201,22 @@ def load_scorers(options):
     --benchmark, a general-LLM scorer that lacks its line file is left out
     (a general-LLM row then gets a 500 saying so)."""
     names = [options["benchmark"]] if options["benchmark"] else list(BENCHMARK_NAMES)
+    # Without --protocol, rows name theirs: the scorers of both are made.
+    protocols = [options["protocol"]] if options["protocol"] else sorted(PROTOCOLS)
     station, _ = network_files(options["station_info"], options["line_info"])
     lines = []
     for name in names:
         try:
-            scorer_for(name, options["protocol"], options["station_info"], options["line_info"])
+            for protocol in protocols:
+                scorer_for(name, protocol, options["station_info"], options["line_info"])
         except InputError as exc:
             if name != "general_llm" or len(names) == 1:
                 raise
             lines.append("general_llm rows cannot be scored: %s" % one_line(exc))
     lines.insert(0, "reward: %s; protocol %s, shaping %s, failure %g%s; stations from %s" % (
-        options["benchmark"] or "each row's benchmark (its task_id)", options["protocol"],
+        options["benchmark"] or "each row's benchmark (its task_id)",
+        options["protocol"] or "each row's own (%s for a row without one)"
+        % row_protocol.DEFAULT,
         options["shaping"], options["failure"],
         "; weights %s" % ",".join("%s=%g" % item for item in sorted(options["weights"].items()))
         if options["weights"] else "", station))
