@@ -40,9 +40,9 @@ from transitlm.terminal import quoted
 KEY = "protocol"
 DEFAULT = "reference"
 # A file whose labels pass every check under the chosen protocol less often
-# than this (for one of its benchmarks) is refused unless the protocol was
-# chosen on the command line or --allow_failing_labels is given.
-MIN_PASSING_SHARE = 0.9
+# than this (per cent, for one of its benchmarks) is refused unless the
+# protocol was chosen on the command line or --allow_failing_labels is given.
+MIN_PASSING_PERCENT = 90
 ALLOW_FLAG = "--allow_failing_labels"
 
 LOG = logging.getLogger("transitlm.reward")
@@ -104,6 +104,12 @@ def passes(record):
         and not record.get("failure_codes")
 
 
+def enough(passing, total):
+    """Do ``passing`` of ``total`` labels make MIN_PASSING_PERCENT (in whole numbers:
+    63 of 70 is 90 %)?"""
+    return 100 * passing >= MIN_PASSING_PERCENT * total
+
+
 def share_text(passing, total):
     return "%d of %d (%d %%)" % (passing, total, (100 * passing) // total if total else 0)
 
@@ -130,12 +136,12 @@ class LabelShares(object):
 
     def short(self):
         """-> [(benchmark, others)]: the benchmarks whose labels pass under
-        the chosen protocol less often than MIN_PASSING_SHARE, each with
+        the chosen protocol less often than MIN_PASSING_PERCENT, each with
         the other protocols and their counts, the best first."""
         found = []
         for benchmark in sorted(self.totals):
             total = self.totals[benchmark]
-            if self.count(benchmark, self.protocol) >= MIN_PASSING_SHARE * total:
+            if enough(self.count(benchmark, self.protocol), total):
                 continue
             others = sorted(((self.count(benchmark, protocol), protocol)
                              for (name, protocol) in self.passing
@@ -147,11 +153,11 @@ class LabelShares(object):
     def problem(self, path, explicit=False, allowed=False):
         """-> (the line that refuses the file, or None; warnings).  A file
         whose labels of one benchmark pass under the chosen protocol less
-        often than MIN_PASSING_SHARE is refused unless the protocol was
+        often than MIN_PASSING_PERCENT is refused unless the protocol was
         chosen (``explicit``) or failing labels are ``allowed``; then each
         such benchmark is a warning."""
         warnings = []
-        least = "fewer than %d %%" % round(100 * MIN_PASSING_SHARE)
+        least = "fewer than %d %%" % MIN_PASSING_PERCENT
         for benchmark, others in self.short():
             total = self.totals[benchmark]
             said = "%s %s labels pass every check under the %s protocol, %s" % (
@@ -162,8 +168,7 @@ class LabelShares(object):
             if explicit or allowed:
                 warnings.append(said + elsewhere)
                 continue
-            better = [protocol for count, protocol in others
-                      if count >= MIN_PASSING_SHARE * total]
+            better = [protocol for count, protocol in others if enough(count, total)]
             if better:
                 return ("input file %s: %s%s pass: give --protocol %s (or --protocol %s, "
                         "or %s, to prepare them under %s anyway)"
