@@ -4,11 +4,14 @@
     POST /get_reward  {"query": [...], "prompts": [...], "labels": [...]}
                       -> {"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}
     GET  /healthz     -> {"status": "ok", "version", "benchmark", "protocol", "shaping",
-                          "failure", "weights"}
+                          "failure", "weights"}   (protocol null: each row's own)
 
 A POST is answered exactly as transitlm.reward.openrlhf.reward_func answers
 the same three lists in process (it is called), with the settings the
-service was started with.  Empty lists are answered with empty lists
+service was started with: without --protocol (or
+$TRANSITLM_REWARD_PROTOCOL) each row under the protocol prepare recorded in
+it, else reference; with one, that protocol, a row prepared for another said
+once in the log (transitlm.reward.row_protocol).  Empty lists are answered with empty lists
 (OpenRLHF 0.11.0 and earlier sent them to every URL but the first; 0.11.2
 sends each one-sample request to the next of its URLs in turn).  A request of the wrong
 shape is a 400 naming what is wrong (the body not JSON, a list missing, not
