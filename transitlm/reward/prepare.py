@@ -9,8 +9,8 @@ carries the release row the reward scores against: ``index_id``,
 ``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
 ``sft_label``, with the network it is bound to (transitlm.reward.binding)
 and the protocol it is to be scored under (``protocol``,
-transitlm.reward.row_protocol).  The summary names the record of the system prompts
-(``prompt:SOURCE#HASH``, as a run's signature does).
+transitlm.reward.row_protocol).  The summary names the record of the
+system prompts (``prompt:SOURCE#HASH``, as a run's signature does).
 
     trl       {"prompt": [messages], "index_id", "task_id", "req_type",
                "sft_prompt", "sft_label", "network_...", "protocol"}: the

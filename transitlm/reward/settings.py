@@ -32,8 +32,8 @@ def settings(**given):
     own, transitlm.reward.row_protocol).  Keys not of score() are ignored
     (a trainer's own keywords, such as TRL's trainer_state).  ValueError for
     a failure score that is not a finite number, a protocol that is none
-    or weights that cannot be used (transitlm.reward.scoring.checked_weights): the score is always a
-    finite number."""
+    or weights that cannot be used (transitlm.reward.scoring.checked_weights):
+    the score is always a finite number."""
     values = dict(DEFAULTS)
     for key, variable in ENV.items():
         if os.environ.get(variable):
