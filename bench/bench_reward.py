@@ -165,7 +165,9 @@ def prepared(path, layout, out, count):
     """The first ``count`` lines of a file prepared for ``layout``, and its rows."""
     from transitlm.reward.prepare import prepare
     target = os.path.join(out, "%s.%s.jsonl" % (os.path.basename(path), layout))
-    prepare(path, layout, target)
+    # Under reference, as the figures have been measured (the general LLM's
+    # labels would be refused without the protocol named: docs/reward.md).
+    prepare(path, layout, target, protocol="reference")
     with open(target, encoding="utf-8") as handle:
         lines = [json.loads(line) for _, line in zip(range(count), handle)]
     return lines, read_rows(path, count)

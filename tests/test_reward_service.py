@@ -161,7 +161,7 @@ class AnswerTest(RewardServerTestCase):
         self.assertEqual(status, 200)
         self.assertEqual(payload["status"], "ok")
         self.assertEqual((payload["benchmark"], payload["protocol"], payload["shaping"],
-                          payload["failure"]), (None, "reference", "dense", 0.0))
+                          payload["failure"]), (None, None, "dense", 0.0))   # protocol: each row's
         status, _, payload = self.request("HEAD", "/healthz")
         self.assertEqual((status, payload), (200, None))
 
@@ -479,8 +479,8 @@ class ScriptTest(unittest.TestCase):
                 proc = self.start("--benchmark", "single_route", "--shaping", "sparse")
                 host, port, seen = self.listening(proc)
                 self.assertEqual(host, "127.0.0.1")            # loopback by default
-                self.assertIn("reward: single_route; protocol reference, shaping sparse",
-                              "".join(seen))
+                self.assertIn("reward: single_route; protocol each row's own (reference for a "
+                              "row without one), shaping sparse", "".join(seen))
                 rows = labelled_rows("single_route", 5)
                 conn = http.client.HTTPConnection(host, port, timeout=30)
                 conn.request("POST", REWARD, body=json.dumps(body_of(rows)).encode("ascii"))

@@ -7,13 +7,13 @@ Standard library only; Python 3.8+.
 
 import threading
 
-from transitlm.reward import binding
+from transitlm.reward import binding, row_protocol
 from transitlm.reward.scoring import KEYS, score
 from transitlm.reward.settings import settings
 
 # The columns of a release row that scoring reads (others are left alone).
 ROW_COLUMNS = ("sft_prompt", "sft_label", "req_type", "task_id", "index_id", "indexid",
-               "system_prompt") + binding.KEYS
+               "system_prompt", row_protocol.KEY) + binding.KEYS
 
 
 def rows_from_columns(columns, count):

@@ -33,7 +33,9 @@ def _settings_arguments(parser):
                         help="score every row by this benchmark's rules (default: $%s, else "
                              "each row's task_id)" % ENV["benchmark"])
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS),
-                        help="default: $%s, else reference" % ENV["protocol"])
+                        help="score every row under this protocol (default: $%s, else each "
+                             "row's own, as prepare recorded it, else reference)"
+                             % ENV["protocol"])
     parser.add_argument("--shaping", choices=SHAPINGS,
                         help="how the terms become one score (default: $%s, else dense)"
                              % ENV["shaping"])
@@ -49,7 +51,7 @@ USAGE = """commands:
            [--line_info CSV] [--benchmark B] [--protocol P] [--shaping S] [--failure F]
            [--weights KEY=W,...]
   prepare  --input CSV --format trl|verl|openrlhf --out FILE.jsonl [--benchmark B]
-           [--split NAME]
+           [--split NAME] [--protocol P] [--allow_failing_labels]
 
 'reward.py COMMAND --help' tells more."""
 
@@ -97,9 +99,14 @@ def build_parser():
                             "$%s's, else the bundled one)" % DATA_ENV)
     ready.add_argument("--line_info", metavar="CSV",
                        help="line file (default: the one beside the station file)")
-    ready.add_argument("--protocol", choices=sorted(PROTOCOLS), default="reference",
-                       help="the rules the labels are judged by, for the count of labels "
-                            "that pass (default: reference)")
+    ready.add_argument("--protocol", choices=sorted(PROTOCOLS),
+                       help="the protocol the rows are to be scored under, recorded in every "
+                            "row (default: reference, refused when fewer than 90%% of a "
+                            "benchmark's labels pass every check under it; given, it is used "
+                            "whatever they pass)")
+    ready.add_argument("--allow_failing_labels", action="store_true",
+                       help="write the rows even when fewer than 90%% of a benchmark's labels "
+                            "pass every check under the protocol (with a warning)")
     ready.add_argument("--allow_foreign_network", action="store_true",
                        help="write the rows even when most of the labels' stations are not "
                             "in the station file (or the network.json beside the file names "
@@ -119,7 +126,8 @@ def _prepare(args):
             system_prompt = read_prompt_file(args.system_prompt_file)
         preparer = prepare.prepare(args.input, args.format, args.out, args.benchmark,
                                   args.split, system_prompt, args.station_info, args.line_info,
-                                  args.protocol, args.allow_foreign_network)
+                                  args.protocol, args.allow_foreign_network,
+                                  args.allow_failing_labels)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))
         return EXIT_USAGE

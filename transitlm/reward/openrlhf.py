@@ -11,7 +11,9 @@ prepare --format openrlhf`` writes it (its JSON text).  It wants
 as shaped (an unreadable completion scores ``failure``), scores the same but
 never below 0 (they drive dynamic filtering in [0, 1]), extra_logs every
 numeric key of transitlm.reward.scoring.KEYS (OpenRLHF turns each into a
-tensor: no text).  Settings from the environment (transitlm.reward.settings).
+tensor: no text).  Settings from the environment (transitlm.reward.settings);
+each row under its own protocol unless one is set there
+(transitlm.reward.row_protocol).
 
 Standard library only; Python 3.8+.
 """

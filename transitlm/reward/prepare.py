@@ -7,11 +7,14 @@ lm-eval choose them (transitlm.evaluation.chat_messages: --system_prompt_file, e
 row's ``system_prompt`` cell, else the benchmark's default prompt) -- and
 carries the release row the reward scores against: ``index_id``,
 ``task_id``, ``req_type`` (when the file has it), ``sft_prompt`` and
-``sft_label``.  The summary names the record of the system prompts
-(``prompt:SOURCE#HASH``, as a run's signature does).
+``sft_label``, with the network it is bound to (transitlm.reward.binding)
+and the protocol it is to be scored under (``protocol``,
+transitlm.reward.row_protocol).  The summary names the record of the
+system prompts (``prompt:SOURCE#HASH``, as a run's signature does).
 
     trl       {"prompt": [messages], "index_id", "task_id", "req_type",
-               "sft_prompt", "sft_label"}: the columns TRL hands to
+               "sft_prompt", "sft_label", "network_...", "protocol"}: the
+               columns TRL hands to
                transitlm.reward.trl.route_reward
     verl      {"data_source": "transitlm/<benchmark>", "prompt": [messages],
                "ability": "transit_route_planning",
@@ -27,6 +30,12 @@ gets the benchmark's name as one, so every adapter scores it by that
 benchmark's rules.  A task_id that names another benchmark than
 ``--benchmark`` (or none at all) is refused, not overwritten.
 
+The protocol: ``--protocol`` (``protocol=``), else reference.  Every label
+is judged as its own answer under each protocol; when the protocol was not
+chosen and fewer than 90 % of one benchmark's labels pass every check under
+reference, the file is refused with the share and the protocol under which
+they pass (the general LLM's: paper), unless ``--allow_failing_labels``.
+
 The input is streamed (transitlm.io.csv_rows: a budget per row); the output is
 written whole or not at all (transitlm.io.files) and never over the input.
 Every problem is an InputError with one line naming the file and row.
@@ -39,13 +48,14 @@ import os
 import shlex
 from contextlib import closing
 
-from common import InputError
+from common import PROTOCOLS, InputError
 from transitlm.evaluation.catalog import (BENCHMARK_NAMES, benchmark_of_task, partner_line_names,
-                               release_file)
+                                          release_file)
 from transitlm.io.csv_rows import blank, csv_rows, header_columns
 from transitlm.io.files import Outputs, overwrite_problem
 from transitlm.evaluation.chat_messages import (DEFAULT, PromptTally, row_messages, signature_part,
                                system_prompt_for)
+from transitlm.reward import row_protocol
 from transitlm.reward.row_check import label_record
 from transitlm.io.terminal import quoted
 
@@ -93,8 +103,15 @@ class Preparer(object):
     """Turns the rows of one file into one trainer's layout, counting what it did."""
 
     def __init__(self, path, layout, benchmark=None, split=None, system_prompt=None,
-                 network=None):
+                 network=None, protocol=None, allow_failing_labels=False):
         self.path = path
+        # The protocol the rows are prepared for, and whether it was chosen
+        # (--protocol) rather than the default.
+        self.explicit = protocol is not None
+        self.protocol = protocol if protocol is not None else row_protocol.DEFAULT
+        self.allow_failing_labels = allow_failing_labels
+        self.labels = row_protocol.LabelShares(self.protocol)
+        self.label_warnings = []
         self.system_prompt = system_prompt   # the text of --system_prompt_file, or None
         self.network = network               # a binding.PrepareCheck, or None
         self.layout = layout
@@ -139,12 +156,15 @@ class Preparer(object):
                "sft_prompt": cells[columns.prompt], "sft_label": cells[columns.label]}
         record = label_record(row, benchmark, "input file %s row %d (index_id %s)"
                               % (self.path, number, row["index_id"]),
-                              self.network.scorer_of(benchmark) if self.network else None)
+                              self.network.scorer_of(benchmark) if self.network else None,
+                              self.protocol)
+        self.labels.add(benchmark, self.label_records(benchmark, row, record))
         system = cells[columns.system] if columns.system is not None else None
         self.prompts.add(*system_prompt_for(system, benchmark, self.system_prompt))
         prompt = row_messages(system, row["sft_prompt"], benchmark, self.system_prompt)
         if self.network is not None:
             self.network.add(benchmark, row, record)   # counted, then bound to its network
+        row[row_protocol.KEY] = self.protocol
         self.rows += 1
         self.by_benchmark[benchmark] = self.by_benchmark.get(benchmark, 0) + 1
         if self.layout == "trl":
@@ -178,18 +198,47 @@ class Preparer(object):
             raise InputError("input file %s has no rows: nothing to prepare" % self.path)
         if self.network is not None:
             self.network.finish(self.path)           # InputError: another network's file
+        problem, self.label_warnings = self.labels.problem(self.path, self.explicit,
+                                                           self.allow_failing_labels)
+        if problem:
+            raise InputError(problem)                # the labels fail under this protocol
+
+    def label_records(self, benchmark, row, record):
+        """{protocol: the record of the row's label as its own answer}: the
+        one judged under the rows' protocol, ``record``, and the others'
+        (None for a row only another protocol's rules cannot read)."""
+        records = {self.protocol: record}
+        for protocol in sorted(PROTOCOLS):
+            if protocol != self.protocol:
+                try:
+                    records[protocol] = self.scorer(benchmark, protocol).record(
+                        row.get("sft_label"), row)
+                except ValueError:              # RowDataError
+                    records[protocol] = None
+        return records
+
+    def scorer(self, benchmark, protocol):
+        """The Scorer of a benchmark under a protocol, on the rows' network."""
+        from transitlm.reward.scoring import scorer_for
+        if self.network is None:
+            return scorer_for(benchmark, protocol)
+        return scorer_for(benchmark, protocol, self.network.station_path,
+                          self.network.line_path)
 
 
 def prepare(path, layout, out, benchmark=None, split=None, system_prompt=None,
-            station_info=None, line_info=None, protocol="reference",
-            allow_foreign_network=False):
+            station_info=None, line_info=None, protocol=None,
+            allow_foreign_network=False, allow_failing_labels=False):
     """Write the rows of the release file ``path`` in ``layout`` to ``out``
     (whole or not at all) -> the Preparer, with its counts and the record
     of the system prompts (``system_prompt``: the text of
     --system_prompt_file, or None).  ``split``: verl's extra_info split
     (default: the release file's split by its name, else DEFAULT_SPLIT).
     Every row is bound to the station (and line) file
-    (transitlm.reward.binding): the given one, else the reward's default."""
+    (transitlm.reward.binding): the given one, else the reward's default;
+    and to ``protocol`` (None: not chosen, reference -- then a file whose
+    labels mostly fail under it is refused unless ``allow_failing_labels``:
+    transitlm.reward.row_protocol)."""
     if layout not in FORMATS:
         raise InputError("unknown format %r (known: %s)" % (layout, ", ".join(FORMATS)))
     problem = overwrite_problem([("--out", out)], [("--input", path)])
@@ -197,8 +246,13 @@ def prepare(path, layout, out, benchmark=None, split=None, system_prompt=None,
         raise InputError(problem)
     if os.path.isdir(path):
         raise InputError("cannot read input file %s: it is a folder" % path)
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise InputError("unknown protocol %r (known: %s)"
+                         % (protocol, ", ".join(sorted(PROTOCOLS))))
+    chosen = protocol if protocol is not None else row_protocol.DEFAULT
     preparer = Preparer(path, layout, benchmark, split, system_prompt,
-                        network_binding(station_info, line_info, protocol, allow_foreign_network))
+                        network_binding(station_info, line_info, chosen, allow_foreign_network),
+                        protocol, allow_failing_labels)
     with Outputs() as outputs:
         outputs.make_folders(os.path.dirname(os.path.abspath(out)))
         preparer.write(outputs.open(out))
@@ -243,6 +297,15 @@ def summary_lines(preparer, out):
                                                     "" if check.labels == 1 else "s",
                                                     check.protocol))
         lines += ["  WARNING: " + warning for warning in check.warnings]
+    labels = preparer.labels
+    for protocol in sorted(set(PROTOCOLS) - {preparer.protocol}):
+        lines.append("  %d of %d would pass under the %s protocol"
+                     % (sum(labels.count(name, protocol) for name in labels.totals),
+                        sum(labels.totals.values()), protocol))
+    lines.append("  every row is to be scored under the %s protocol (its \"%s\" field; a "
+                 "protocol set in the reward overrides it)" % (preparer.protocol,
+                                                               row_protocol.KEY))
+    lines += ["  WARNING: " + warning for warning in preparer.label_warnings]
     lines.append("  system prompts: %s (docs/reward.md)"
                  % signature_part(preparer.prompts.record()))
     defaults = preparer.prompts.counts.get(DEFAULT, 0)

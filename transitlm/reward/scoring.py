@@ -29,7 +29,7 @@ from common import PROTOCOLS, StationNetwork, station_cache_folder
 from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
                                line_file, load_benchmark, station_file)
 from transitlm.evaluation.engine import Context, Options, RowJudge
-from transitlm.reward import binding
+from transitlm.reward import binding, row_protocol
 from transitlm.evaluation.inputs import SampleRow
 from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.evaluation.terms import metric_terms
@@ -501,10 +501,14 @@ def _bound_scorer(row, name, protocol, station_info, line_info):
     return scorer_for(name, protocol, station_info, line_info)
 
 
-def score(completion, row, benchmark=None, protocol="reference", station_info=None,
+def score(completion, row, benchmark=None, protocol=None, station_info=None,
           line_info=None, shaping="dense", weights=None, failure=0.0):
     """Score one completion against one row of the release -> a flat dict (see
     the module's docstring for its keys).
+
+    The protocol: ``protocol`` when given (a row prepared for another is
+    said once in the log), else the row's own ``protocol`` (as ``reward.py
+    prepare`` records it), else reference (transitlm.reward.row_protocol).
 
     Never raises for a completion, whatever it holds: an unreadable one is
     ``failure`` (0.0 by default) with its ``error_code``.  A row that cannot
@@ -514,6 +518,7 @@ def score(completion, row, benchmark=None, protocol="reference", station_info=No
     """
     row = trainer_row(row)
     name = benchmark_of(row, benchmark)
+    protocol = row_protocol.chosen(row, protocol)
     scorer = _bound_scorer(row, name, protocol, station_info, line_info)
     if shaping not in SHAPINGS:
         raise ValueError("unknown shaping %r (known: %s)" % (shaping, ", ".join(SHAPINGS)))

@@ -4,11 +4,14 @@
     POST /get_reward  {"query": [...], "prompts": [...], "labels": [...]}
                       -> {"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}
     GET  /healthz     -> {"status": "ok", "version", "benchmark", "protocol", "shaping",
-                          "failure", "weights"}
+                          "failure", "weights"}   (protocol null: each row's own)
 
 A POST is answered exactly as transitlm.reward.openrlhf.reward_func answers
 the same three lists in process (it is called), with the settings the
-service was started with.  Empty lists are answered with empty lists
+service was started with: without --protocol (or
+$TRANSITLM_REWARD_PROTOCOL) each row under the protocol prepare recorded in
+it, else reference; with one, that protocol, a row prepared for another said
+once in the log (transitlm.reward.row_protocol).  Empty lists are answered with empty lists
 (OpenRLHF 0.11.0 and earlier sent them to every URL but the first; 0.11.2
 sends each one-sample request to the next of its URLs in turn).  A request of the wrong
 shape is a 400 naming what is wrong (the body not JSON, a list missing, not
@@ -29,6 +32,7 @@ Standard library only; Python 3.8+.
 """
 
 import math
+import os
 import sys
 
 from common import PROTOCOLS, VERSION, InputError, type_name
@@ -38,6 +42,7 @@ from transitlm.io.json_service import (
     DEFAULT_HOST, DEFAULT_READ_TIMEOUT, HEALTH_PATH, MAX_BODIES_BYTES, MAX_CONNECTIONS,
     JsonServer, RequestProblem, Route, decode_body, listen_problem, read_timeout_problem,
     serve_until_stopped)
+from transitlm.reward import row_protocol
 from transitlm.reward.openrlhf import reward_func
 from transitlm.reward.scoring import (SHAPINGS, RowDataError, checked_weights, network_files,
                                       scorer_for, weights_of)
@@ -169,19 +174,19 @@ def checked_settings(**given):
         checked_weights(given.get("weights"))
     except ValueError as exc:
         raise ValueError("--weights: %s" % exc)
+    sources = {key: "--" + key if given.get(key) is not None else "$" + ENV[key]
+               for key in ENV}
+    protocol = given.get("protocol") or os.environ.get(ENV["protocol"]) or None
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ValueError("%s: unknown protocol %r (known: %s)" % (
+            sources["protocol"], protocol, ", ".join(sorted(PROTOCOLS))))
     try:
         options = settings(**given)
     except ValueError as exc:       # then only the failure score can fail
-        raise ValueError("%s: %s" % ("--failure" if given.get("failure") is not None
-                                     else "$" + ENV["failure"], exc))
-    sources = {key: "--" + key if given.get(key) is not None else "$" + ENV[key]
-               for key in ENV}
+        raise ValueError("%s: %s" % (sources["failure"], exc))
     if options["benchmark"] is not None and benchmark_info(options["benchmark"]) is None:
         raise ValueError("%s: unknown benchmark %r (known: %s)" % (
             sources["benchmark"], options["benchmark"], ", ".join(BENCHMARK_NAMES)))
-    if options["protocol"] not in PROTOCOLS:
-        raise ValueError("%s: unknown protocol %r (known: %s)" % (
-            sources["protocol"], options["protocol"], ", ".join(sorted(PROTOCOLS))))
     if options["shaping"] not in SHAPINGS:
         raise ValueError("%s: unknown shaping %r (known: %s)" % (
             sources["shaping"], options["shaping"], ", ".join(SHAPINGS)))
@@ -199,17 +204,22 @@ def load_scorers(options):
     --benchmark, a general-LLM scorer that lacks its line file is left out
     (a general-LLM row then gets a 500 saying so)."""
     names = [options["benchmark"]] if options["benchmark"] else list(BENCHMARK_NAMES)
+    # Without --protocol, rows name theirs: the scorers of both are made.
+    protocols = [options["protocol"]] if options["protocol"] else sorted(PROTOCOLS)
     station, _ = network_files(options["station_info"], options["line_info"])
     lines = []
     for name in names:
         try:
-            scorer_for(name, options["protocol"], options["station_info"], options["line_info"])
+            for protocol in protocols:
+                scorer_for(name, protocol, options["station_info"], options["line_info"])
         except InputError as exc:
             if name != "general_llm" or len(names) == 1:
                 raise
             lines.append("general_llm rows cannot be scored: %s" % one_line(exc))
     lines.insert(0, "reward: %s; protocol %s, shaping %s, failure %g%s; stations from %s" % (
-        options["benchmark"] or "each row's benchmark (its task_id)", options["protocol"],
+        options["benchmark"] or "each row's benchmark (its task_id)",
+        options["protocol"] or "each row's own (%s for a row without one)"
+        % row_protocol.DEFAULT,
         options["shaping"], options["failure"],
         "; weights %s" % ",".join("%s=%g" % item for item in sorted(options["weights"].items()))
         if options["weights"] else "", station))

@@ -5,7 +5,8 @@ dotted path takes no arguments), else the defaults.
 
     TRANSITLM_REWARD_BENCHMARK   single_route, personalized, diversity, general_llm
                                  (default: each row's task_id)
-    TRANSITLM_REWARD_PROTOCOL    reference (default) or paper
+    TRANSITLM_REWARD_PROTOCOL    reference or paper (default: each row's own, as
+                                 prepare recorded it, else reference)
     TRANSITLM_REWARD_SHAPING     dense (default), gated or sparse
     TRANSITLM_REWARD_FAILURE     the score of an unreadable completion (default 0)
     TRANSITLM_STATION_INFO, TRANSITLM_LINE_INFO, TRANSITLM_DATA   the network files
@@ -16,21 +17,23 @@ Standard library only; Python 3.8+.
 import math
 import os
 
+from common import PROTOCOLS
 from transitlm.reward.scoring import checked_weights
 
 ENV = {"benchmark": "TRANSITLM_REWARD_BENCHMARK", "protocol": "TRANSITLM_REWARD_PROTOCOL",
        "shaping": "TRANSITLM_REWARD_SHAPING", "failure": "TRANSITLM_REWARD_FAILURE"}
-DEFAULTS = {"benchmark": None, "protocol": "reference", "shaping": "dense", "failure": 0.0,
+DEFAULTS = {"benchmark": None, "protocol": None, "shaping": "dense", "failure": 0.0,
             "station_info": None, "line_info": None, "weights": None}
 
 
 def settings(**given):
     """The score() keywords of a call: those given (None = not given), else
-    the environment's, else the defaults.  Keys not of score() are ignored
+    the environment's, else the defaults (a protocol of None: each row's
+    own, transitlm.reward.row_protocol).  Keys not of score() are ignored
     (a trainer's own keywords, such as TRL's trainer_state).  ValueError for
-    a failure score that is not a finite number or weights that cannot be
-    used (transitlm.reward.scoring.checked_weights): the score is always a
-    finite number."""
+    a failure score that is not a finite number, a protocol that is none
+    or weights that cannot be used (transitlm.reward.scoring.checked_weights):
+    the score is always a finite number."""
     values = dict(DEFAULTS)
     for key, variable in ENV.items():
         if os.environ.get(variable):
@@ -46,5 +49,8 @@ def settings(**given):
         raise ValueError("the failure score must be a finite number, not %r"
                          % (values["failure"],))
     values["failure"] = failure
+    if values["protocol"] is not None and values["protocol"] not in PROTOCOLS:
+        raise ValueError("unknown protocol %r (known: %s)"
+                         % (values["protocol"], ", ".join(sorted(PROTOCOLS))))
     values["weights"] = checked_weights(values["weights"])
     return values

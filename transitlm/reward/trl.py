@@ -26,6 +26,8 @@ others reuse its results).
 ``make_reward(name, **settings)`` makes a reward function with other settings
 (protocol, shaping, failure, station file, ...) and its own ``__name__``.
 Settings otherwise come from the environment (transitlm.reward.settings).
+Each row is scored under the protocol its ``protocol`` column names (as
+prepare wrote it), unless a protocol is set (transitlm.reward.row_protocol).
 
 Standard library only; Python 3.8+.
 """

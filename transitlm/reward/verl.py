@@ -19,7 +19,8 @@ same for verl's legacy batch reward manager (``data_sources=``,
 (the release row's JSON text); a ground truth that is only the label takes
 the row's other fields from ``extra_info``.  The benchmark is the
 ``benchmark`` keyword, else the row's task_id, else the data source's name
-(``transitlm/single_route``).
+(``transitlm/single_route``); the protocol the ``protocol`` keyword, else
+the environment's, else the row's own (transitlm.reward.row_protocol).
 
 Standard library only; Python 3.8+.
 """
