@@ -122,8 +122,8 @@ class MonotoneTest(unittest.TestCase):
             for shaping in scoring.SHAPINGS:
                 self.assertEqual(scoring.shaped(best, best, shaping, None, term), 1.0)
                 for key in reward_search.VERDICTS:
-                    scenario = key in ("pc", "rd", "all_reachable")
-                    if scenario and (term != {"all_reachable": "rd"}.get(key, key)
+                    scenario = key in ("pc", "rd", "real_rd")
+                    if scenario and (term != {"real_rd": "rd"}.get(key, key)
                                      or shaping == "sparse"):
                         continue    # a term the benchmark (or sparse) does not have
                     worse = dict(best, **{key: 0.0 if key in scoring.CHECKS else 0.5})

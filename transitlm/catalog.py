@@ -46,14 +46,22 @@ def line_file(given, station_path, flag="--line_info"):
     InputError when there is none beside it; ``flag`` names the option."""
     if given:
         return given
+    beside = line_file_beside(station_path)
+    if beside:
+        return beside
+    raise InputError("no line file beside the station file %s (looked for %s in its folder): "
+                     "a line file belongs to its station file's network; give %s"
+                     % (station_path, " and ".join(LINE_FILE_NAMES), flag))
+
+
+def line_file_beside(station_path):
+    """The line file in the station file's folder (LINE_FILE_NAMES), or None."""
     folder = os.path.dirname(os.path.abspath(station_path))
     for name in LINE_FILE_NAMES:
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate
-    raise InputError("no line file beside the station file %s (looked for %s in its folder): "
-                     "a line file belongs to its station file's network; give %s"
-                     % (station_path, " and ".join(LINE_FILE_NAMES), flag))
+    return None
 
 
 class BenchmarkInfo(object):
