@@ -55,7 +55,7 @@ def check_lines(route, lines, city_code):
         if line is None:
             return common.Verdict(False, "line %s is not in the line file" % name,
                                   ("unknown_line",)), None
-        if not common.calls_in_order([station.stop_id for station in line.stations], leg):
+        if not common.calls_in_order(line.calls, leg):
             return common.Verdict(False, "line %s does not call at the %d station(s) of its "
                                          "leg in their order" % (line.name, len(leg)),
                                   ("line_order",)), None

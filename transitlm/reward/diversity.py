@@ -11,8 +11,10 @@ their stations (or, with a line file, their real lines) show:
   both ends (Round 2, as the first route is judged), names a line for each
   leg and -- where the network has a line file -- each of those names is a
   line of it that calls at the leg's stations in their order
-  (diversity/evaluate.py: ``real_route_checks``, the evaluator's code), and
-  its station set is not that of an earlier route (first, second, third);
+  (diversity/real_routes.py, the evaluator's code), and it differs from
+  every earlier route (first, second, third) in its station set or, where
+  the line file shows it, in the lines it rides (two lines calling at the
+  same stations, such as a local and an express train, are two routes);
 - a **pair** of real routes is credited ``min(L, max(S, T))``: L the pair's
   published diversity (1 - IoU of the line signatures, as RD compares them
   under the protocol), S 1 - IoU of their station sets, T 1 - IoU of the
@@ -47,10 +49,14 @@ def not_real(record, min_stations):
         route = routes.get(key)
         if route is None:
             continue
-        stations = frozenset(route.get("stations") or ())
         checked = checks.get(key) or {}
-        copied = [other for other, seen in earlier if seen == stations]
-        earlier.append((key, stations))
+        # What tells it from an earlier route: its stations, and the lines the
+        # line file says it rides (None without one).
+        stations = frozenset(route.get("stations") or ())
+        names = checked.get("line_names")
+        seen = (stations, None if names is None else frozenset(names))
+        copied = [other for other, shown in earlier if shown == seen]
+        earlier.append((key, seen))
         if not (reach.get(key) or {}).get("reachable"):
             reasons[key] = "not reachable"
         elif len(stations) < min_stations:
@@ -62,7 +68,8 @@ def not_real(record, min_stations):
         elif not checked.get("lines_real"):
             reasons[key] = checked.get("lines_reason") or "its lines are not real"
         elif copied:
-            reasons[key] = "the stations of the %s route" % copied[0]
+            reasons[key] = ("the stations of the %s route" if names is None else
+                            "the stations and lines of the %s route") % copied[0]
         else:
             reasons[key] = None
     return reasons
