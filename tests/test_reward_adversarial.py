@@ -68,8 +68,8 @@ class SearchTest(unittest.TestCase):
         def entries_not_stations(values, checks):
             return real(values, dict(checks, route=1.0))
 
-        def rd_with_unreachable_routes(values, checks):
-            return real(values, dict(checks, all_reachable=1.0))
+        def published_rd(values, checks):               # issue 46: RD of unreal routes
+            return real(values, dict(checks, real_rd=values["rd"]))
 
         def station_iou_backwards(values, checks):      # not monotone
             credit, accepted = real(values, checks)
@@ -81,11 +81,16 @@ class SearchTest(unittest.TestCase):
                  (own_protocol_only, ("single_route",),
                   "the paper protocol says not overall_accurate"),
                  (entries_not_stations, ("single_route",), "fewer than two distinct stations"),
-                 (rd_with_unreachable_routes, ("diversity",), "above the label's"))
+                 (published_rd, ("diversity",), "above the label's"))
         for credited, benchmarks, finding in cases:
             findings = self.weakened(credited, benchmarks)
             self.assertTrue(any(finding in text for text in findings),
                             "%s: %s" % (credited.__name__, findings_text(findings)))
+            if credited is published_rd:
+                # Each alternative of issue 46 that is not real outscored its label.
+                for name in reward_search.UNREAL_ALTERNATIVES:
+                    self.assertTrue(any(": %s scores " % name in text and finding in text
+                                        for text in findings), name)
 
 
 class MonotoneTest(unittest.TestCase):

@@ -14,7 +14,8 @@ their stations (or, with a line file, their real lines) show:
   (diversity/real_routes.py, the evaluator's code), and it differs from
   every earlier route (first, second, third) in its station set or, where
   the line file shows it, in the lines it rides (two lines calling at the
-  same stations, such as a local and an express train, are two routes);
+  same stations, such as a local and an express train, are two routes; the
+  two directions of a line, names equal but for their suffix, are one);
 - a **pair** of real routes is credited ``min(L, max(S, T))``: L the pair's
   published diversity (1 - IoU of the line signatures, as RD compares them
   under the protocol), S 1 - IoU of their station sets, T 1 - IoU of the
@@ -31,7 +32,7 @@ over at least as many pairs.  Standard library only; Python 3.8+.
 
 import itertools
 
-from common import ROUTE_KEYS, full_line_set, iou
+from common import ROUTE_KEYS, full_line_set, iou, strip_line_suffix
 
 PAIRS = tuple(itertools.combinations(ROUTE_KEYS, 2))
 # The record's field of the checks the reward asks of each route.
@@ -51,10 +52,11 @@ def not_real(record, min_stations):
             continue
         checked = checks.get(key) or {}
         # What tells it from an earlier route: its stations, and the lines the
-        # line file says it rides (None without one).
+        # line file says it rides (None without one), a line's directions
+        # one line (its name without its suffix, strip_line_suffix).
         stations = frozenset(route.get("stations") or ())
         names = checked.get("line_names")
-        seen = (stations, None if names is None else frozenset(names))
+        seen = (stations, None if names is None else frozenset(map(strip_line_suffix, names)))
         copied = [other for other, shown in earlier if shown == seen]
         earlier.append((key, seen))
         if not (reach.get(key) or {}).get("reachable"):
