@@ -152,9 +152,13 @@ class _CityLines(object):
     ``by_key`` maps a name to the first line, in file order, whose name *or*
     suffix-stripped name equals it: exactly the line the sequential rule
     "first line whose name or stripped form equals the query" picks.
+    ``text``: every name and stripped name, one a line: a query found in no
+    line's name is not in it (one search in C instead of a scan of the
+    lines; a query holding a line break may be found across two names, and
+    is then looked for line by line).
     """
 
-    __slots__ = ("lines", "by_key")
+    __slots__ = ("lines", "by_key", "text")
 
     def __init__(self, lines):
         self.lines = lines
@@ -162,6 +166,7 @@ class _CityLines(object):
         for line in lines:
             self.by_key.setdefault(line.name, line)
             self.by_key.setdefault(line.stripped, line)
+        self.text = "\n".join(name for line in lines for name in (line.name, line.stripped))
 
 
 class LineTable(object):
@@ -230,6 +235,8 @@ class LineTable(object):
         line = city.by_key.get(query)
         if line is not None:
             return line
+        if query not in city.text:          # in no line's name
+            return None
         best = None
         for line in city.lines:
             if query in line.name or query in line.stripped:
