@@ -223,6 +223,17 @@ class Scorer(object):
         the whole row (empty, not JSON) has the row judged with its own label
         as the answer, so a broken row never passes for a completion's
         failure."""
+        record = self.judged_record(completion, row)
+        if diversity.CHECKS_FIELD in record:
+            record = dict(record)
+            del record[diversity.CHECKS_FIELD]
+        return record
+
+    def judged_record(self, completion, row):
+        """The record as the shaping reads it: the row's record (``record``)
+        with, on benchmark 3, the checks of each predicted route the RD of
+        real routes reads (transitlm/reward/diversity.py), which are not the
+        evaluator's."""
         row = trainer_row(row)
         text = completion_text(completion)
         record = self._judged(row, "" if text is None else text)
@@ -303,10 +314,10 @@ class Scorer(object):
                 "real_rd": real_rd}
 
     def verdicts(self, completion, row):
-        """-> (record, values, checks): the row's record, its terms with
-        ``format`` and ``acc``, and the shaping's checks (None for a
-        completion that could not be read)."""
-        record = self.record(completion, row)
+        """-> (record, values, checks): the row's record (``judged_record``),
+        its terms with ``format`` and ``acc``, and the shaping's checks (None
+        for a completion that could not be read)."""
+        record = self.judged_record(completion, row)
         values = self.terms(record)
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
