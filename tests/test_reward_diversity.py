@@ -11,6 +11,7 @@ are real and earn their RD in full; dropping, copying or faking an
 alternative never raises the credit; without a line file the credit never
 exceeds what the stations show; the rules the credit reads, one by one."""
 
+import csv
 import json
 import os
 import shutil
@@ -237,6 +238,41 @@ class NoLineFileTest(unittest.TestCase):
                     if name == "first copied under invented names":
                         self.assertEqual(got.checks["real_rd"], 0.0, where)
                         self.assertLess(got.now["dense"], own.now["dense"], where)
+
+
+class RealFeedsTest(unittest.TestCase):
+    """The labels make_benchmark.py builds on the real GTFS feeds of
+    ../shared/gtfs (tests.real_feeds, built once per run): every route is
+    real but for the copy rule, which only one line's two patterns or
+    directions over the same stations meet (Newport's R1); none earns more
+    than its published RD."""
+
+    def test_every_label_route_rides_its_lines(self):
+        from tests import real_feeds
+        feeds = [name for name in sorted(real_feeds.CITIES) if real_feeds.available(name)]
+        if not feeds:
+            self.skipTest("no GTFS feed in ../shared/gtfs")
+        earning = 0
+        for name in feeds:
+            network, bench, _ = real_feeds.built(name, real_feeds.SAMPLES)
+            station = os.path.join(network, "station_info.csv")
+            with open(os.path.join(bench, "benchmark3_diversity.csv"), encoding="utf-8",
+                      newline="") as handle:
+                rows = list(csv.DictReader(handle))
+            for protocol in PROTOCOLS:
+                scorer = scoring.Scorer("diversity", protocol, station)
+                self.assertEqual(scorer.line_info, os.path.join(network, "line_info.csv"))
+                for row in rows:
+                    record, values, checks = scorer.verdicts(row["sft_label"], row)
+                    where = (name, protocol, row.get("index_id") or row.get("indexid"))
+                    reasons = [why for why in diversity.not_real(record, MIN).values() if why]
+                    self.assertFalse([why for why in reasons if "stations and lines" not in why],
+                                     where)
+                    self.assertLessEqual(checks["real_rd"], values["rd"], where)
+                    if not reasons:
+                        self.assertEqual(checks["real_rd"], values["rd"], where)
+                        earning += values["rd"] > 0
+        self.assertGreater(earning, len(feeds) * real_feeds.SAMPLES)
 
 
 class BindingTest(unittest.TestCase):
