@@ -1545,6 +1545,13 @@ def strip_line_suffix(name):
     return name.strip()
 
 
+def calls_in_order(calls, stops):
+    """Does a line calling at ``calls`` (stop ids, in its order) serve ``stops``
+    (a leg ridden on it) in their order, each at a call after the previous one's?"""
+    remaining = iter(calls)
+    return all(stop in remaining for stop in stops)
+
+
 def bigrams(text):
     """The set of a string's two-character substrings."""
     return {text[i:i + 2] for i in range(len(text) - 1)}

@@ -18,6 +18,7 @@ if __name__ == "__main__":       # Ctrl-C while the modules load: no traceback
     quiet_start()
 
 import common  # noqa: E402
+from diversity import real_routes  # noqa: E402
 import transitlm.cli  # noqa: E402
 import transitlm.evaluation.engine  # noqa: E402
 import transitlm.evaluation.records  # noqa: E402
@@ -84,6 +85,10 @@ def best_match(routes, label_first, reachable):
 
 class Diversity(transitlm.evaluation.engine.Benchmark):
     name = "diversity"
+    lines = None                 # the line file of the reward's real routes (prepare)
+
+    def prepare(self, context):
+        self.lines = real_routes.line_table(context)
 
     def in_funnel_default(self, protocol):
         # reference: Part A takes only rows with a first route on both sides.
@@ -122,6 +127,8 @@ class Diversity(transitlm.evaluation.engine.Benchmark):
             [preds[k] for k in KEYS if k in preds], protocol)
         fields["rd_label"], fields["label_route_count"] = route_diversity(
             [labels[k] for k in KEYS if k in labels], protocol)
+        if context.real_routes is not None:     # the reward asks (transitlm/reward/diversity.py)
+            fields["route_checks"] = real_routes.route_checks(preds, row, context, self.lines)
         label_first = labels.get("first")
         fields["label_first_score"] = label_first.score if label_first else None
         fields.update(self.first_route_funnel(row, preds, label_first, context, verdicts))

@@ -99,10 +99,12 @@ class Line(object):
     """A line of line_info.csv with its stations (duplicate rows merged).
 
     ``index`` is the file position of the line's first row: ties between
-    lines are broken by it.
+    lines are broken by it.  ``calls``: the stop ids of its rows in their
+    order, a stop repeated as listed (a loop line ends where it starts);
+    ``stations`` holds each stop once.
     """
 
-    __slots__ = ("citycode", "name", "stripped", "stations", "index",
+    __slots__ = ("citycode", "name", "stripped", "stations", "calls", "index",
                  "_stop_ids", "_by_name")
 
     def __init__(self, citycode, name, index):
@@ -110,6 +112,7 @@ class Line(object):
         self.name = name
         self.stripped = strip_line_suffix(name)
         self.stations = []
+        self.calls = []
         self.index = index
         self._stop_ids = set()
         self._by_name = None
@@ -118,8 +121,10 @@ class Line(object):
         return "Line(%r, %r, %d stations)" % (self.citycode, self.name, len(self.stations))
 
     def add_stations(self, stations):
-        """Append the stations whose stop_id this line does not have yet."""
+        """Append the stations whose stop_id this line does not have yet
+        (and every one to its calls)."""
         for station in stations:
+            self.calls.append(station.stop_id)
             if station.stop_id not in self._stop_ids:
                 self._stop_ids.add(station.stop_id)
                 self.stations.append(station)
@@ -147,9 +152,13 @@ class _CityLines(object):
     ``by_key`` maps a name to the first line, in file order, whose name *or*
     suffix-stripped name equals it: exactly the line the sequential rule
     "first line whose name or stripped form equals the query" picks.
+    ``text``: every name and stripped name, one a line: a query found in no
+    line's name is not in it (one search in C instead of a scan of the
+    lines; a query holding a line break may be found across two names, and
+    is then looked for line by line).
     """
 
-    __slots__ = ("lines", "by_key")
+    __slots__ = ("lines", "by_key", "text")
 
     def __init__(self, lines):
         self.lines = lines
@@ -157,6 +166,7 @@ class _CityLines(object):
         for line in lines:
             self.by_key.setdefault(line.name, line)
             self.by_key.setdefault(line.stripped, line)
+        self.text = "\n".join(name for line in lines for name in (line.name, line.stripped))
 
 
 class LineTable(object):
@@ -225,6 +235,8 @@ class LineTable(object):
         line = city.by_key.get(query)
         if line is not None:
             return line
+        if query not in city.text:          # in no line's name
+            return None
         best = None
         for line in city.lines:
             if query in line.name or query in line.stripped:

@@ -73,13 +73,19 @@ def line_file(given, station_path, flag="--line_info"):
     InputError when there is none beside it; ``flag`` names the option."""
     if given:
         return given
-    found = folder_file(os.path.dirname(os.path.abspath(station_path)),
-                        partner_line_names(station_path))
-    if found:
-        return found
+    beside = line_file_beside(station_path)
+    if beside:
+        return beside
     raise InputError("no line file beside the station file %s (looked for %s in its folder): "
                      "a line file belongs to its station file's network; give %s"
                      % (station_path, " and ".join(LINE_FILE_NAMES), flag))
+
+
+def line_file_beside(station_path):
+    """The line file in the station file's folder, the one named alike first
+    (partner_line_names), or None."""
+    return folder_file(os.path.dirname(os.path.abspath(station_path)),
+                       partner_line_names(station_path)) or None
 
 
 class BenchmarkInfo(object):

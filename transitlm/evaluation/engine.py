@@ -213,6 +213,10 @@ class Context(object):
         # The labels' stations counted against the network as rows go by
         # (transitlm.evaluation.network_check); None where nobody asks (the reward).
         self.label_stations = None
+        # Benchmark 3 judges whether each predicted route is a real one only
+        # when the reward asks (transitlm/reward/diversity.py): then
+        # {"line_info": the line file's path, or None where there is none}.
+        self.real_routes = None
 
     def count(self, key, amount=1):
         if type(amount) is set:        # a set of what was seen (network_check)

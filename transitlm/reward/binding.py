@@ -83,7 +83,7 @@ def mismatch(row, scorer):
                 % (_text(row, STATION_PATH), sha[:12], network.path,
                    (network.sha256 or "none")[:12]))
     line_sha = _text(row, LINE_SHA)
-    line_path = getattr(scorer.context.options, "line_info", None)
+    line_path = scorer.line_info
     if line_sha and line_path:
         digest = _LINE_HASHES.get(line_path)
         if digest is None:

@@ -26,10 +26,11 @@ import os
 import threading
 
 from common import PROTOCOLS, StationNetwork, station_cache_folder
-from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info, benchmark_of_task,
-                               line_file, load_benchmark, station_file)
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_ENV, benchmark_info,
+                                          benchmark_of_task, line_file, line_file_beside,
+                                          load_benchmark, station_file)
 from transitlm.evaluation.engine import Context, Options, RowJudge
-from transitlm.reward import binding, row_protocol
+from transitlm.reward import binding, diversity, row_protocol
 from transitlm.evaluation.inputs import SampleRow
 from transitlm.reward.rows import RowDataError, row_dict, trainer_row  # noqa: F401 (API)
 from transitlm.evaluation.terms import metric_terms
@@ -46,8 +47,9 @@ GATED_TERMS = ("dp", "lo", "sso", "rem", "ea", "pc", "rd")
 # The verdicts the shaping reads besides the terms (Scorer.checks): the route
 # visits MIN_ROUTE_STATIONS distinct stations; it is the label's, station for
 # station, with the same access mode at each end; the paper protocol's exact
-# match and accuracy (its rem and ea terms); every route reachable (benchmark 3).
-CHECKS = ("route", "in_order", "paper_rem", "paper_ea", "all_reachable")
+# match and accuracy (its rem and ea terms); the RD of the real routes
+# (benchmark 3: transitlm/reward/diversity.py; 0.0 elsewhere).
+CHECKS = ("route", "in_order", "paper_rem", "paper_ea", "real_rd")
 # The term each benchmark adds to the shared funnel.
 SCENARIO_TERMS = {"personalized": "pc", "diversity": "rd"}
 STATION_ENV = "TRANSITLM_STATION_INFO"
@@ -199,6 +201,15 @@ class Scorer(object):
         # A completion is a model's own text (read as --predictions reads it).
         self.context.model_text = True
         self.context.route_drawings = True          # the route read, for ``pred``
+        # The line file the scorer's rules read (None: none), which a row
+        # bound to its network must have been prepared on (binding.mismatch):
+        # the general LLM's route-eval check; benchmark 3's real routes
+        # (transitlm/reward/diversity.py), where a network without one is
+        # judged without it.
+        self.line_info = values.get("line_info")
+        if benchmark == "diversity":
+            self.line_info = line or line_file_beside(station)
+            self.context.real_routes = {"line_info": self.line_info}
         self.benchmark.prepare(self.context)
         self.judge = RowJudge(self.benchmark, self.context)
         self.scenario_term = SCENARIO_TERMS.get(benchmark)
@@ -213,6 +224,17 @@ class Scorer(object):
         the whole row (empty, not JSON) has the row judged with its own label
         as the answer, so a broken row never passes for a completion's
         failure."""
+        record = self.judged_record(completion, row)
+        if diversity.CHECKS_FIELD in record:
+            record = dict(record)
+            del record[diversity.CHECKS_FIELD]
+        return record
+
+    def judged_record(self, completion, row):
+        """The record as the shaping reads it: the row's record (``record``)
+        with, on benchmark 3, the checks of each predicted route the RD of
+        real routes reads (transitlm/reward/diversity.py), which are not the
+        evaluator's."""
         row = trainer_row(row)
         text = completion_text(completion)
         record = self._judged(row, "" if text is None else text)
@@ -264,7 +286,9 @@ class Scorer(object):
     def checks(self, completion, row, record, values):
         """{check: value in [0, 1]} (CHECKS) of this completion, beside its terms
         ``values``: what the shaping reads beyond the published aggregation.
-        The paper protocol's verdicts (paper_rem, paper_ea) are this
+        The RD of the real routes (real_rd) is read from the record
+        (transitlm/reward/diversity.py).  The paper protocol's verdicts
+        (paper_rem, paper_ea) are this
         Scorer's terms under ``paper``; under ``reference`` they come from
         the paper protocol's own Scorer (the evaluator's code, on the same
         network), asked only for a route that is an exact match in the
@@ -282,15 +306,19 @@ class Scorer(object):
             except RowDataError:        # a label only the paper's rules cannot read
                 paper_values = dict.fromkeys(TERMS, 0.0)
             paper_rem, paper_ea = paper_values["rem"], paper_values["ea"]
+        real_rd = 0.0
+        if self.scenario_term == "rd":
+            real_rd = diversity.real_diversity(record, self.context.protocol.line_set_with_access,
+                                               MIN_ROUTE_STATIONS)
         return {"route": float(distinct_stations(record) >= MIN_ROUTE_STATIONS),
                 "in_order": float(in_order), "paper_rem": paper_rem, "paper_ea": paper_ea,
-                "all_reachable": float(bool(record.get("all_routes_reachable", True)))}
+                "real_rd": real_rd}
 
     def verdicts(self, completion, row):
-        """-> (record, values, checks): the row's record, its terms with
-        ``format`` and ``acc``, and the shaping's checks (None for a
-        completion that could not be read)."""
-        record = self.record(completion, row)
+        """-> (record, values, checks): the row's record (``judged_record``),
+        its terms with ``format`` and ``acc``, and the shaping's checks (None
+        for a completion that could not be read)."""
+        record = self.judged_record(completion, row)
         values = self.terms(record)
         readable = record.get("status") == "evaluated"
         values["format"] = 1.0 if readable else 0.0
@@ -360,7 +388,9 @@ def credited(values, checks):
     rem counts only for the label's route in the label's order that the
     paper protocol also calls an exact match; ea is the lower of the two
     protocols' accuracy, for such a route only; pc and rd count only for a
-    route accepted in full (rd also only when every route is reachable).
+    first route accepted in full, rd as the RD of the real routes
+    (checks["real_rd"], transitlm/reward/diversity.py) and never above the
+    published RD.
     Accepted in full: every verdict of the funnel at its best -- reachable,
     grounded, plausible, both IoUs 1, that exact match, all three estimates
     accurate under both protocols.
@@ -374,7 +404,7 @@ def credited(values, checks):
     credit = {"format": values["format"], "conn": values["conn"], "sg": values["sg"],
               "dp": values["dp"], "lo": values["lo"], "sso": values["sso"], "rem": exact,
               "ea": accurate, "pc": values["pc"] * whole,
-              "rd": values["rd"] * whole * checks["all_reachable"]}
+              "rd": min(values["rd"], checks["real_rd"]) * whole}
     if not route:
         credit = dict.fromkeys(credit, 0.0)
         credit["format"] = values["format"]
