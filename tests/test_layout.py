@@ -236,9 +236,10 @@ class Layout(unittest.TestCase):
 
     def test_data_holds_data_and_thin_scripts(self):
         # data/ is the bundled data plus a few lines per documented command;
-        # the tools themselves live in transitlm/networks/.
+        # the tools themselves live in transitlm/networks/ and transitlm/datasets/.
         scripts = sorted(m for m in self.modules if m.split(".")[0] == "data")
-        self.assertEqual(scripts, ["data.import_gtfs", "data.make_benchmark", "data.make_demo"])
+        self.assertEqual(scripts, ["data.import_gtfs", "data.make_benchmark", "data.make_dataset",
+                                   "data.make_demo"])
         for script in scripts:
             with open(self.modules[script], encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)
