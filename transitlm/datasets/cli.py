@@ -233,15 +233,23 @@ def hold_only(holdout):
 
 def build_parts(runner, ctx, out, numbers, progress):
     """Build the parts ``numbers`` (each renamed into place when complete) ->
-    figures: sessions not found, draws refused."""
+    figures: sessions not found, draws refused.  Tasks are made as they are
+    submitted, so memory does not grow with --corpus."""
     figures = {"parts": len(numbers), "records": 0, "sessions_missing": 0}
-    todo = [(k, chunk) for k in numbers for chunk in ctx.plan.chunks(k)]
-    writer, current, submitted = None, None, 0
+    todo = ((k, chunk) for k in numbers for chunk in ctx.plan.chunks(k))
+    waiting = collections.deque()          # part number of each submitted task
+    writer, current = None, None
     try:
-        for k, _ in todo:
-            while submitted < len(todo) and runner.busy < runner.window:
-                runner.submit(("records",) + todo[submitted][1])
-                submitted += 1
+        while True:
+            while runner.busy < runner.window:
+                task = next(todo, None)
+                if task is None:
+                    break
+                runner.submit(("records",) + task[1])
+                waiting.append(task[0])
+            if not waiting:
+                break
+            k = waiting.popleft()
             rows, counts, missing = runner.result()
             if k != current:
                 if writer is not None:

@@ -67,10 +67,10 @@ class Plan(object):
         raise ValueError("record %d is not in the plan" % number)
 
     def chunks(self, number):
-        """The tasks of part ``number``: (kind, owner, first index, last index
-        exclusive, first record number), static and session runs cut into chunks."""
+        """The tasks of part ``number`` (a generator): (kind, owner, first index,
+        last index exclusive, first record number), static and session runs
+        cut into chunks."""
         first, last = self.part_range(number)
-        out = []
         n = first
         while n <= last:
             kind, owner, index = self.record(n)
@@ -82,9 +82,8 @@ class Plan(object):
                 end_of_run = start + stations - 1 if kind == "station" else start + stations + lines - 1
                 size = STATIC_CHUNK
             stop = min(last, end_of_run, n + size - 1)
-            out.append((kind, owner, index, index + stop - n + 1, n))
+            yield (kind, owner, index, index + stop - n + 1, n)
             n = stop + 1
-        return out
 
 
 def parse_parts(text):

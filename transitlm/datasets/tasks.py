@@ -86,8 +86,7 @@ def make_records(kind, owner, first, last, number):
     rows, counts, missing = [], {}, 0
     if kind in ("station", "line"):
         net = ctx.nets[owner]
-        entries = (texts.station_entries if kind == "station" else texts.line_entries)(net, ctx.lang)
-        for k, (text, record) in enumerate(itertools.islice(entries, first, last)):
+        for k, (text, record) in enumerate(static_entries(kind, owner, first, last)):
             index = first + k
             code = net.city[index] if kind == "station" else net.linedirs[index].line.city.code
             rows.append(checked_row(number + k, kind, code, text, record))
@@ -104,6 +103,24 @@ def make_records(kind, owner, first, last, number):
                                            trip.dest, routes, rng, ctx.lang)
         rows.append(checked_row(number + k, "session", unit.code, text, record))
     return rows, counts, missing
+
+
+_STATIC = {}     # (kind, network) -> [next index, the entries' iterator] (this process's)
+
+
+def static_entries(kind, owner, first, last):
+    """Static entries first..last-1 of a network: the texts' iterator is kept
+    between tasks, so consecutive chunks do not start it again (a chunk
+    before its position starts a new one)."""
+    key = (kind, owner)
+    net = CONTEXT.nets[owner]
+    state = _STATIC.get(key)
+    if state is None or state[0] > first or state[2] is not net or state[3] != CONTEXT.lang:
+        make = texts.station_entries if kind == "station" else texts.line_entries
+        state = _STATIC[key] = [0, make(net, CONTEXT.lang), net, CONTEXT.lang]
+    entries = itertools.islice(state[1], first - state[0], first - state[0] + last - first)
+    state[0] = last
+    return entries
 
 
 def checked_row(number, kind, code, text, record):
