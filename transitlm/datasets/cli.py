@@ -254,7 +254,7 @@ def build_parts(runner, ctx, out, numbers, progress):
             if k != current:
                 if writer is not None:
                     writer.commit()
-                writer = release.PartWriter(os.path.join(out, names.corpus_part(k)))
+                writer = release.PartWriter(os.path.join(out, names.corpus_part(k)), k)
                 current = k
             writer.write(rows)
             figures["records"] += len(rows)
@@ -410,7 +410,7 @@ def say(text):
 
 def build(args, ctx, networks, settings, parts, files):
     out = args.out
-    removed = release.remove_leftovers(out)
+    removed = release.remove_leftovers(out, parts)
     if removed:
         say("removed %d unfinished file(s) of an earlier run" % removed)
     say("networks       %s" % "; ".join(

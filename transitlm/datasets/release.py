@@ -6,7 +6,10 @@ Every file appears under its final name only when complete: it is written
 as a dot-file (transitlm.files.TEMP_PREFIX) beside its place and renamed.
 A corpus part is renamed as soon as it is complete, so a stopped run keeps
 the parts it finished and a rerun of the same command builds only the
-others; the other files are committed together at the end of a run.
+others; the other files are committed together at the end of a run.  Runs
+of different --parts ranges may share one folder at the same time (each
+removes only its own parts' leftovers); a run without --parts must not run
+beside them (it removes every leftover).
 
 Standard library only; Python 3.8+.
 """
@@ -16,9 +19,11 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 
 from common import LINE_COLUMNS, STATION_FILE_COLUMNS, VERSION, InputError
-from transitlm.files import TEMP_PREFIX, OutputFile, write_csv
+from transitlm.exit_status import signals_held
+from transitlm.files import TEMP_PREFIX, write_csv
 from transitlm.datasets import release_names as names
 
 csv.field_size_limit(2 ** 31 - 1)
@@ -117,14 +122,28 @@ def check_contents(out, part_count, settings):
                                  "plan has %d parts)" % (out, folder, name, part_count))
 
 
-def remove_leftovers(out):
-    """Remove the temporaries a stopped run left in --out and its folders -> count."""
+def part_temp_prefix(number):
+    """The temporaries of corpus part ``number``: .transitlm-part003-..."""
+    return "%spart%03d-" % (TEMP_PREFIX, number)
+
+
+def remove_leftovers(out, parts=None):
+    """Remove the temporaries a stopped run left -> count.  A whole run removes
+    every one in --out and its folders; a --parts A-B run only those of its own
+    parts, so runs of other ranges into the same folder go on undisturbed."""
     removed = 0
-    for folder in (out, os.path.join(out, names.CORPUS_FOLDER), os.path.join(out, names.SFT_FOLDER)):
+    if parts is None:
+        folders = (out, os.path.join(out, names.CORPUS_FOLDER), os.path.join(out, names.SFT_FOLDER))
+        mine = is_temporary
+    else:
+        folders = (os.path.join(out, names.CORPUS_FOLDER),)
+        prefixes = tuple(part_temp_prefix(k) for k in range(parts[0], parts[1] + 1))
+        mine = lambda name: name.startswith(prefixes)
+    for folder in folders:
         if not os.path.isdir(folder):
             continue
         for name in sorted(os.listdir(folder)):
-            if is_temporary(name):
+            if mine(name):
                 try:
                     os.remove(os.path.join(folder, name))
                     removed += 1
@@ -134,24 +153,47 @@ def remove_leftovers(out):
 
 
 class PartWriter(object):
-    """One corpus part: rows into a dot-file, renamed into place by commit()."""
+    """One corpus part: rows into a dot-file beside it (named for the part),
+    renamed into place by commit(); discard() removes it."""
 
-    def __init__(self, path):
+    def __init__(self, path, number):
         self.path = path
-        self.file = OutputFile(path, newline="")
+        try:
+            handle, self.temp = tempfile.mkstemp(prefix=part_temp_prefix(number), suffix=".tmp",
+                                                 dir=os.path.dirname(path))
+            self.file = os.fdopen(handle, "w", encoding="utf-8", newline="")
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
         self.writer = csv.writer(self.file)
-        self.writer.writerow(names.CORPUS_COLUMNS)
         self.rows = 0
+        self.write([names.CORPUS_COLUMNS])
 
     def write(self, rows):
-        self.writer.writerows(rows)
+        try:
+            self.writer.writerows(rows)
+        except OSError as exc:
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
         self.rows += len(rows)
 
     def commit(self):
-        self.file.commit()
+        try:
+            self.file.close()
+            os.chmod(self.temp, 0o644)
+            with signals_held():
+                os.replace(self.temp, self.path)
+        except OSError as exc:
+            self.discard()
+            raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
 
     def discard(self):
-        self.file.discard()
+        try:
+            self.file.close()
+        except (OSError, ValueError):
+            pass
+        try:
+            os.remove(self.temp)
+        except OSError:
+            pass
 
 
 def file_digest(path):
