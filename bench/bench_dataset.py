@@ -30,9 +30,12 @@ FEEDS = (("nyc-subway.zip", "New York", "3651000"), ("cairns.zip", "Cairns", "35
 
 
 def timed(args):
+    """-> (wall seconds, CPU seconds of the run's processes, workers included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
     subprocess.run([sys.executable] + args, check=True, stdout=subprocess.DEVNULL)
-    return time.time() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.time() - start, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main():
@@ -52,18 +55,18 @@ def main():
                            stdout=subprocess.DEVNULL)
             base = [BUILDER, "--network", network, "--test", str(args.test),
                     "--workers", str(args.workers), "--part_size", "1000000"]
-            times = []
+            runs = []
             for k, extra in enumerate((["--train", "0", "--corpus", "0"],
                                        ["--train", str(args.train), "--corpus", "0"],
                                        ["--train", "0", "--corpus", str(args.corpus)])):
-                times.append(timed(base + extra + ["--out", os.path.join(tmp, "%s.%d" % (feed, k))]))
-            test_rate = 4 * args.test / times[0]
-            train_rate = 3 * args.train / max(1e-9, times[1] - times[0])
-            session_rate = args.corpus / max(1e-9, times[2] - times[0])
-            print("%-16s test %6.1f rows/s (%.1f s)  train %6.1f rows/s (%.1f s)  corpus %6.1f "
-                  "sessions/s (%.1f s)  workers %d" % (city, test_rate, times[0], train_rate,
-                                                       times[1], session_rate, times[2],
-                                                       args.workers))
+                runs.append(timed(base + extra + ["--out", os.path.join(tmp, "%s.%d" % (feed, k))]))
+            for what, k in (("wall", 0), ("cpu", 1)):
+                t = [run[k] for run in runs]
+                print("%-10s %-4s test %6.1f rows/s (%.1f s)  train %6.1f rows/s (+%.1f s)  "
+                      "corpus %6.1f sessions/s (+%.1f s)  workers %d"
+                      % (city, what, 4 * args.test / t[0], t[0],
+                         3 * args.train / max(1e-9, t[1] - t[0]), t[1] - t[0],
+                         args.corpus / max(1e-9, t[2] - t[0]), t[2] - t[0], args.workers))
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
         print("peak resident memory of a run: %.0f MB" % peak)
     finally:
