@@ -56,6 +56,12 @@ from transitlm.datasets import release_names as names
 from transitlm.datasets.candidates import COST_FACTOR, MAX_CANDIDATES
 from transitlm.datasets.splits import NEAR_KM, HoldOut, label_pair, shares, units_of
 
+LEAKAGE_RULES = [
+    "pair: the unordered (first boarding stop, last alighting stop) of a test label's first "
+    "route, in any of the four test files, is never the pair of a train row's first route nor "
+    "of any route of a corpus session",
+    "near: no train row or corpus session starts within %g m of a test trip's start and ends "
+    "within %g m of its end, in either direction" % (NEAR_KM * 1000, NEAR_KM * 1000)]
 ROW_CHUNK = 4                 # candidate rows per task
 ROW_TRIES = 3                 # candidate rows per row asked for (as make_benchmark.py)
 PROG = "make_dataset.py"
@@ -385,7 +391,11 @@ def prepare(args):
     settings = planning.settings_of(args, networks)
     release.check_contents(args.out, plan.parts, settings)
     req_types = [satisfiable_req_types(net)[0] for net in nets]
-    ctx = tasks.Context(nets, units, plan, args.seed, args.lang, req_types)
+    try:
+        services = [texts.read_line_service(folder) for folder in args.network]
+    except NetworkError as exc:
+        raise InputError(str(exc))
+    ctx = tasks.Context(nets, units, plan, args.seed, args.lang, req_types, services)
     return ctx, networks, settings, parts
 
 
@@ -421,6 +431,9 @@ def build(args, ctx, networks, settings, parts, files):
         % (ctx.plan.total, ctx.plan.parts, ctx.plan.part_size, ctx.plan.static_total,
            ctx.plan.total - ctx.plan.static_total))
     stats = texts.DatasetStatistics()
+    for unit in ctx.units:
+        lines = sum(1 for ld in unit.net.linedirs if ld.line.city.code == unit.code)
+        stats.add_network(unit.district.city.name, unit.code, unit.weight, lines)
     holdout = HoldOut(ctx.nets)
     enabled = sys.stderr.isatty()
     tasks.CONTEXT = ctx
@@ -507,12 +520,6 @@ def build(args, ctx, networks, settings, parts, files):
     entries.update(corpus_entries)
     train = [f for rel, f in summaries if rel.endswith("-train.csv")]
     leakage = {
-        "rules": {"pair": "the unordered (first boarding stop, last alighting stop) of a test "
-                          "label's first route is never the pair of a train row's first route "
-                          "nor of any route of a corpus session",
-                  "near": "no train row or corpus session starts within %g m of a test trip's "
-                          "start and ends within %g m of its end, in either direction"
-                          % (NEAR_KM * 1000, NEAR_KM * 1000)},
         "near_km": NEAR_KM,
         "test_trips_held_out": holdout.trips, "pairs_held_out": len(holdout.pairs),
         "train_rows_checked": sum(f["rows"] for f in train),
@@ -532,7 +539,7 @@ def build(args, ctx, networks, settings, parts, files):
                       "remainder first, ties to the earlier area",
         "candidate_cost": "expert score (protocol.md section 3)",
         "candidate_cost_factor": COST_FACTOR, "max_candidates": MAX_CANDIDATES,
-        "shortfall": shortfall, "leakage": leakage,
+        "shortfall": shortfall, "leakage": leakage, "leakage_rules": LEAKAGE_RULES,
         "statistics": stats.as_json(),
         "files": {k: entries[k] for k in sorted(entries)}})
     files.write(os.path.join(out, names.MANIFEST), release.manifest_text(manifest))

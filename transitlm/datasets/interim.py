@@ -24,7 +24,7 @@ def _point(point):
 
 # --- corpus_texts ----------------------------------------------------------
 
-def session_entry(net, city, origin, dest, routes, rng, lang):
+def session_entry(net, city, origin, dest, routes, rng, lang="zh", places=None):
     labels = [with_plausible_access(net, _Ends(origin, dest), r, route_json(net, r, rng, tag=True))
               for r in routes]
     record = {"city": city, "start": _point(origin), "end": _point(dest), "routes": labels}
@@ -38,7 +38,11 @@ def session_entry(net, city, origin, dest, routes, rng, lang):
     return "\n".join(lines), record
 
 
-def line_entries(net, lang):
+def read_line_service(folder):
+    return {}
+
+
+def line_entries(net, lang="zh", service=None):
     for ld in net.linedirs:
         ids = [net.ids[s] for s in ld.stops]
         text = "%s: %s" % (ld.name, " ".join("%s %s" % (net.ids[s], net.names[s]) for s in ld.stops))
@@ -84,6 +88,9 @@ class DatasetStatistics(object):
     def add_corpus_record(self, kind, text, record):
         self.records[kind] = self.records.get(kind, 0) + 1
         self.characters += len(text)
+
+    def add_network(self, city, adcode, stations, lines):
+        pass
 
     def set_leakage(self, figures):
         self.leakage = figures

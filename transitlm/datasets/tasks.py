@@ -14,7 +14,7 @@ Standard library only; Python 3.8+.
 import itertools
 import json
 
-from transitlm.networks.benchmark_builder import build_row
+from transitlm.networks.benchmark_builder import build_row, place_label
 from transitlm.datasets import texts
 from transitlm.datasets.splits import Origins, TrainCheck, draw_session, route_pair
 
@@ -24,8 +24,9 @@ CONTEXT = None
 class Context(object):
     """What every task reads: set in the main process before the workers fork."""
 
-    def __init__(self, nets, units, plan, seed, lang, req_types):
+    def __init__(self, nets, units, plan, seed, lang, req_types, services):
         self.nets = nets
+        self.services = services        # per network: line name -> service facts (line_service.csv)
         self.units = units
         self.plan = plan
         self.seed = seed
@@ -99,8 +100,9 @@ def make_records(kind, owner, first, last, number):
             missing += 1
             continue
         trip, routes, rng = drawn
+        places = (place_label(unit.net, trip.start_access), place_label(unit.net, trip.end_access))
         text, record = texts.session_entry(unit.net, unit.district.city.name, trip.origin,
-                                           trip.dest, routes, rng, ctx.lang)
+                                           trip.dest, routes, rng, ctx.lang, places=places)
         rows.append(checked_row(number + k, "session", unit.code, text, record))
     return rows, counts, missing
 
@@ -116,8 +118,11 @@ def static_entries(kind, owner, first, last):
     net = CONTEXT.nets[owner]
     state = _STATIC.get(key)
     if state is None or state[0] > first or state[2] is not net or state[3] != CONTEXT.lang:
-        make = texts.station_entries if kind == "station" else texts.line_entries
-        state = _STATIC[key] = [0, make(net, CONTEXT.lang), net, CONTEXT.lang]
+        if kind == "station":
+            entries = texts.station_entries(net, CONTEXT.lang)
+        else:
+            entries = texts.line_entries(net, CONTEXT.lang, service=CONTEXT.services[owner])
+        state = _STATIC[key] = [0, entries, net, CONTEXT.lang]
     entries = itertools.islice(state[1], first - state[0], first - state[0] + last - first)
     state[0] = last
     return entries

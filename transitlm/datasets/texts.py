@@ -7,11 +7,11 @@ Standard library only; Python 3.8+.
 """
 
 try:
-    from transitlm.datasets.corpus_texts import (line_entries, session_entry, station_entries,
-                                                 text_states_record)
+    from transitlm.datasets.corpus_texts import (line_entries, read_line_service, session_entry,
+                                                 station_entries, text_states_record)
 except ImportError:
-    from transitlm.datasets.interim import (line_entries, session_entry, station_entries,
-                                            text_states_record)
+    from transitlm.datasets.interim import (line_entries, read_line_service, session_entry,
+                                            station_entries, text_states_record)
 try:
     from transitlm.datasets.statistics import DatasetStatistics
 except ImportError:
@@ -21,5 +21,5 @@ try:
 except ImportError:
     from transitlm.datasets.interim import card_text, parse_card_configs
 
-__all__ = ["line_entries", "session_entry", "station_entries", "text_states_record",
-           "DatasetStatistics", "card_text", "parse_card_configs"]
+__all__ = ["line_entries", "read_line_service", "session_entry", "station_entries",
+           "text_states_record", "DatasetStatistics", "card_text", "parse_card_configs"]
