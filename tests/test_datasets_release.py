@@ -402,6 +402,30 @@ class EveryFeed(unittest.TestCase):
             self.assertIsNone(problem, name)
 
 
+class Shortfall(unittest.TestCase):
+    """A network too small for the counts asked gives what it has; the shortfall
+    is printed and recorded in dataset.json."""
+
+    def test_tiny_network(self):
+        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-tiny-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        feed = support.write_feed(tmp, support.BASE_FEED)
+        network = os.path.join(tmp, "net")
+        subprocess.run([sys.executable, os.path.join(REPO, "data", "import_gtfs.py"), feed,
+                        "--out", network, "--city", "Tiny"], check=True, stdout=subprocess.PIPE)
+        out = os.path.join(tmp, "release")
+        summary = command("--network", network, "--out", out, "--test", "3", "--train", "3",
+                          "--corpus", "3")
+        with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        self.assertEqual(manifest["shortfall"]["transit-lm-benchmark3-test.csv"], 3)
+        self.assertIn("3 short", summary)
+        _, rows = read_csv(os.path.join(out, "transit-lm-benchmark3-test.csv"))
+        self.assertEqual(rows, [])
+        _, rows = read_csv(os.path.join(out, "transit-lm-benchmark1-test.csv"))
+        self.assertEqual(len(rows), 3)
+
+
 class BadInput(unittest.TestCase):
     """Exit 2, one line on stderr, nothing written."""
 
@@ -442,6 +466,15 @@ class BadInput(unittest.TestCase):
             with open(os.path.join(folder, filename), "w", encoding="utf-8") as handle:
                 handle.write(",".join(header) + "\n")
         self.refused(["--network", folder, "--out", os.path.join(self.tmp, "o")], "no line")
+
+    def test_one_line_network(self):
+        folder = self.network_copy("one")
+        path = os.path.join(folder, "line_info.csv")
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerows(rows[:2])
+        self.refused(["--network", folder, "--out", os.path.join(self.tmp, "o")], "has 1 line")
 
     def test_colliding_stop_ids_and_adcodes(self):
         a, b = self.network_copy("a"), self.network_copy("b")

@@ -20,10 +20,12 @@ card.  ``--parts A-B`` draws the test trips (to hold them out), writes only
 those parts and a dataset.json holding the settings; a run without it
 completes the folder.
 
-Shortfall: a network that cannot supply the rows asked for gets what it has;
-each file's shortfall is printed and recorded in dataset.json ("shortfall").
-A test file without a single row (nothing to hold out, nothing to judge) is
-refused with exit status 2 and nothing written.
+Shortfall: a network that cannot supply the rows asked for gives what it
+has (a file may hold fewer rows, even none: benchmark 3 on a network without
+three distinct routes); each file's shortfall is printed and recorded in
+dataset.json ("shortfall"), and so are corpus sessions that found no trip.
+Refused with exit status 2 and nothing written: a network with fewer than two
+lines, and networks that give no benchmark-1 test row at all.
 
 Bad input -- a network folder that cannot be read or has nothing to route
 on, two networks sharing a stop id or an ad_code, an --out that is a file or
@@ -46,8 +48,8 @@ from transitlm.exit_status import EXIT_USAGE
 from transitlm.files import Outputs, write_whole
 from transitlm.network_check import network_record
 from transitlm.networks import limits
-from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, NetworkError, load_network,
-                                                  satisfiable_req_types)
+from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, NetworkError,
+                                                  load_network, satisfiable_req_types)
 from transitlm.terminal import CommandParser, Progress
 from transitlm.workers import ForkedWorkers, can_fork
 from transitlm.datasets import plan as planning
@@ -367,7 +369,10 @@ def prepare(args):
         raise InputError(problem)
     nets = load_networks(args.network)
     for folder, net in zip(args.network, nets):
-        if not any(u.net is net for u in units_of([net])):
+        if len(net.lines) < 2:
+            raise InputError("%s has %d line: a release needs a network of two or more (transfers, "
+                             "alternatives)" % (folder, len(net.lines)))
+        if not units_of([net]):
             raise InputError("%s: no area with lines to route on" % folder)
     problem = release.station_collision(nets, args.network) or \
         release.adcode_collision(nets, args.network)
@@ -452,9 +457,10 @@ def build(args, ctx, networks, settings, parts, files):
             sink = hold_only(holdout) if parts else SplitSink(
                 files, out, name, split, task_id, stats, holdout, kind != "general")
             figures = draw_file(runner, ctx, kind, split, task_id, args.test, sink, progress)
-            if not figures["rows"]:
-                raise InputError("the networks give no test trip for %s (%d draws tried): "
-                                 "nothing written" % (rel, ROW_TRIES * args.test))
+            if kind == "b1" and not figures["rows"]:
+                raise InputError("the networks give no trip %g-%g km long with a route (%d "
+                                 "candidate rows tried): nothing written"
+                                 % (TRIP_KM[0], TRIP_KM[1], ROW_TRIES * args.test))
             summaries.append((rel, figures))
             if not parts:
                 entries.update(sink.entries())
