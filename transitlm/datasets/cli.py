@@ -44,14 +44,14 @@ import os
 import sys
 
 from common import VERSION, InputError
-from transitlm.exit_status import EXIT_USAGE
+from transitlm.exit_status import EXIT_USAGE, EXIT_WORKER, WorkerFailed
 from transitlm.files import Outputs, write_whole
 from transitlm.network_check import network_record
 from transitlm.networks import limits
 from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, NetworkError,
                                                   load_network, satisfiable_req_types)
 from transitlm.terminal import CommandParser, Progress
-from transitlm.workers import ForkedWorkers, can_fork
+from transitlm.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.datasets import plan as planning
 from transitlm.datasets import release, sft, tasks, texts
 from transitlm.datasets import release_names as names
@@ -130,7 +130,10 @@ class Runner(object):
             self.done.append(tasks.run_task(task))
 
     def result(self):
-        return self.pool.result() if self.pool else self.done.popleft()
+        problem, value = self.pool.result() if self.pool else self.done.popleft()
+        if problem is not None:
+            raise tasks.RecordError(problem)
+        return value
 
     def discard(self):
         if self.pool:
@@ -140,6 +143,12 @@ class Runner(object):
     def close(self, kill=False):
         if self.pool:
             self.pool.close(kill=kill)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        self.close(kill=kind is not None)
 
 
 class Digest(object):
@@ -416,6 +425,10 @@ def main(argv=None):
             build(args, ctx, networks, settings, parts, files)
     except (InputError, tasks.RecordError) as exc:
         return fail(exc)
+    except (WorkerFailed, WorkerFailure) as exc:
+        sys.stderr.write("%s: %s; the parts finished are kept, the same command finishes the "
+                         "run\n" % (PROG, limits.one_line(str(exc))))
+        return EXIT_WORKER
     return 0
 
 
@@ -447,8 +460,7 @@ def build(args, ctx, networks, settings, parts, files):
     # 1. The test files: drawn first, their trips held out.
     if not parts:
         files.make_folders(os.path.join(out, names.SFT_FOLDER))
-    runner = Runner(args.workers)
-    try:
+    with Runner(args.workers) as runner:
         progress = Progress(4 * args.test, enabled)
         for kind, name, split, rel in names.split_files():
             if split != "test":
@@ -465,8 +477,6 @@ def build(args, ctx, networks, settings, parts, files):
             if not parts:
                 entries.update(sink.entries())
         progress.finish()
-    finally:
-        runner.close()
 
     # The settings: the folder is this dataset's from now on.
     if release.read_manifest(out) is None:
@@ -475,8 +485,7 @@ def build(args, ctx, networks, settings, parts, files):
 
     # 2. The train files, checked against the hold-out; 3. the corpus parts.
     ctx.holdout = holdout
-    runner = Runner(args.workers)
-    try:
+    with Runner(args.workers) as runner:
         if not parts:
             progress = Progress(3 * args.train, enabled)
             for kind, name, split, rel in names.split_files():
@@ -495,8 +504,6 @@ def build(args, ctx, networks, settings, parts, files):
         progress = Progress(total, enabled)
         corpus = build_parts(runner, ctx, out, numbers, progress)
         progress.finish()
-    finally:
-        runner.close()
     for rel, figures in summaries:
         if figures["short"]:
             shortfall[rel] = figures["short"]

@@ -45,9 +45,14 @@ def stream_name(kind, split, unit):
 
 
 def run_task(task):
-    if task[0] == "rows":
-        return draw_rows(*task[1:])
-    return make_records(*task[1:])
+    """-> (None, result), or (message, None) for a record that does not state
+    its facts (raised again in the main process as a RecordError)."""
+    try:
+        if task[0] == "rows":
+            return None, draw_rows(*task[1:])
+        return None, make_records(*task[1:])
+    except RecordError as exc:
+        return str(exc), None
 
 
 def draw_rows(kind, split, unit_index, task_id, start, end):
