@@ -39,7 +39,7 @@ from common import haversine_km
 from transitlm.networks.benchmark_builder import TRIP_KM, Trip, usable_districts
 from transitlm.networks.router import KM_PER_DEG_LAT, KM_PER_DEG_LNG_EQUATOR, PointAccess, \
     access_point, draw_od, sub_rng
-from transitlm.datasets.candidates import session_candidates
+from transitlm.datasets.candidates import origin_search, session_candidates
 
 NEAR_KM = 0.5                # the spatial hold-out radius
 SESSIONS_PER_ORIGIN = 4      # corpus sessions sharing one origin
@@ -178,25 +178,27 @@ def draw_destination(net, rng, district, a, origin, allow_far):
 
 
 class Origins(object):
-    """The origin of each session group of a unit, with its access table,
-    computed once per group (what one search from an origin could serve)."""
+    """The origin of each session group of a unit, with its access table and
+    (where the router has one) its one-to-many search, made once per group and
+    kept while the group's sessions are drawn (sessions come in order, so one
+    group at a time is kept: the search's labels can be large)."""
 
     def __init__(self, seed):
         self.seed = seed
-        self.cache = {}
+        self.key, self.value = None, None
 
     def get(self, unit, group):
         key = (unit.index, group)
-        if key not in self.cache:
-            if len(self.cache) > 64:
-                self.cache.clear()
+        if key != self.key:
             net, district = unit.net, unit.district
             rng = sub_rng(self.seed, "cpt-origin", unit.code, group)
             a = rng.choice(district.stops)
             far = rng.randrange(2) == 0
             origin = access_point(net, rng, district, a, far)
-            self.cache[key] = (a, origin, far, PointAccess(net, district, origin))
-        return self.cache[key]
+            access = PointAccess(net, district, origin)
+            self.key = key
+            self.value = (a, origin, far, access, origin_search(net, district, origin, access))
+        return self.value
 
 
 def draw_session(unit, seed, local, holdout, origins, counts):
@@ -207,8 +209,9 @@ def draw_session(unit, seed, local, holdout, origins, counts):
     net, district = unit.net, unit.district
     rng = sub_rng(seed, "cpt", unit.code, local)
     for attempt in range(SESSION_ATTEMPTS):
+        search = None
         if attempt < ORIGIN_TRIES:
-            a, origin, far, access = origins.get(unit, local // SESSIONS_PER_ORIGIN)
+            a, origin, far, access, search = origins.get(unit, local // SESSIONS_PER_ORIGIN)
             dest = draw_destination(net, rng, district, a, origin, not far)
             trip = None if dest is None else Trip(net, district, origin, dest, access)
         else:
@@ -220,7 +223,7 @@ def draw_session(unit, seed, local, holdout, origins, counts):
         if holdout.near(trip.origin, trip.dest):
             counts["near"] = counts.get("near", 0) + 1
             continue
-        routes = session_candidates(trip)
+        routes = session_candidates(trip, search=search)
         if not routes:
             counts["route"] = counts.get("route", 0) + 1
             continue
