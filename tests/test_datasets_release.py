@@ -480,6 +480,9 @@ class BadInput(unittest.TestCase):
     def test_colliding_stop_ids_and_adcodes(self):
         a, b = self.network_copy("a"), self.network_copy("b")
         out = os.path.join(self.tmp, "o")
+        self.refused(["--network", a, "--network", a, "--out", out], "same network")
+        with open(os.path.join(b, "city.json"), "w", encoding="utf-8") as handle:
+            json.dump({"adcode": "010", "city": "Copy"}, handle)
         self.refused(["--network", a, "--network", b, "--out", out], "--id_prefix")
         c = self.network_copy("c", prefix="x-")
         self.refused(["--network", a, "--network", c, "--out", out], "--adcode")

@@ -236,7 +236,14 @@ def write_network_files(files, out, folders, nets):
 
 
 def station_collision(nets, folders):
-    """The first stop id two networks share, as a line naming the fix, or None."""
+    """The first stop id two networks share, as a line naming the fix, or None
+    (the same network given twice is named as such)."""
+    seen = {}
+    for k, net in enumerate(nets):
+        first = seen.setdefault(net.identity, k)
+        if first != k:
+            return ("--network %s and %s are the same network (the same files): give each "
+                    "network once" % (folders[first], folders[k]))
     owner = {}
     for k, net in enumerate(nets):
         for stop_id in net.ids:
