@@ -80,9 +80,13 @@ def build_joint():
     args = []
     for folder in folders:
         args += ["--network", folder]
-    command(*(args + ["--out", out, "--train", "8", "--test", "6", "--corpus", "10",
-                      "--part_size", "600", "--lang", "en", "--workers", "2"]))
-    return root, out
+    args += ["--out", out, "--train", "8", "--test", "6", "--corpus", "10", "--part_size", "600",
+             "--lang", "en"]
+    command(*(args + ["--workers", "2"]))
+    os.rename(out, os.path.join(root, "one"))
+    command(*(args + ["--parts", "2-3"]))
+    command(*args)
+    return root, os.path.join(root, "one")
 
 
 def build_every_feed():
@@ -273,6 +277,18 @@ class ReleaseChecks(object):
         self.assertEqual(sorted(seen["station"]), sorted(r["stop_id"] for r in stations))
         self.assertEqual(len(seen["line"]), len(set(seen["line"])))
 
+    def assert_same_files(self, one, other):
+        """Two releases built into the same --out path: the same files, byte for byte."""
+        for folder, _, files in os.walk(one):
+            rel = os.path.relpath(folder, one)
+            there = os.path.join(other, rel)
+            self.assertEqual(sorted(files), sorted(n for n in os.listdir(there)
+                                                   if os.path.isfile(os.path.join(there, n))), rel)
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as a, \
+                        open(os.path.join(there, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), "%s/%s" % (rel, name))
+
     def assert_scores_perfect(self, out):
         """Every label of every SFT file and every corpus route scores 100 %
         against itself on the release's station (and line) file."""
@@ -333,17 +349,7 @@ class DemoRelease(ReleaseChecks, unittest.TestCase):
         self.assert_scores_perfect(self.out)
 
     def test_same_bytes_whatever_workers_and_parts(self):
-        one = os.path.join(self.root, "one")
-        for other in ("release",):
-            for folder, _, files in os.walk(one):
-                rel = os.path.relpath(folder, one)
-                there = os.path.join(self.root, other, rel)
-                self.assertEqual(sorted(files), sorted(n for n in os.listdir(there)
-                                                       if os.path.isfile(os.path.join(there, n))), rel)
-                for name in files:
-                    with open(os.path.join(folder, name), "rb") as a, \
-                            open(os.path.join(self.root, other, rel, name), "rb") as b:
-                        self.assertEqual(a.read(), b.read(), "%s %s/%s" % (other, rel, name))
+        self.assert_same_files(os.path.join(self.root, "one"), os.path.join(self.root, "release"))
         self.assertIn("removed 1 unfinished file", self.summary)
 
 
@@ -389,6 +395,9 @@ class JointRelease(ReleaseChecks, unittest.TestCase):
                  for row in read_csv(os.path.join(self.out, rel))[1]}
         self.assertEqual(codes, {"3651000", "3530"})
 
+    def test_same_bytes_whatever_workers_and_parts(self):
+        self.assert_same_files(self.out, os.path.join(self.root, "release"))
+
     def test_leakage_and_truth(self):
         self.assert_leakage_free(self.out)
         self.assert_corpus_true(self.out)
@@ -403,20 +412,27 @@ class EveryFeed(unittest.TestCase):
             self.assertIsNone(problem, name)
 
 
+def build_tiny():
+    """A release of a two-line, five-stop network (tests.support.BASE_FEED)."""
+    tmp = tempfile.mkdtemp(prefix="transitlm-dataset-tiny-")
+    feed = support.write_feed(tmp, support.BASE_FEED)
+    network = os.path.join(tmp, "net")
+    subprocess.run([sys.executable, os.path.join(REPO, "data", "import_gtfs.py"), feed,
+                    "--out", network, "--city", "Tiny"], check=True, stdout=subprocess.PIPE)
+    out = os.path.join(tmp, "release")
+    return out, command("--network", network, "--out", out, "--test", "3", "--train", "3",
+                        "--corpus", "3")
+
+
+TINY = Background(build_tiny)
+
+
 class Shortfall(unittest.TestCase):
     """A network too small for the counts asked gives what it has; the shortfall
     is printed and recorded in dataset.json."""
 
     def test_tiny_network(self):
-        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-tiny-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        feed = support.write_feed(tmp, support.BASE_FEED)
-        network = os.path.join(tmp, "net")
-        subprocess.run([sys.executable, os.path.join(REPO, "data", "import_gtfs.py"), feed,
-                        "--out", network, "--city", "Tiny"], check=True, stdout=subprocess.PIPE)
-        out = os.path.join(tmp, "release")
-        summary = command("--network", network, "--out", out, "--test", "3", "--train", "3",
-                          "--corpus", "3")
+        out, summary = TINY.result()
         with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
             manifest = json.load(handle)
         self.assertEqual(manifest["shortfall"]["transit-lm-benchmark3-test.csv"], 3)
