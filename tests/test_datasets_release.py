@@ -50,15 +50,21 @@ def command(*args):
 
 def build_demo():
     """The demo release built two ways into the same --out path: one run with
-    one process, and parts 2-3 (one process), part 1 (two workers), then the
-    rest (two workers; a leftover dot-file to remove)."""
+    one process; and parts 2-3 (one process) and part 1 (two workers) built at
+    the same time into one folder, then the rest (two workers; a leftover
+    dot-file to remove)."""
     root = tempfile.mkdtemp(prefix="transitlm-dataset-")
     out = os.path.join(root, "release")
     base = ["--network", DEMO, "--out", out] + SMALL
     command(*base)
     os.rename(out, os.path.join(root, "one"))
-    command(*(base + ["--parts", "2-3"]))
-    command(*(base + ["--parts", "1-1", "--workers", "2"]))
+    side = [subprocess.Popen([sys.executable, SCRIPT] + base + extra, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True, encoding="utf-8")
+            for extra in (["--parts", "2-3"], ["--parts", "1-1", "--workers", "2"])]
+    for process in side:
+        _, err = process.communicate()
+        if process.returncode:
+            raise AssertionError("a --parts run exited %s: %s" % (process.returncode, err))
     with open(os.path.join(out, names.CORPUS_FOLDER, ".transitlm-left.tmp"), "w") as handle:
         handle.write("half a part")
     summary = command(*(base + ["--workers", "2"]))
