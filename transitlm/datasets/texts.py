@@ -7,10 +7,12 @@ Standard library only; Python 3.8+.
 """
 
 try:
-    from transitlm.datasets.corpus_texts import (line_entries, read_line_service, session_entry,
+    from transitlm.datasets.corpus_texts import (line_entries, read_line_service,
+                                                 record_matches_network, session_entry,
                                                  station_entries, text_states_record)
 except ImportError:
-    from transitlm.datasets.interim import (line_entries, read_line_service, session_entry,
+    from transitlm.datasets.interim import (line_entries, read_line_service,
+                                            record_matches_network, session_entry,
                                             station_entries, text_states_record)
 try:
     from transitlm.datasets.statistics import DatasetStatistics
@@ -21,5 +23,6 @@ try:
 except ImportError:
     from transitlm.datasets.interim import card_text, parse_card_configs
 
-__all__ = ["line_entries", "read_line_service", "session_entry", "station_entries",
+__all__ = ["line_entries", "read_line_service", "record_matches_network", "session_entry",
+           "station_entries",
            "text_states_record", "DatasetStatistics", "card_text", "parse_card_configs"]
