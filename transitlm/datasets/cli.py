@@ -288,7 +288,7 @@ def build_parts(runner, ctx, out, numbers, progress):
     return figures
 
 
-def read_corpus(out, ctx, stats, holdout):
+def read_corpus(out, ctx, stats, holdout, progress):
     """Every part of the plan, read back: file entries, statistics, and the
     checks (hold-out, texts, static records once each) -> (entries, figures)."""
     entries = {}
@@ -309,6 +309,7 @@ def read_corpus(out, ctx, stats, holdout):
         count = 0
         for row in rows:
             count += 1
+            progress.step()
             number, kind, _, text, record = row
             record = json.loads(record)
             ok, reason = texts.text_states_record(kind, text, record)
@@ -537,7 +538,9 @@ def build(args, ctx, networks, settings, parts, files):
                             None)
     files.write(os.path.join(out, names.NETWORK_JSON), record)
     entries[names.NETWORK_JSON] = {"rows": 1, "sha256": hashlib.sha256(record.encode("utf-8")).hexdigest()}
-    corpus_entries, checked = read_corpus(out, ctx, stats, holdout)
+    progress = Progress(ctx.plan.total, enabled)
+    corpus_entries, checked = read_corpus(out, ctx, stats, holdout, progress)
+    progress.finish()
     entries.update(corpus_entries)
     train = [f for rel, f in summaries if rel.endswith("-train.csv")]
     leakage = {
