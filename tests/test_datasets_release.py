@@ -5,6 +5,7 @@ release's own station file, determinism whatever --workers, parts built apart,
 the card's configs resolving to files, candidates, and bad input (exit 2, one
 line, nothing written).  On the demo network and on the shared GTFS feeds."""
 
+import atexit
 import contextlib
 import csv
 import fnmatch
@@ -40,6 +41,13 @@ EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
               "general": "general_llm"}
 
 
+def scratch(prefix):
+    """A temporary folder removed when the tests end."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def command(*args):
     done = subprocess.run([sys.executable, SCRIPT] + list(args), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, encoding="utf-8")
@@ -53,7 +61,7 @@ def build_demo():
     one process; and parts 2-3 (one process) and part 1 (two workers) built at
     the same time into one folder, then the rest (two workers; a leftover
     dot-file to remove)."""
-    root = tempfile.mkdtemp(prefix="transitlm-dataset-")
+    root = scratch("transitlm-dataset-")
     out = os.path.join(root, "release")
     base = ["--network", DEMO, "--out", out] + SMALL
     command(*base)
@@ -73,7 +81,7 @@ def build_demo():
 
 def build_joint():
     """New York's subway and Cairns' buses in one release (own ad_codes)."""
-    root = tempfile.mkdtemp(prefix="transitlm-dataset-joint-")
+    root = scratch("transitlm-dataset-joint-")
     importer = os.path.join(REPO, "data", "import_gtfs.py")
     folders = []
     for name, city, code in (("nyc-subway.zip", "New York", "3651000"), ("cairns.zip", "Cairns", "3530")):
@@ -112,7 +120,29 @@ def build_every_feed():
     return problems
 
 
+def build_interrupted():
+    """A demo release stopped by SIGINT once its first session part is written,
+    then finished by the same command -> (first status, the folder's names then,
+    the rerun's summary, the folder)."""
+    import signal
+    import time
+    root = scratch("transitlm-dataset-stop-")
+    out = os.path.join(root, "release")
+    argv = [sys.executable, SCRIPT, "--network", DEMO, "--out", out, "--train", "2", "--test", "2",
+            "--corpus", "90", "--part_size", "40"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first_session_part = os.path.join(out, names.corpus_part(9))
+    deadline = time.time() + 120
+    while process.poll() is None and not os.path.exists(first_session_part) and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    process.communicate()
+    seen = sorted(os.listdir(os.path.join(out, names.CORPUS_FOLDER))) + sorted(os.listdir(out))
+    return process.returncode, seen, command(*argv[2:]), out
+
+
 DEMO_BUILDS = Background(build_demo)
+STOPPED = Background(build_interrupted)
 HAVE_FEEDS = real_feeds.available("nyc-subway.zip") and real_feeds.available("cairns.zip")
 JOINT = Background(build_joint) if HAVE_FEEDS else None
 EVERY_FEED = Background(build_every_feed) if os.path.isdir(real_feeds.SHARED_GTFS) else None
@@ -359,6 +389,21 @@ class DemoRelease(ReleaseChecks, unittest.TestCase):
         self.assertIn("removed 1 unfinished file", self.summary)
 
 
+class Interrupted(ReleaseChecks, unittest.TestCase):
+    """A run stopped in the corpus leaves whole parts and no temporary; the same
+    command finishes the folder."""
+
+    def test_stopped_then_finished(self):
+        status, seen, summary, out = STOPPED.result()
+        self.assertIn(status, (0, 130))
+        self.assertEqual([n for n in seen if n.startswith(".")], [])
+        if status == 130:
+            self.assertNotIn(names.CARD, seen)
+            self.assertIn("already there", summary)
+        self.assert_manifest_and_card(out)
+        self.assert_corpus_true(out)
+
+
 class Candidates(unittest.TestCase):
 
     def test_rule(self):
@@ -420,7 +465,7 @@ class EveryFeed(unittest.TestCase):
 
 def build_tiny():
     """A release of a two-line, five-stop network (tests.support.BASE_FEED)."""
-    tmp = tempfile.mkdtemp(prefix="transitlm-dataset-tiny-")
+    tmp = scratch("transitlm-dataset-tiny-")
     feed = support.write_feed(tmp, support.BASE_FEED)
     network = os.path.join(tmp, "net")
     subprocess.run([sys.executable, os.path.join(REPO, "data", "import_gtfs.py"), feed,
