@@ -404,6 +404,45 @@ class Interrupted(ReleaseChecks, unittest.TestCase):
         self.assert_corpus_true(out)
 
 
+class HoldOutGrid(unittest.TestCase):
+    """The grid's near() says what a scan of every test trip says, at the
+    500 m boundary too, at any latitude."""
+
+    def test_grid_equals_scan(self):
+        import math
+        import random
+        from transitlm.datasets.splits import HoldOut, NEAR_KM
+
+        class Net(object):
+            pass
+        for lat0 in (0.0, 40.7, -33.9, 64.1):
+            net = Net()
+            net.lat = [lat0]
+            holdout, trips, rng = HoldOut([net]), [], random.Random(lat0)
+
+            def point(lng, lat):
+                return (lng + rng.uniform(-0.03, 0.03), lat + rng.uniform(-0.03, 0.03))
+
+            def shifted(p):
+                r, a = rng.uniform(0.45, 0.55) / 111.19, rng.uniform(0, 2 * math.pi)
+                return (p[0] + r * math.cos(a) / math.cos(math.radians(p[1])), p[1] + r * math.sin(a))
+            for _ in range(60):
+                trip = (point(10.0, lat0), point(10.0, lat0))
+                holdout.add(("a", "b"), *trip)
+                trips.append(trip)
+            near = 0
+            for k in range(600):
+                start, end = trips[k % len(trips)]
+                start, end = (shifted(start), shifted(end)) if k % 3 else (shifted(end), shifted(start))
+                scan = any((haversine_km(start[0], start[1], a[0], a[1]) <= NEAR_KM and
+                            haversine_km(end[0], end[1], b[0], b[1]) <= NEAR_KM) or
+                           (haversine_km(start[0], start[1], b[0], b[1]) <= NEAR_KM and
+                            haversine_km(end[0], end[1], a[0], a[1]) <= NEAR_KM) for a, b in trips)
+                self.assertEqual(holdout.near(start, end), scan, (lat0, k))
+                near += scan
+            self.assertTrue(0 < near < 600)
+
+
 class Candidates(unittest.TestCase):
 
     def test_rule(self):

@@ -21,7 +21,8 @@ train row or corpus session is refused when
 
 The points sit in a grid of cells at least NEAR_KM wide (keyed by the cell
 of a start), so a check looks at the test trips of nine cells, not at all of
-them: the checks cost time linear in the rows.  A refused draw is drawn
+them: the checks cost time linear in the rows.  (Cells do not wrap at the
+antimeridian: a city astride longitude 180 would need it.)  A refused draw is drawn
 again (up to benchmark_builder.MAX_ATTEMPTS for a row, SESSION_ATTEMPTS for
 a session); the refusals are counted.
 
@@ -37,8 +38,7 @@ import math
 
 from common import haversine_km
 from transitlm.networks.benchmark_builder import TRIP_KM, Trip, usable_districts
-from transitlm.networks.router import KM_PER_DEG_LAT, KM_PER_DEG_LNG_EQUATOR, PointAccess, \
-    access_point, draw_od, sub_rng
+from transitlm.networks.router import KM_PER_DEG_LAT, PointAccess, access_point, draw_od, sub_rng
 from transitlm.datasets.candidates import origin_search, session_candidates
 
 NEAR_KM = 0.5                # the spatial hold-out radius
@@ -47,6 +47,7 @@ ORIGIN_TRIES = 10            # draws of a destination from the group's origin
 SESSION_ATTEMPTS = 60        # draws of a session in all
 DESTINATION_TRIES = 50       # stations drawn for a destination in range (router.draw_od's)
 MAX_ACCESS_KM = 10.0         # a trip's point lies at most this far from a station (taxi range)
+CELL_KM_PER_DEG = 105.0      # under the km a degree spans (111.19 on the sphere): cells to spare
 
 
 class Unit(object):
@@ -105,9 +106,11 @@ class HoldOut(object):
     def __init__(self, nets):
         top = max([abs(lat) for net in nets for lat in net.lat] or [0.0])
         top = min(89.0, top + MAX_ACCESS_KM / KM_PER_DEG_LAT + 0.01)
-        # Cells at least NEAR_KM wide everywhere the networks' trips can be.
-        self.cell_lat = NEAR_KM / KM_PER_DEG_LAT
-        self.cell_lng = NEAR_KM / (KM_PER_DEG_LNG_EQUATOR * math.cos(math.radians(top)))
+        # Cells at least NEAR_KM wide everywhere the networks' trips can be (a
+        # degree is at most CELL_KM_PER_DEG km of latitude, or of longitude
+        # times the cosine, on the haversine's sphere; a margin to spare).
+        self.cell_lat = NEAR_KM / CELL_KM_PER_DEG
+        self.cell_lng = NEAR_KM / (CELL_KM_PER_DEG * math.cos(math.radians(top)))
         self.pairs = set()
         self.cells = {}
         self.trips = 0
