@@ -12,7 +12,6 @@ its own sub-seed), so any part can be built alone, by any process.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.datasets import release_names as names
 from transitlm.datasets.splits import shares
 
 DEFAULT_TRAIN = 30000          # rows per task (the release's)
@@ -104,7 +103,3 @@ def settings_of(args, networks):
     return {"train": args.train, "test": args.test, "corpus": args.corpus,
             "part_size": args.part_size, "seed": args.seed, "lang": args.lang,
             "networks": [n["network_sha256"] for n in networks]}
-
-
-def part_names(plan):
-    return [names.corpus_part(k) for k in range(1, plan.parts + 1)]
