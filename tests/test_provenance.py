@@ -221,7 +221,8 @@ class NoOverwriteNoDebris(unittest.TestCase):
 VERSION_SCRIPTS = [os.path.join(name, "evaluate.py") for name in SCRIPTS] + [
     os.path.join("general_llm", "server.py"), "generate.py", "compare.py", "harness.py",
     "reward.py", os.path.join("data", "import_gtfs.py"),
-    os.path.join("data", "make_benchmark.py"), os.path.join("data", "make_demo.py")]
+    os.path.join("data", "make_benchmark.py"), os.path.join("data", "make_dataset.py"),
+    os.path.join("data", "make_demo.py")]
 
 
 def versions():

@@ -139,6 +139,8 @@ class StreamsTest(unittest.TestCase):
                       os.path.join(self.folder, "net")),
                      (os.path.join("data", "make_benchmark.py"), "--network", missing, "--out",
                       os.path.join(self.folder, "b"), "--samples", "1"),
+                     (os.path.join("data", "make_dataset.py"), "--network", missing, "--out",
+                      os.path.join(self.folder, "d")),
                      ("generate.py", "--input", missing, "--api_url", "http://127.0.0.1:9/v1",
                       "--model", HOSTILE, "--out", os.path.join(self.folder, "o.jsonl"))):
             with self.subTest(tool=args[0]):

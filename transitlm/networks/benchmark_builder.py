@@ -500,12 +500,13 @@ def fastest_minutes_per_km(net):
 class Trip(object):
     """An origin-destination pair with the router's access tables (alternatives() uses it)."""
 
-    def __init__(self, net, district, origin, dest):
+    def __init__(self, net, district, origin, dest, start_access=None):
         self.net = net
         self.district = district
         self.origin = origin
         self.dest = dest
-        self.start_access = PointAccess(net, district, origin)
+        # make_dataset.py's corpus sessions share one origin's table
+        self.start_access = start_access or PointAccess(net, district, origin)
         self.end_access = PointAccess(net, district, dest)
 
     def find(self, prefs):
@@ -607,12 +608,18 @@ def prompt_json(trip, lang, suffix):
                   "end": "%.6f,%.6f" % trip.dest, "city": trip.district.city.name})
 
 
-def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=None):
+def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=None,
+              stream=None, accept=None):
     """One CSV row, or None when no trip fits after MAX_ATTEMPTS draws.
 
     ``draws`` (a dict) counts the draws rejected: "range" (no origin and
-    destination TRIP_KM apart), "route" (no fitting label)."""
-    rng = sub_rng(seed, kind, row)
+    destination TRIP_KM apart), "route" (no fitting label), "refused" (the
+    trip and its routes refused by ``accept``).  ``stream`` names the row's
+    generator and id (default: ``kind``; make_dataset.py's splits use
+    "b1-test", "b1-train" ...); ``accept(trip, routes)`` -> bool may refuse a
+    trip (make_dataset.py's hold-out of test trips)."""
+    stream = kind if stream is None else stream
+    rng = sub_rng(seed, stream, row)
     draws = {} if draws is None else draws
     for _ in range(MAX_ATTEMPTS):
         district = districts[rng.randrange(len(districts))]
@@ -626,11 +633,14 @@ def build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws=No
         if routes is None:
             draws["route"] = draws.get("route", 0) + 1
             continue
+        if accept is not None and not accept(trip, routes):
+            draws["refused"] = draws.get("refused", 0) + 1
+            continue
         labels = [with_plausible_access(net, trip, r, route_json(
             net, r, rng, use_names=kind == "general", tag=kind == "b3")) for r in routes]
         label = dict(zip(("first", "second", "third"), labels)) if kind == "b3" else labels[0]
         suffix = DIVERSITY_SUFFIX[lang] if kind == "b3" else REQ_SUFFIX[lang].get(req_type, "")
-        indexid = row_id(net, seed, kind, row)
+        indexid = row_id(net, seed, stream, row)
         cells = [task_id, str(req_type), district.city.code, indexid, system_prompt(kind, lang),
                  prompt_json(trip, lang, suffix), dumps(label), ""]
         return cells, routes

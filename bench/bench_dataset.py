@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Speed and memory of data/make_dataset.py on New York's subway and on
+Cairns' buses (../shared/gtfs/), rows and sessions a second.
+
+    python3 bench/bench_dataset.py [--test 100] [--train 200] [--corpus 300] [--workers 1]
+
+Imports each feed (data/import_gtfs.py), then runs make_dataset.py in a fresh
+process three times on it -- test files only (--train 0 --corpus 0), with
+the train files, with the corpus -- and prints the wall times, the rates
+(test rows: 4 x --test in the first run; train rows: 3 x --train, the
+second run's extra time; sessions: --corpus, the third run's extra time,
+the static records included) and the largest peak resident memory of a run
+(resource.getrusage of the children).  Figures: docs/performance.md.
+"""
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+IMPORTER = os.path.join(REPO, "data", "import_gtfs.py")
+BUILDER = os.path.join(REPO, "data", "make_dataset.py")
+FEEDS = (("nyc-subway.zip", "New York", "3651000"), ("cairns.zip", "Cairns", "3530"))
+
+
+def timed(args):
+    """-> (wall seconds, CPU seconds of the run's processes, workers included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    subprocess.run([sys.executable] + args, check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.time() - start, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--test", type=int, default=100)
+    parser.add_argument("--train", type=int, default=200)
+    parser.add_argument("--corpus", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--gtfs", default=os.path.join(REPO, "..", "shared", "gtfs"))
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="transitlm-bench-dataset-")
+    try:
+        for feed, city, code in FEEDS:
+            network = os.path.join(tmp, feed + ".net")
+            subprocess.run([sys.executable, IMPORTER, os.path.join(args.gtfs, feed), "--city", city,
+                            "--adcode", code, "--out", network], check=True,
+                           stdout=subprocess.DEVNULL)
+            base = [BUILDER, "--network", network, "--test", str(args.test),
+                    "--workers", str(args.workers), "--part_size", "1000000"]
+            runs = []
+            for k, extra in enumerate((["--train", "0", "--corpus", "0"],
+                                       ["--train", str(args.train), "--corpus", "0"],
+                                       ["--train", "0", "--corpus", str(args.corpus)])):
+                runs.append(timed(base + extra + ["--out", os.path.join(tmp, "%s.%d" % (feed, k))]))
+            for what, k in (("wall", 0), ("cpu", 1)):
+                t = [run[k] for run in runs]
+                print("%-10s %-4s test %6.1f rows/s (%.1f s)  train %6.1f rows/s (+%.1f s)  "
+                      "corpus %6.1f sessions/s (+%.1f s)  workers %d"
+                      % (city, what, 4 * args.test / t[0], t[0],
+                         3 * args.train / max(1e-9, t[1] - t[0]), t[1] - t[0],
+                         args.corpus / max(1e-9, t[2] - t[0]), t[2] - t[0], args.workers))
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+        print("peak resident memory of a run: %.0f MB" % peak)
+    finally:
+        shutil.rmtree(tmp, True)
+
+
+if __name__ == "__main__":
+    main()
