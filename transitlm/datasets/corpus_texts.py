@@ -728,3 +728,88 @@ def station_missing(text, record, words, lang):
     checks.append(("the lines", words["lines"] + (words["line_sep"].join(parts) if parts else words["no_line"])
                    + "\n"))
     return first_missing(text, checks)
+
+
+# ---------------------------------------------------------------------------
+# The record against the network: what the record says is the network's
+# ---------------------------------------------------------------------------
+
+def record_matches_network(kind, record, net):
+    """(ok, reason): every stop of the record is a station of ``net`` with the
+    record's name and the station file's coordinates, and every line is one of
+    its line directions with the stops the record gives it.  (The routes'
+    reachability and plausibility are the evaluators' to judge.)"""
+    try:
+        problem = {"session": session_off_network, "line": line_off_network,
+                   "station": station_off_network}[kind](record, net)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        return False, "the record is not a %s record (%s: %s)" % (kind, type(exc).__name__, exc)
+    if problem:
+        return False, problem
+    return True, "the record agrees with the network"
+
+
+def stop_off_network(stop, net):
+    s = net.stop_index().get(stop["stop_id"])
+    if s is None:
+        return "stop %r is not in the network" % stop["stop_id"]
+    if stop["station_name"] != net.names[s]:
+        return "stop %r is named %r, not %r" % (stop["stop_id"], net.names[s], stop["station_name"])
+    if stop["coord"] != coord_text(net.lng[s], net.lat[s]):
+        return "stop %r lies at %s, not %s" % (stop["stop_id"], coord_text(net.lng[s], net.lat[s]),
+                                               stop["coord"])
+    return None
+
+
+_SERVING = []       # [(net, serving_lines(net))]: the last network's, for station checks
+
+
+def serving_lines_of(net):
+    if not _SERVING or _SERVING[0][0] is not net:
+        _SERVING[:] = [(net, serving_lines(net))]
+    return _SERVING[0][1]
+
+
+def linedirs_named(net, name):
+    return [ld for ld in net.linedirs if ld.name == name]
+
+
+def session_off_network(record, net):
+    index = net.stop_index()
+    for k, (label, facts) in enumerate(zip(record["routes"], record["itineraries"])):
+        for stop_id in label["station_sequence"]:
+            if stop_id != TRANSFER and stop_id not in index:
+                return "route %d: stop %r is not in the network" % (k + 1, stop_id)
+        for n, ride in enumerate(facts["rides"]):
+            for end in ("board", "alight"):
+                problem = stop_off_network(ride[end], net)
+                if problem:
+                    return "route %d ride %d: %s" % (k + 1, n + 1, problem)
+            board, alight = index[ride["board"]["stop_id"]], index[ride["alight"]["stop_id"]]
+            if not any(board in ld.stops and alight in ld.stops[ld.stops.index(board) + 1:]
+                       for ld in linedirs_named(net, ride["line_name"])):
+                return "route %d ride %d: no line %r runs from %r to %r" % (
+                    k + 1, n + 1, ride["line_name"], ride["board"]["stop_id"], ride["alight"]["stop_id"])
+    return None
+
+
+def line_off_network(record, net):
+    if not any([net.ids[s] for s in ld.stops] == record["station_ids"]
+               for ld in linedirs_named(net, record["line_name"])):
+        return "no line direction %r has the record's stops" % record["line_name"]
+    index = net.stop_index()
+    for stop_id, name in zip(record["station_ids"], record["station_names"]):
+        if net.names[index[stop_id]] != name:
+            return "stop %r is named %r, not %r" % (stop_id, net.names[index[stop_id]], name)
+    return None
+
+
+def station_off_network(record, net):
+    problem = stop_off_network(record, net)
+    if problem:
+        return problem
+    s = net.stop_index()[record["stop_id"]]
+    serving = [ld.name for ld, _ in serving_lines_of(net)[s]]
+    if serving != record["lines"]:
+        return "stop %r is served by %s, not %s" % (record["stop_id"], serving, record["lines"])
+    return None
