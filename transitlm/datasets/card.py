@@ -36,6 +36,12 @@ CONFIGS = (
     ("cpt", (("train", CORPUS_GLOB),)),
 )
 DEFAULT_CONFIG = "benchmark1"
+# The files' columns and the types datasets gives them: stated, so that an
+# adcode such as "010" stays text (pandas would read it as the number 10).
+SFT_FEATURES = (("task_id", "string"), ("req_type", "int64"), ("adcode", "string"), ("indexid", "string"),
+                ("system_prompt", "string"), ("sft_prompt", "string"), ("sft_label", "string"))
+CORPUS_FEATURES = (("id", "string"), ("kind", "string"), ("adcode", "string"), ("text", "string"),
+                   ("record", "string"))
 LICENCE_NOTE = (
     "The networks come from their GTFS feeds, and this data is derived from them: it carries "
     "each feed's licence and terms (see the feed publisher's). Check them before you publish "
@@ -106,6 +112,12 @@ def header(manifest):
         lines.append("- config_name: %s" % name)
         if name == default:
             lines.append("  default: true")
+        # an empty cell stays "" (not a missing value); the columns keep their types
+        lines.append("  na_filter: false")
+        lines.append("  features:")
+        for column, dtype in (CORPUS_FEATURES if name == "cpt" else SFT_FEATURES):
+            lines.append("  - name: %s" % column)
+            lines.append("    dtype: %s" % dtype)
         lines.append("  data_files:")
         for split, path in splits:
             lines.append("  - split: %s" % split)
@@ -251,14 +263,15 @@ def header_lines(text):
 
 def parse_card_configs(text):
     """The header's configs -> [{"config_name", "data_files": [{"split", "path"}]}]
-    (plus "default": True where the header says so); CardError when the header
-    is not the subset card_text writes."""
+    (plus "default": True, "na_filter" and "features": [{"name", "dtype"}] where
+    the header has them); CardError when the header is not the subset
+    card_text writes."""
     lines = header_lines(text)
     try:
         at = lines.index("configs:")
     except ValueError:
         raise CardError("the card's header has no configs")
-    configs, current, split = [], None, None
+    configs, current, item, section = [], None, None, None
     for n, line in enumerate(lines[at + 1:], at + 2):
         where = "header line %d" % n
         if not line.startswith(("-", " ")):
@@ -266,21 +279,32 @@ def parse_card_configs(text):
         if line.startswith("- config_name:"):
             current = {"config_name": scalar(line[len("- config_name:"):], where), "data_files": []}
             configs.append(current)
-            split = None
+            item = section = None
         elif current is None:
             raise CardError("%s: %r comes before any config_name" % (where, line))
-        elif line == "  data_files:":
-            continue
+        elif line in ("  data_files:", "  features:"):
+            section = line.strip()[:-1]
+            current.setdefault(section, [])
+            item = None
         elif line.startswith("  default:"):
             current["default"] = scalar(line[len("  default:"):], where) == "true"
-        elif line.startswith("  - split:"):
-            split = {"split": scalar(line[len("  - split:"):], where)}
-            current["data_files"].append(split)
-        elif line.startswith("    path:") and split is not None and "path" not in split:
-            split["path"] = scalar(line[len("    path:"):], where)
+        elif line.startswith("  na_filter:"):
+            current["na_filter"] = scalar(line[len("  na_filter:"):], where) == "true"
+        elif section == "data_files" and line.startswith("  - split:"):
+            item = {"split": scalar(line[len("  - split:"):], where)}
+            current["data_files"].append(item)
+        elif section == "data_files" and line.startswith("    path:") and item is not None and "path" not in item:
+            item["path"] = scalar(line[len("    path:"):], where)
+        elif section == "features" and line.startswith("  - name:"):
+            item = {"name": scalar(line[len("  - name:"):], where)}
+            current["features"].append(item)
+        elif section == "features" and line.startswith("    dtype:") and item is not None and "dtype" not in item:
+            item["dtype"] = scalar(line[len("    dtype:"):], where)
         else:
             raise CardError("%s: %r is not part of a config" % (where, line))
     for config in configs:
         if not config["data_files"] or any("path" not in f for f in config["data_files"]):
             raise CardError("config %r has a split without a path" % config["config_name"])
+        if any("dtype" not in f for f in config.get("features", ())):
+            raise CardError("config %r has a feature without a dtype" % config["config_name"])
     return configs
