@@ -152,6 +152,9 @@ class DemoCorpusTextsTest(CheckMixin, unittest.TestCase):
             _, record = entry(self.net, trip, routes, seed, "zh")
             self.assertEqual(record["place"], {"start": mb.place_label(self.net, trip.start_access),
                                                "end": mb.place_label(self.net, trip.end_access)})
+            given = ct.session_entry(self.net, trip.district.city.name, trip.origin, trip.dest, routes,
+                                     random.Random(seed), "zh", places=(record["place"]["start"], "X"))[1]
+            self.assertEqual(given["place"], {"start": record["place"]["start"], "end": "X"})
             prompt = json.loads(mb.prompt_json(trip, "zh", ""))
             self.assertEqual((prompt["start"], prompt["end"]), (record["start"], record["end"]))
 

@@ -295,18 +295,22 @@ def access_fact(label_mode, label_distance, access):
             "minutes": max(1, whole(access.minutes))}
 
 
-def session_entry(net, city, origin, dest, routes, rng, lang=DEFAULT_LANG):
+def session_entry(net, city, origin, dest, routes, rng, lang=DEFAULT_LANG, places=None):
     """(text, record) of one trip session: routes (router Itineraries, best first,
     at most MAX_CANDIDATES) from origin to dest ((lng, lat) tuples) in city (its
     name).  rng is used only through router.route_json, route by route, so the
-    first route's label is the one a label built with the same rng state has."""
+    first route's label is the one a label built with the same rng state has.
+    places: the (origin, destination) station names the SFT prompt gives the
+    trip (benchmark_builder.place_label of its accesses), when the caller has
+    them; else found the same way (a pass over the district's stations)."""
     words = check_lang(lang)
     if not 1 <= len(routes) <= MAX_CANDIDATES:
         raise ValueError("a session has 1 to %d routes, not %d" % (MAX_CANDIDATES, len(routes)))
-    district = district_of(net, routes[0].leg_stops[0][0])
+    if places is None:
+        district = district_of(net, routes[0].leg_stops[0][0])
+        places = (nearest_station_name(net, district, origin), nearest_station_name(net, district, dest))
     record = {"city": city, "start": "%.6f,%.6f" % tuple(origin), "end": "%.6f,%.6f" % tuple(dest),
-              "place": {"start": nearest_station_name(net, district, origin),
-                        "end": nearest_station_name(net, district, dest)},
+              "place": {"start": places[0], "end": places[1]},
               "routes": [], "itineraries": []}
     for route in routes:
         label, facts = route_record(net, route, rng)
