@@ -27,7 +27,7 @@ from tests import real_feeds
 import common
 import transitlm.evaluation.records
 from common import haversine_km
-from transitlm.datasets import cli, release_names as names, texts
+from transitlm.datasets import card, cli, corpus_texts, release_names as names
 from transitlm.datasets.candidates import COST_FACTOR, MAX_CANDIDATES, line_set, session_candidates
 from transitlm.networks import benchmark_builder as mb
 from transitlm.networks.router import Prefs, expert_score
@@ -241,7 +241,7 @@ class ReleaseChecks(object):
                 data = handle.read()
             self.assertEqual(hashlib.sha256(data).hexdigest(), entry["sha256"], rel)
         with open(os.path.join(out, names.CARD), encoding="utf-8") as handle:
-            configs = texts.parse_card_configs(handle.read())
+            configs = card.parse_card_configs(handle.read())
         wanted = {"benchmark1": {"train", "test"}, "benchmark2": {"train", "test"},
                   "benchmark3": {"train", "test"}, "general": {"test"}, "cpt": {"train"}}
         self.assertEqual({c["config_name"]: {f["split"] for f in c["data_files"]} for c in configs},
@@ -298,7 +298,7 @@ class ReleaseChecks(object):
         seen = {"station": [], "line": []}
         for row in corpus_rows(out):
             record = json.loads(row["record"])
-            ok, reason = texts.text_states_record(row["kind"], row["text"], record)
+            ok, reason = corpus_texts.text_states_record(row["kind"], row["text"], record)
             self.assertTrue(ok, reason)
             if row["kind"] == "station":
                 seen["station"].append(record["stop_id"])

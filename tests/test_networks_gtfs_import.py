@@ -210,10 +210,24 @@ class SmallFeedTest(unittest.TestCase):
         _, service = read_csv(os.path.join(out, "line_service.csv"))
         self.assertEqual([(r["rail"], r["trips"], r["headway_min"]) for r in service],
                          [("1", "2", "60.0"), ("1", "1", ""), ("0", "1", "")])
+        # service hours: the first and last departure from the first stop (GTFS hours past 24 kept)
+        self.assertEqual([(r["first_departure"], r["last_departure"]) for r in service],
+                         [("08:00", "09:00"), ("25:00", "25:00"), ("10:00", "10:00")])
         with open(os.path.join(out, "city.json"), encoding="utf-8") as handle:
             self.assertEqual(json.load(handle)["city"], "Test City")
         self.assertIn("service day    20240101", stdout)
         self.assertIn("skipped        nothing", stdout)
+
+    def test_service_hours_of_frequency_based_trips(self):
+        """A frequencies.txt window's runs leave at its start and every headway
+        after (10:00-12:00 every 30 min: the last at 11:30), beside the plain
+        trips of the same pattern (09:00)."""
+        files = dict(BASE_FEED)
+        files["frequencies.txt"] = "trip_id,start_time,end_time,headway_secs\nm1,10:00:00,12:00:00,1800\n"
+        out, _ = self.import_ok(files)
+        _, service = read_csv(os.path.join(out, "line_service.csv"))
+        self.assertEqual((service[0]["trips"], service[0]["first_departure"], service[0]["last_departure"]),
+                         ("5", "09:00", "11:30"))
 
     def test_zip_with_bom_and_quoted_fields_gives_the_same_network(self):
         folder_out, _ = self.import_ok(BASE_FEED)

@@ -53,7 +53,7 @@ from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, Netw
 from transitlm.io.terminal import CommandParser, Progress
 from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.datasets import plan as planning
-from transitlm.datasets import release, sft, tasks, texts
+from transitlm.datasets import card, corpus_texts, release, sft, statistics, tasks
 from transitlm.datasets import release_names as names
 from transitlm.datasets.candidates import COST_FACTOR, MAX_CANDIDATES
 from transitlm.datasets.splits import NEAR_KM, HoldOut, label_pair, shares, units_of
@@ -312,11 +312,11 @@ def read_corpus(out, ctx, stats, holdout, progress):
             progress.step()
             number, kind, _, text, record = row
             record = json.loads(record)
-            ok, reason = texts.text_states_record(kind, text, record)
+            ok, reason = corpus_texts.text_states_record(kind, text, record)
             if ok:
                 net = net_of.get(row[2])
                 ok, reason = (False, "names ad_code %s, of no network" % row[2]) if net is None \
-                    else texts.record_matches_network(kind, record, net)
+                    else corpus_texts.record_matches_network(kind, record, net)
             if not ok:
                 raise InputError("%s record %s: %s" % (rel, number, reason))
             stats.add_corpus_record(kind, text, record)
@@ -415,7 +415,7 @@ def prepare(args):
     release.check_contents(args.out, plan.parts, settings)
     req_types = [satisfiable_req_types(net)[0] for net in nets]
     try:
-        services = [texts.read_line_service(folder) for folder in args.network]
+        services = [corpus_texts.read_line_service(folder) for folder in args.network]
     except NetworkError as exc:
         raise InputError(str(exc))
     ctx = tasks.Context(nets, units, plan, args.seed, args.lang, req_types, services)
@@ -457,7 +457,7 @@ def build(args, ctx, networks, settings, parts, files):
     say("plan           %d corpus records in %d part(s) of %d: %d static, %d sessions"
         % (ctx.plan.total, ctx.plan.parts, ctx.plan.part_size, ctx.plan.static_total,
            ctx.plan.total - ctx.plan.static_total))
-    stats = texts.DatasetStatistics()
+    stats = statistics.DatasetStatistics()
     for unit in ctx.units:
         lines = sum(1 for ld in unit.net.linedirs if ld.line.city.code == unit.code)
         stats.add_network(unit.district.city.name, unit.code, unit.weight, lines)
@@ -567,7 +567,7 @@ def build(args, ctx, networks, settings, parts, files):
         "statistics": stats.as_json(),
         "files": {k: entries[k] for k in sorted(entries)}})
     files.write(os.path.join(out, names.MANIFEST), release.manifest_text(manifest))
-    files.write(os.path.join(out, names.CARD), texts.card_text(manifest))
+    files.write(os.path.join(out, names.CARD), card.card_text(manifest))
     say("leakage        %d test trips held out (%d pairs); %d train rows and %d corpus sessions "
         "(%d routes) checked; draws refused: %d near, %d by pair"
         % (holdout.trips, len(holdout.pairs), leakage["train_rows_checked"], checked["sessions"],

@@ -1,22 +1,27 @@
 """The names of the training-data release (make_dataset.py): its files, their
-columns and task ids -- the one home of these facts (issue 45).
+columns and task ids -- the one home of these facts (issue 45); the names the
+evaluation core reads too (the split files, the network files) come from
+transitlm.evaluation.catalog.
 
 Standard library only; Python 3.8+.
 """
 
+from transitlm.evaluation.catalog import (RELEASE_LINE_FILE, RELEASE_PREFIX, RELEASE_SPLITS,
+                                          RELEASE_STATION_FILE)
+
 # The SFT splits: (kind, benchmark number) -> file name per split.
 TASKS = (("b1", "benchmark1"), ("b2", "benchmark2"), ("b3", "benchmark3"))
 GENERAL = ("general", "general-benchmark1")     # the general benchmark: a test file only
-SPLITS = ("train", "test")
-PREFIX = "transit-lm-"
+SPLITS = RELEASE_SPLITS
+PREFIX = RELEASE_PREFIX
 
 SFT_COLUMNS = ["task_id", "req_type", "adcode", "indexid", "system_prompt", "sft_prompt",
                "sft_label"]
 CORPUS_COLUMNS = ["id", "kind", "adcode", "text", "record"]
 CORPUS_KINDS = ("session", "line", "station")
 
-STATION_INFO = "transit-lm-station-info.csv"
-LINE_INFO = "transit-lm-line-info.csv"
+STATION_INFO = RELEASE_STATION_FILE     # the names the evaluation core knows too
+LINE_INFO = RELEASE_LINE_FILE
 STATION_IDS = "transit-lm-station-ids.json"
 NETWORK_JSON = "network.json"
 CORPUS_FOLDER = "transit-lm-cpt-corpus"

@@ -15,7 +15,7 @@ import itertools
 import json
 
 from transitlm.networks.benchmark_builder import build_row, place_label
-from transitlm.datasets import texts
+from transitlm.datasets import corpus_texts
 from transitlm.datasets.splits import Origins, TrainCheck, draw_session, route_pair
 
 CONTEXT = None
@@ -106,7 +106,7 @@ def make_records(kind, owner, first, last, number):
             continue
         trip, routes, rng = drawn
         places = (place_label(unit.net, trip.start_access), place_label(unit.net, trip.end_access))
-        text, record = texts.session_entry(unit.net, unit.district.city.name, trip.origin,
+        text, record = corpus_texts.session_entry(unit.net, unit.district.city.name, trip.origin,
                                            trip.dest, routes, rng, ctx.lang, places=places)
         rows.append(checked_row(number + k, "session", unit.code, text, record))
     return rows, counts, missing
@@ -124,9 +124,9 @@ def static_entries(kind, owner, first, last):
     state = _STATIC.get(key)
     if state is None or state[0] > first or state[2] is not net or state[3] != CONTEXT.lang:
         if kind == "station":
-            entries = texts.station_entries(net, CONTEXT.lang)
+            entries = corpus_texts.station_entries(net, CONTEXT.lang)
         else:
-            entries = texts.line_entries(net, CONTEXT.lang, service=CONTEXT.services[owner])
+            entries = corpus_texts.line_entries(net, CONTEXT.lang, service=CONTEXT.services[owner])
         state = _STATIC[key] = [0, entries, net, CONTEXT.lang]
     entries = itertools.islice(state[1], first - state[0], first - state[0] + last - first)
     state[0] = last
@@ -134,7 +134,7 @@ def static_entries(kind, owner, first, last):
 
 
 def checked_row(number, kind, code, text, record):
-    ok, reason = texts.text_states_record(kind, text, record)
+    ok, reason = corpus_texts.text_states_record(kind, text, record)
     if not ok:
         raise RecordError("corpus record %d (%s): the text %s" % (number, kind, reason))
     return [str(number), kind, code, text, compact(record)]

@@ -16,7 +16,9 @@ dwell there, and whether riders may board at its first stop and alight at the
 next; rows with an empty line_name are walking transfers with their time),
 ``line_service.csv`` (line_name, route_id, route_type, rail, direction,
 trips, headway_min, fare, zone_fares, fare_note: fares per ride, see
-gtfs_fares.py) and ``city.json``.
+gtfs_fares.py; first_departure, last_departure: the first and last
+departure from the line's first stop on the service day, HH:MM, hours past
+24 after midnight as in GTFS) and ``city.json``.
 
 Conventions (README "Evaluate a new city"):
 - one service day: ``--date``, default the feed's busiest day (most trips,
@@ -135,7 +137,7 @@ ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 HOP_HEADER = ["line_name", "from_stop_id", "to_stop_id", "run_min", "dwell_min", "trips",
               "pickup", "drop_off"]
 SERVICE_HEADER = ["line_name", "route_id", "route_type", "rail", "direction", "trips",
-                  "headway_min", "fare", "zone_fares", "fare_note"]
+                  "headway_min", "fare", "zone_fares", "fare_note", "first_departure", "last_departure"]
 
 
 class FeedError(Exception):
@@ -731,7 +733,8 @@ class Pattern(object):
     NO_PICKUP / NO_DROP_OFF bits)."""
 
     __slots__ = ("route_id", "direction", "stops", "rules", "trips", "hop_sums", "dwell_sums",
-                 "departures", "headways", "direction_of_stops")
+                 "departures", "headways", "direction_of_stops", "first_departure",
+                 "last_departure")
 
     def __init__(self, route_id, direction, stops, rules=None, direction_of_stops=False):
         self.route_id = route_id
@@ -746,6 +749,8 @@ class Pattern(object):
         self.dwell_sums = [0.0] * (len(stops) - 1)    # arrival -> departure at the hop's end (s)
         self.departures = []     # first-stop departure of each plain trip (s)
         self.headways = []       # (runs, headway s) of frequency-based trips
+        self.first_departure = None   # first-stop departures of the day, first and last (s)
+        self.last_departure = None
 
     def add(self, arrivals, departures, windows):
         runs = runs_of(windows) if windows else 1
@@ -759,8 +764,17 @@ class Pattern(object):
         self.dwell_sums = list(map(operator.add, self.dwell_sums, dwells))
         if windows:
             self.headways.extend((runs_of([w]), w[2]) for w in windows)
+            # a window's runs leave at its start and every headway after it
+            spans = [(start, start + (runs_of([(start, end, headway)]) - 1) * headway)
+                     for start, end, headway in windows]
         else:
             self.departures.append(departures[0])
+            spans = [(departures[0], departures[0])]
+        first, last = min(s for s, _ in spans), max(e for _, e in spans)
+        if self.first_departure is None or first < self.first_departure:
+            self.first_departure = first
+        if self.last_departure is None or last > self.last_departure:
+            self.last_departure = last
 
     def hop_minutes(self):
         """Mean run time of each hop: departure from its first stop to arrival at the next."""
@@ -1031,7 +1045,8 @@ def build_outputs(result, adcode, id_prefix=""):
                      if p.direction_of_stops else p.direction)
         service_rows.append([name, p.route_id, str(route["route_type"]), "1" if route["rail"] else "0",
                              direction, str(p.trips), "" if headway is None else "%.1f" % headway,
-                             fare, zone_fares, note])
+                             fare, zone_fares, note, clock(p.first_departure),
+                             clock(p.last_departure)])
     station_rows = []
     for sid in stop_order:
         name, lng, lat = stops[sid][0], stops[sid][1], stops[sid][2]
@@ -1045,6 +1060,15 @@ def build_outputs(result, adcode, id_prefix=""):
             "kept_trips": sum(p.trips for p in kept), "fare_kinds": fare_kinds,
             "no_boarding": sum(1 for p in kept for k in range(len(p.stops) - 1) if not p.can_board(k)),
             "no_alighting": sum(1 for p in kept for k in range(1, len(p.stops)) if not p.can_alight(k))}
+
+
+def clock(seconds):
+    """A GTFS time in seconds -> "HH:MM" (hours past 24 after midnight, as in
+    GTFS), or "" for none."""
+    if seconds is None:
+        return ""
+    minutes = int(seconds) // 60
+    return "%02d:%02d" % (minutes // 60, minutes % 60)
 
 
 def line_fare_cells(table, route, zones):
