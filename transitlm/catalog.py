@@ -66,11 +66,13 @@ class BenchmarkInfo(object):
     script's module and its Benchmark class; ``default_input``: the bundled
     example test file (in DATA_DIR); ``task_marker``: what the release's
     ``task_id`` and test file names hold for it (``benchmark1-test``);
-    ``task_id``: the task id make_benchmark.py writes (``1``).
+    ``task_id``: the task id make_benchmark.py writes (``1``); ``file_kind``:
+    what a message calls one of its test files (``a benchmark-1 file``);
+    ``command``: its evaluator, as a user runs it (``single_route/evaluate.py``).
     """
 
     def __init__(self, name, title, page_title, short_title, tag, class_name, default_input,
-                 task_marker, task_id):
+                 task_marker, task_id, file_kind):
         self.name = name
         self.title = title
         self.page_title = page_title
@@ -81,6 +83,8 @@ class BenchmarkInfo(object):
         self.default_input = default_input
         self.task_marker = task_marker
         self.task_id = task_id
+        self.file_kind = file_kind
+        self.command = name + "/evaluate.py"
 
     def __repr__(self):
         return "BenchmarkInfo(%r)" % self.name
@@ -89,16 +93,19 @@ class BenchmarkInfo(object):
 BENCHMARKS = (
     BenchmarkInfo("single_route", "TransitLM benchmark 1: single route",
                   "TransitLM benchmark 1: single route", "Benchmark 1: single route", "B1",
-                  "SingleRoute", "benchmark1_single_route_example.csv", "benchmark1", "1"),
+                  "SingleRoute", "benchmark1_single_route_example.csv", "benchmark1", "1",
+                  "benchmark-1"),
     BenchmarkInfo("personalized", "TransitLM benchmark 2: personalized preferences",
                   "TransitLM benchmark 2: personalized preferences", "Benchmark 2: personalized",
-                  "B2", "Personalized", "benchmark2_personalized_example.csv", "benchmark2", "2"),
+                  "B2", "Personalized", "benchmark2_personalized_example.csv", "benchmark2", "2",
+                  "benchmark-2"),
     BenchmarkInfo("diversity", "TransitLM benchmark 3: route diversity",
                   "TransitLM benchmark 3: route diversity", "Benchmark 3: diversity", "B3",
-                  "Diversity", "benchmark3_diversity_example.csv", "benchmark3", "3"),
+                  "Diversity", "benchmark3_diversity_example.csv", "benchmark3", "3",
+                  "benchmark-3"),
     BenchmarkInfo("general_llm", "TransitLM general-purpose LLM evaluation",
                   "TransitLM general-purpose LLM", "General LLM", "GL",
-                  "GeneralLLM", "general_llm_example.csv", "general", "general"),
+                  "GeneralLLM", "general_llm_example.csv", "general", "general", "general-LLM"),
 )
 BENCHMARK_NAMES = tuple(info.name for info in BENCHMARKS)
 _BY_NAME = {info.name: info for info in BENCHMARKS}
