@@ -216,29 +216,28 @@ def _reason(name, rows, has_req_type, count):
             "first %d rows" % count)
 
 
-def refusal(verdict, path, options_flag, use):
-    """The one line that refuses a file: ``options_flag`` is the override as
-    its user writes it, ``use(name)`` how to run benchmark ``name``."""
+def refusal(verdict, subject, override, use):
+    """The one line that refuses a file: ``subject`` names it ("input file
+    X"), ``override`` is the override as its user writes it, ``use(name)``
+    how to run benchmark ``name``."""
     if verdict.looks_like is None:
-        return ("input file %s mixes the rows of several benchmarks (%s): check it is the file "
-                "you meant, or give %s to score it with this evaluator"
-                % (path, verdict.reason, options_flag))
-    return ("input file %s looks like a %s file (%s): use %s, or give %s to score it with "
-            "this evaluator" % (path, benchmark_info(verdict.looks_like).file_kind,
-                                verdict.reason, use(verdict.looks_like), options_flag))
+        return ("%s mixes the rows of several benchmarks (%s): check it is the file you meant, "
+                "or give %s to score it with this evaluator" % (subject, verdict.reason, override))
+    return ("%s looks like a %s file (%s): use %s, or give %s to score it with this evaluator"
+            % (subject, benchmark_info(verdict.looks_like).file_kind, verdict.reason,
+               use(verdict.looks_like), override))
 
 
-def enforce(verdict, allowed, path, options_flag, use):
+def enforce(verdict, allowed, subject, override, use):
     """A Verdict -> the warnings it leaves ([] or one line); InputError (one
-    line) when it refuses the file and ``allowed`` is false."""
+    line) when it refuses the file and ``allowed`` is false (the arguments
+    as refusal's)."""
     if verdict.ok:
         return []
-    message = refusal(verdict, path, options_flag, use)
     if not allowed:
-        raise InputError(message)
+        raise InputError(refusal(verdict, subject, override, use))
     if verdict.looks_like is None:
-        return ["%s given: input file %s mixes the rows of several benchmarks (%s)"
-                % (options_flag, path, verdict.reason)]
-    return ["%s given: input file %s looks like a %s file (%s)"
-            % (options_flag, path, benchmark_info(verdict.looks_like).file_kind,
-               verdict.reason)]
+        return ["%s given: %s mixes the rows of several benchmarks (%s)"
+                % (override, subject, verdict.reason)]
+    return ["%s given: %s looks like a %s file (%s)"
+            % (override, subject, benchmark_info(verdict.looks_like).file_kind, verdict.reason)]

@@ -435,7 +435,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
                               options.sample_count, chunked=not options.predictions,
                               defer_columns=True)
-    input_name = options.input if rows is None else "the rows given"
+    input_name = options.input if rows is None else None
     with source:
         # Whole-file problems, from the file's first rows: no row, not UTF-8.
         head = source.head()
@@ -448,8 +448,9 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         network = StationNetwork.load(station_path, station_cache_folder())
         # Another benchmark's file (transitlm.benchmark_check), then the
         # columns this run needs.
-        other_benchmark = _benchmark_check(benchmark, options, head, network, input_name)
-        problem = source.column_problem(hint=_column_hint(options))
+        other_benchmark = _benchmark_check(benchmark, options, head, network, rows is not None)
+        problem = source.column_problem(
+            hint=_column_hint(options) if "generate_results" in source.missing_columns else "")
         if problem:
             raise InputError(problem)
         context = Context(options, protocol, network)
@@ -543,11 +544,11 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     if not report["counts"]["samples"] and options.sample_count != 0:
         # A file whose first bytes hold no row but that held none further on
         # either (blank lines): the same whole-file problem.
-        raise InputError(no_rows_problem(input_name if rows is None else None))
+        raise InputError(no_rows_problem(input_name))
     return report, sinks, network
 
 
-def _benchmark_check(benchmark, options, head, network, input_name):
+def _benchmark_check(benchmark, options, head, network, rows_given):
     """Before any row: is the file plainly another benchmark's
     (transitlm.benchmark_check)?  InputError unless allowed; allowed, ->
     {"record": for report.json's inputs, "warnings": [...]}, else None."""
@@ -560,8 +561,11 @@ def _benchmark_check(benchmark, options, head, network, input_name):
         if options.interface == "cli":
             return benchmark_info(name).command
         return "transitlm.evaluate(%r, ...)" % name
-    warnings = benchmark_check.enforce(verdict, allowed, input_name,
-                                       options.flag(benchmark_check.FLAG), use)
+    override = options.flag(benchmark_check.FLAG)
+    if options.interface != "cli":
+        override += "True"
+    subject = "the rows given" if rows_given else "input file %s" % options.input
+    warnings = benchmark_check.enforce(verdict, allowed, subject, override, use)
     return {"record": verdict.as_json(allowed), "warnings": warnings}
 
 

@@ -268,8 +268,9 @@ class FileHead(object):
         if self.complete and not self.rows:
             return no_rows_problem(path)
         if self.rows and self.undecodable == len(self.rows):
-            return not_utf8_problem(path, self.data, "none of its first %d row(s) is"
-                                    % len(self.rows))
+            return not_utf8_problem(path, self.data, "none of its first %d rows is"
+                                    % len(self.rows) if len(self.rows) > 1
+                                    else "its only row read is not")
         return ""
 
 
@@ -681,6 +682,7 @@ class RowsSource(object):
         self.need_req_type = need_req_type
         self.sample_count = sample_count
         self.warnings = []
+        self.missing_columns = []      # a row without a key reads as an empty cell
         self._head = None
 
     def __enter__(self):
@@ -693,7 +695,7 @@ class RowsSource(object):
         return None
 
     def column_problem(self, hint=""):
-        return ""                      # a row without a key reads as an empty cell
+        return ""
 
     def head(self):
         """The first rows (RowsHead), taken from the rows (an iterator of
