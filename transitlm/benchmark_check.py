@@ -187,7 +187,7 @@ def benchmark_verdict(benchmark, header, rows, network=None):
     # The benchmark most rows fit (ties: the catalogue's order).
     looks_like, count = max(other.items(), key=lambda item: (item[1], -_ORDER.index(item[0])))
     if count * 2 <= len(shaped):
-        parts = ["%d %s" % (rows, benchmark_info(name).file_kind) for name, rows in
+        parts = ["%d %s" % (number, benchmark_info(name).file_kind) for name, number in
                  sorted(other.items(), key=lambda item: (-item[1], _ORDER.index(item[0])))]
         parts.append("%d %s" % (fits[benchmark], benchmark_info(benchmark).file_kind))
         return Verdict(False, None, "of its first %d rows with a label, %s"
