@@ -129,6 +129,19 @@ class EvaluatorOnResults(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("generate.py: the evaluator exited with status 2", stderr)
 
+    def test_a_header_without_rows_is_refused_before_anything_is_asked(self):
+        # As the evaluators refuse it (issue 46): one line, exit 2, nothing written.
+        empty = os.path.join(self.dir, "empty.csv")
+        with open(empty, "w", encoding="utf-8") as handle:
+            handle.write("index_id,system_prompt,sft_prompt,sft_label\n\n")
+        self.server = StandIn(lambda user, nth: ("ok", "{}"))
+        status, _, stderr, out = self.generate_and_evaluate(empty, None)
+        self.assertEqual(status, 2, stderr)
+        self.assertEqual(stderr, "generate.py: input file %s has no row with an id: nothing "
+                                 "to ask\n" % empty)
+        self.assertEqual(self.server.requests, [])
+        self.assertFalse(os.path.exists(out))
+
     def test_another_benchmarks_file_is_refused_before_anything_is_asked(self):
         # A benchmark-3 file under the release's benchmark-1 name: generate.py
         # infers benchmark 1 from the name, its evaluator would refuse the
