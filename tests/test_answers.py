@@ -272,8 +272,15 @@ class EvaluatorReadingTest(unittest.TestCase):
             transitlm.api.evaluate("single_route", rows, station_info=self.stations, out=out)
         self.assertIn("overwrite=True", str(caught.exception))
         self.assertNotIn("--", str(caught.exception))
+        # The general LLM on rows of stop ids: another benchmark's rows, then
+        # (allowed) no line file beside the station file.
         with self.assertRaises(common.InputError) as caught:
             transitlm.api.evaluate("general_llm", rows, station_info=self.stations)
+        self.assertIn("allow_other_benchmark=True", str(caught.exception))
+        self.assertNotIn("--", str(caught.exception))
+        with self.assertRaises(common.InputError) as caught:
+            transitlm.api.evaluate("general_llm", rows, station_info=self.stations,
+                                   allow_other_benchmark=True)
         self.assertIn("line_info=", str(caught.exception))
 
 

@@ -15,7 +15,9 @@ import unittest
 from tests.support import REPO
 from tests.support.evaluator_rows import (prompt, route, run_evaluator, write_samples,
                                           write_station_file)
+import transitlm.api  # noqa: E402
 import transitlm.evaluation.catalog  # noqa: E402
+import transitlm.evaluation.inputs  # noqa: E402
 import transitlm.evaluation.records  # noqa: E402
 
 DATA = os.path.join(REPO, "data")
@@ -176,6 +178,101 @@ class InputsTest(unittest.TestCase):
             self.assert_refused(done.returncode, done.stderr, "the station file")
             with open(target, "rb") as handle:
                 self.assertEqual(handle.read(), data)
+
+    # -- whole-file problems are whole-file errors (issue 46) -------------------
+
+    def test_a_header_without_rows_is_refused_by_every_evaluator(self):
+        empty = self.path("empty.csv")
+        with open(empty, "w", encoding="utf-8") as handle:
+            handle.write("index_id,sft_prompt,sft_label,generate_results,req_type\r\n\r\n")
+        # Blank lines past the first bytes read: found after the rows, the same line.
+        blank = self.path("blank.csv")
+        with open(blank, "w", encoding="utf-8") as handle:
+            handle.write("index_id,sft_prompt,sft_label,generate_results,req_type\n")
+            handle.write("\n" * (transitlm.evaluation.inputs.CHUNK_BYTES + 10))
+        for path in (empty, blank):
+            for name in transitlm.evaluation.catalog.BENCHMARK_NAMES:
+                with self.subTest(file=path, benchmark=name):
+                    out = self.path("run-" + name)
+                    lines = (["--line_info", os.path.join(DATA, "line_info.csv")]
+                             if name == "general_llm" else [])
+                    status, _, err = run_evaluator(benchmark(name), [
+                        "--input", path, "--station_info", self.stations, "--out", out]
+                        + lines)
+                    self.assert_refused(status, err, "holds no rows (a header only)")
+                    self.assertFalse(os.path.exists(out))
+        # --sample_count 0 asks for no row of a file that holds some: not refused
+        status, out, err = run_evaluator(benchmark("single_route"), [
+            "--input", self.input, "--station_info", self.stations, "--sample_count", "0",
+            "--json", "-", "--input_field", "sft_label"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["counts"]["samples"], 0)
+
+    def test_a_file_that_is_not_utf8_is_refused_naming_its_encoding(self):
+        with open(os.path.join(DATA, "benchmark1_single_route_example.csv"),
+                  encoding="utf-8") as handle:
+            text = handle.read()
+        gbk = self.path("gbk.csv")
+        with open(gbk, "wb") as handle:
+            handle.write(text.encode("gbk"))
+        utf16 = self.path("utf16.csv")
+        with open(utf16, "wb") as handle:
+            handle.write(text.encode("utf-16"))
+        cases = ((gbk, ["none of its first 38 rows is", "GB18030 (GBK",
+                        "iconv -f GB18030 -t UTF-8"]),
+                 (utf16, ["line 1 is not", "UTF-16"]))
+        for path, words in cases:
+            for workers in ("1", "2"):
+                with self.subTest(file=path, workers=workers):
+                    status, _, err = run_evaluator(benchmark("single_route"), [
+                        "--input", path, "--quiet", "--workers", workers])
+                    self.assert_refused(status, err, "is not UTF-8 text", *words)
+        # A few rows that are not UTF-8 stay error rows.
+        lines = text.encode("utf-8").split(b"\n")
+        for number in (3, 30):
+            lines[number] = lines[number].decode("utf-8").encode("gbk")
+        some = self.path("some.csv")
+        with open(some, "wb") as handle:
+            handle.write(b"\n".join(lines))
+        details = self.path("some.jsonl")
+        status, out, err = run_evaluator(benchmark("single_route"), [
+            "--input", some, "--details", details, "--quiet"])
+        self.assertEqual(status, 0, err)
+        with open(details, encoding="utf-8") as handle:
+            codes = [json.loads(line)["failure_codes"] for line in handle]
+        self.assertEqual(len(codes), 38)
+        self.assertEqual([number for number, row in enumerate(codes, start=1)
+                          if row == ["error.invalid_encoding"]], [3, 30])
+
+    def test_a_release_file_without_answers_names_the_ways_to_give_them(self):
+        status, _, err = run_evaluator(benchmark("single_route"), [
+            "--input", self.input, "--station_info", self.stations, "--quiet"])
+        self.assert_refused(status, err, "lacks column(s) generate_results",
+                            "--predictions FILE", "--input_field sft_label")
+        with self.assertRaises(transitlm.evaluation.inputs.InputError) as caught:
+            transitlm.api.evaluate("single_route", input=self.input,
+                                   station_info=self.stations)
+        self.assertIn("predictions=FILE", str(caught.exception))
+        self.assertIn("input_field='sft_label'", str(caught.exception))
+
+    def test_repeated_test_ids_are_a_warning_without_predictions(self):
+        repeated = self.path("repeated.csv")
+        rows = [{"index_id": "t%d" % (i % 3), "sft_prompt": prompt(), "sft_label": route(),
+                 "generate_results": route()} for i in range(7)]
+        write_samples(repeated, rows)
+        status, out, err = run_evaluator(benchmark("single_route"), [
+            "--input", repeated, "--station_info", self.stations, "--json", "-"])
+        self.assertEqual(status, 0, err)
+        warnings = json.loads(out)["warnings"]
+        self.assertEqual(warnings, [
+            "4 test row(s) repeat an earlier row's id, e.g. t0 (rows 1 and 4), t1 (rows 2 "
+            "and 5), t2 (rows 3 and 6), t0 (rows 1 and 7): rows are told apart by id (a "
+            "predictions file is joined and compare.py pairs runs by it), so give each row "
+            "an id of its own"])
+        status, out, err = run_evaluator(benchmark("single_route"), [
+            "--input", self.input, "--station_info", self.stations, "--json", "-",
+            "--input_field", "sft_label"])
+        self.assertEqual((status, json.loads(out)["warnings"]), (0, []), err)
 
     # -- strict JSON in what a run folder copies ------------------------------
 

@@ -186,6 +186,30 @@ class CompareCommandTest(TempDirTest):
         self.assertTrue(all(r["missing_rows"] == "20" and r["paired_rows"] == "100"
                             for r in rows if r["section"] == "metrics"))
 
+    def test_repeated_ids_are_paired_once(self):
+        # A test file holding its rows twice (issue 46): 240 rows, 120 ids.
+        # Each id is paired once, by its first row: the paired statistics
+        # are those of the 120 distinct rows, each run's value that of its
+        # 240 rows (its report's), and a note says so.
+        def twice(records):
+            return [dict(record, row=record["row"] + offset)
+                    for offset in (0, len(records)) for record in records]
+        doubled_a = write_run(self.path("doubled_a"), twice(self.records))
+        doubled_b = write_run(self.path("doubled_b"), twice(self.degraded))
+        result, text = self.compare_json([doubled_a, doubled_b, "--seed", "3",
+                                          "--names", "a,b"])
+        once, _ = self.compare_json([self.a, self.b, "--seed", "3", "--names", "a,b"])
+        self.assertEqual(result["rows"]["paired"], 120)
+        self.assertEqual(result["rows"]["missing"]["count"], 0)
+        self.assertEqual([run["rows"] for run in result["runs"]], [240, 240])
+        self.assertEqual(result["comparisons"], once["comparisons"])
+        self.assertEqual(result["runs"][0]["metrics"]["conn"]["value"],
+                         metrics_of("single_route", "reference", twice(self.records))["conn"])
+        self.assertIn("a has 120 row(s) repeating an earlier row's index_id "
+                      "(first ids: id00000, id00001", text)
+        self.assertIn("each id is paired once, by its first row", text)
+        self.assertNotIn("repeating", self.compare_json([self.a, self.b])[1])
+
     def test_a_runs_interval_is_over_its_own_rows_with_the_shared_draws(self):
         alone, _ = self.compare_json([self.a])
         together, _ = self.compare_json([self.a, self.b])

@@ -57,9 +57,11 @@ class NoCyclesPerRow(unittest.TestCase):
                     # (the general LLM's line file: the bundled one, named, as a
                     # line file never silently pairs with another network)
                     # Its toy labels name stations the bundled line file
-                    # lacks: another network's, scored anyway (network_check).
+                    # lacks: another network's, scored anyway (network_check);
+                    # and they are single-route rows of stop ids: another
+                    # benchmark's, scored anyway (benchmark_check).
                     line_info = (["--line_info", os.path.join(REPO, "data", "line_info.csv"),
-                                  "--allow_foreign_network"]
+                                  "--allow_foreign_network", "--allow_other_benchmark"]
                                  if benchmark == "general_llm" else [])
                     status = transitlm.cli.run(transitlm.evaluation.records.load_benchmark(benchmark),
                                         ["--input", path, "--station_info", stations,

@@ -130,6 +130,41 @@ class EvaluatorOnResults(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("generate.py: the evaluator exited with status 2", stderr)
 
+    def test_a_header_without_rows_is_refused_before_anything_is_asked(self):
+        # As the evaluators refuse it (issue 46): one line, exit 2, nothing written.
+        empty = os.path.join(self.dir, "empty.csv")
+        with open(empty, "w", encoding="utf-8") as handle:
+            handle.write("index_id,system_prompt,sft_prompt,sft_label\n\n")
+        self.server = StandIn(lambda user, nth: ("ok", "{}"))
+        status, _, stderr, out = self.generate_and_evaluate(empty, None)
+        self.assertEqual(status, 2, stderr)
+        self.assertEqual(stderr, "generate.py: input file %s has no row with an id: nothing "
+                                 "to ask\n" % empty)
+        self.assertEqual(self.server.requests, [])
+        self.assertFalse(os.path.exists(out))
+
+    def test_another_benchmarks_file_is_refused_before_anything_is_asked(self):
+        # A benchmark-3 file under the release's benchmark-1 name: generate.py
+        # infers benchmark 1 from the name, its evaluator would refuse the
+        # file (transitlm.evaluation.benchmark_check), so nothing is asked.
+        b3 = os.path.join(self.dir, "transit-lm-benchmark1-test.csv")
+        with open(os.path.join(REPO, "data", BUNDLED[2][1]), "rb") as source, \
+                open(b3, "wb") as target:
+            target.write(source.read())
+        answers = answers_from(b3)
+        self.server = StandIn(lambda user, nth: ("ok", answers[user]))
+        status, _, stderr, out = self.generate_and_evaluate(b3, None)
+        self.assertEqual(status, 2, stderr)
+        self.assertIn("--evaluate: input file %s looks like a benchmark-3 file" % b3, stderr)
+        self.assertIn("use --benchmark diversity", stderr)
+        self.assertEqual(self.server.requests, [])
+        self.assertFalse(os.path.exists(out))
+        status, _, stderr, out = self.generate_and_evaluate(b3, None, "--allow_other_benchmark")
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("note: --allow_other_benchmark given", stderr)
+        with open(os.path.join(runner.run_dir_for(out), "run.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["benchmark_check"]["looks_like"], "diversity")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -19,6 +19,7 @@ from tests.support.evaluator_rows import run_evaluator, run_in_process, write_sa
 from tests.support.synthetic_runs import run_compare
 from tests.support.services import read_csv
 from tests.support.harness_runs import harness_output
+from common import InputError  # noqa: E402
 from transitlm.evaluation.catalog import BENCHMARK_NAMES, DATA_DIR, benchmark_info, load_benchmark
 from transitlm.harness.lm_eval_tasks import TASKS, write_task_folder
 from transitlm.evaluation.prompt_texts import benchmark_system_prompt
@@ -135,6 +136,26 @@ class ImportTest(unittest.TestCase):
                                                   "run.json")))["generation"]
         self.assertEqual(generation["prompt"], {"source": "default", "sha256": hashlib.sha256(
             benchmark_system_prompt("single_route").encode("utf-8")).hexdigest()})
+
+    def test_another_benchmarks_file_is_refused_at_writing_and_allowed_at_import(self):
+        # A benchmark-3 file given as benchmark 1's (issue 46): refused when
+        # the tasks are written; written with --allow_other_benchmark, the
+        # import scores it the same way and its run says so.
+        b3 = BUNDLED[2][1]
+        tasks = os.path.join(self.work, "tasks")
+        with self.assertRaisesRegex(InputError, "looks like a benchmark-3 file .* use "
+                                                "--benchmark diversity, or give "
+                                                "--allow_other_benchmark"):
+            write_task_folder(tasks, [("single_route", b3)])
+        self.assertFalse(os.path.exists(tasks))
+        write_task_folder(tasks, [("single_route", b3)], allow_other_benchmark=True)
+        out = os.path.join(self.work, "out")
+        harness_output(out, tasks, lambda benchmark, doc: self.answers[doc["sft_prompt"]])
+        imported = os.path.join(self.work, "imported")
+        status, _, stderr = harness("import", out, "--out", imported)
+        self.assertEqual((status, stderr), (0, ""))
+        run = json.loads(read(os.path.join(imported, "transitlm_single_route", "run.json")))
+        self.assertEqual(run["benchmark_check"]["looks_like"], "diversity")
 
     def test_the_run_named_three_ways_and_credentials_left_out(self):
         out, folder = self.output(benchmarks=("single_route",), model_args={

@@ -169,11 +169,12 @@ class FolderTest(unittest.TestCase):
     def test_a_file_without_system_prompts_gets_the_default(self):
         path = os.path.join(self.tmp, "b1.csv")
         write_samples(path, toy_rows(), columns=("index_id", "sft_prompt", "sft_label"))
-        # (the toy labels name stations the bundled line file lacks: allowed)
+        # (the toy labels name stations the bundled line file lacks, and are
+        # stop ids, benchmark 1's: both allowed)
         settings = write_task_folder(self.out, [("general_llm", path)],
                                      station_info=self.toy_station(),
                                      line_info=os.path.join(DATA_DIR, "line_info.csv"),
-                                     allow_foreign_network=True)
+                                     allow_foreign_network=True, allow_other_benchmark=True)
         default = system_prompt("general", "zh")
         self.assertEqual(settings["tasks"]["transitlm_general"]["prompt"],
                          {"source": "default",
@@ -189,9 +190,9 @@ class FolderTest(unittest.TestCase):
                                      "sft_label": "{not json"}], "single_route"),
             "prompt": (toy_rows() + [{"index_id": "bad", "sft_prompt": "[1, 2]",
                                       "sft_label": route()}], "single_route"),
-            "req_type": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
-                                        "sft_label": route(), "req_type": "soon"}],
-                         "personalized"),
+            "req_type": ([dict(row, req_type="2") for row in toy_rows()]
+                         + [{"index_id": "bad", "sft_prompt": prompt(),
+                             "sft_label": route(), "req_type": "soon"}], "personalized"),
             # Issue 38: nesting too deep is the row's fault, not the answer's.
             "sft_label": (toy_rows() + [{"index_id": "bad", "sft_prompt": prompt(),
                                          "sft_label": "[" * 150 + "]" * 150}], "single_route"),

@@ -61,6 +61,11 @@ def build_parser(benchmark):
                         help="score even when most of the labels' stations are not in the "
                              "station file, or the network.json beside the test file names "
                              "another network (recorded in the report and %s)" % RUN_JSON)
+    parser.add_argument("--allow_other_benchmark", action="store_true",
+                        help="score even when the test file's first rows look like another "
+                             "benchmark's (labels with first/second/third routes, labels "
+                             "naming stations, req_type preferences; recorded in the report "
+                             "and %s)" % RUN_JSON)
     parser.add_argument("--out", metavar="DIR",
                         help="write a run folder: DIR/%s, DIR/%s, DIR/%s, DIR/%s and DIR/%s "
                              "(who made it); DIR is created. A folder that already holds a "

@@ -22,10 +22,14 @@ FIRST_IDS_SHOWN = 5
 def pair_rows(runs):
     """-> (paired keys in the first run's order, missing report).
 
-    A row is paired when its (index_id, occurrence) is in every run; the
-    others are reported per run that lacks them, with their count and first ids.
+    A row is paired when its id is in every run; each id is paired once, by
+    its first row in every run (key (index_id, 0)): a later row repeating an
+    id is left out of the paired statistics (repeated_rows; a note says so),
+    so a test file that holds its rows twice is not paired twice.  Ids not
+    in every run are reported per run that lacks them, with their count and
+    first ids.
     """
-    common_keys = set(runs[0].keys)
+    common_keys = {key for key in runs[0].keys if not key[1]}
     for run in runs[1:]:
         common_keys &= set(run.by_key)
     paired = [key for key in runs[0].keys if key in common_keys]
@@ -33,7 +37,7 @@ def pair_rows(runs):
     seen = set()
     for run in runs:
         for key in run.keys:
-            if key not in seen:
+            if not key[1] and key not in seen:
                 seen.add(key)
                 union.append(key)
     by_run = {}
@@ -47,6 +51,12 @@ def pair_rows(runs):
                "first_ids": [key[0] for key in unpaired[:FIRST_IDS_SHOWN]],
                "runs": by_run}
     return paired, missing
+
+
+def repeated_rows(run):
+    """(rows of ``run`` that repeat an earlier row's id, the first such ids)."""
+    keys = [key for key in run.keys if key[1]]
+    return len(keys), [key[0] for key in keys[:FIRST_IDS_SHOWN]]
 
 
 def resampled_metrics(columns_by_series, n, resamples, seed):
@@ -107,10 +117,11 @@ def compare_group(runs, baseline, resamples, seed, confidence, by=(), allow_diff
     # A run's own interval is over all its rows; when no row is missing these
     # are the paired rows (same order, same seed: the same draws).
     own_samples = {}
+    all_paired = all(len(run.keys) == len(paired) for run in runs)
     if resamples:
         paired_set = set(paired)
         for run in runs:
-            if not missing["count"]:
+            if all_paired:
                 own_samples.update({k: v for k, v in paired_samples.items() if k[0] == run.name})
             else:
                 extra = [key for key in run.keys if key not in paired_set]
@@ -129,7 +140,7 @@ def compare_group(runs, baseline, resamples, seed, confidence, by=(), allow_diff
             entry["metrics"][key] = {"value": values[run.name].get(key), "ci": ci}
         run_entries.append(entry)
 
-    comparisons = comparison_entries(runs, baseline, metrics, values, paired, missing,
+    comparisons = comparison_entries(runs, baseline, metrics, values, paired, all_paired,
                                      paired_samples, resamples, confidence)
     notes = input_notes + comparison_notes(runs, paired, missing)
     if baseline is None:
@@ -148,12 +159,12 @@ def compare_group(runs, baseline, resamples, seed, confidence, by=(), allow_diff
     return group
 
 
-def comparison_entries(runs, baseline, metrics, values, paired, missing, samples,
+def comparison_entries(runs, baseline, metrics, values, paired, all_paired, samples,
                        resamples, confidence):
     if baseline is None:
         return []
     base = next(run for run in runs if run.name == baseline)
-    if missing["count"]:
+    if not all_paired:
         paired_set = set(paired)
         paired_values = {}
         for run in runs:
@@ -201,9 +212,14 @@ def comparison_notes(runs, paired, missing):
             notes.append("%s lacks %d row(s) (first ids: %s)"
                          % (name, lack["count"],
                             ", ".join(short_id(i) for i in lack["first_ids"])))
-    duplicated = sum(1 for key in runs[0].keys if key[1] == 1)
-    if duplicated:
-        notes.append("%s repeats %d index_id(s): the k-th row with an id is paired with the "
-                     "k-th row with that id in the other runs" % (runs[0].name, duplicated))
+    for run in runs:
+        count, first_ids = repeated_rows(run)
+        if count:
+            notes.append("%s has %d row(s) repeating an earlier row's index_id (first ids: %s): "
+                         "each id is paired once, by its first row, and the repeats are left "
+                         "out of the paired statistics (%d rows paired); the run's value and "
+                         "interval are over all its rows, as its report's"
+                         % (run.name, count, ", ".join(short_id(i) for i in first_ids),
+                            len(paired)))
     return notes
 

@@ -99,13 +99,15 @@ class BenchmarkInfo(object):
     example test file (in DATA_DIR); ``task_marker``: the release's name of
     the benchmark, which its ``task_id`` and file names hold (``benchmark1``
     in ``benchmark1-test`` and ``transit-lm-benchmark1-test.csv``;
-    ``general-benchmark1`` for the general LLM); ``release_splits``: the
-    splits the release has a file of; ``task_id``: the task id
-    make_benchmark.py writes (``1``).
+    ``general-benchmark1`` for the general LLM); ``task_id``: the task id
+    make_benchmark.py writes (``1``); ``file_kind``: what a message calls
+    one of its test files (``a benchmark-1 file``); ``command``: its
+    evaluator, as a user runs it (``single_route/evaluate.py``);
+    ``release_splits``: the splits the release has a file of.
     """
 
     def __init__(self, name, title, page_title, short_title, tag, class_name, default_input,
-                 task_marker, task_id, release_splits=RELEASE_SPLITS):
+                 task_marker, task_id, file_kind, release_splits=RELEASE_SPLITS):
         self.name = name
         self.title = title
         self.page_title = page_title
@@ -117,6 +119,8 @@ class BenchmarkInfo(object):
         self.task_marker = task_marker
         self.task_id = task_id
         self.release_splits = release_splits
+        self.file_kind = file_kind
+        self.command = name + "/evaluate.py"
 
     def release_task_id(self, split):
         """The release's task_id of a split: ``benchmark1-test``."""
@@ -133,17 +137,20 @@ class BenchmarkInfo(object):
 BENCHMARKS = (
     BenchmarkInfo("single_route", "TransitLM benchmark 1: single route",
                   "TransitLM benchmark 1: single route", "Benchmark 1: single route", "B1",
-                  "SingleRoute", "benchmark1_single_route_example.csv", "benchmark1", "1"),
+                  "SingleRoute", "benchmark1_single_route_example.csv", "benchmark1", "1",
+                  "benchmark-1"),
     BenchmarkInfo("personalized", "TransitLM benchmark 2: personalized preferences",
                   "TransitLM benchmark 2: personalized preferences", "Benchmark 2: personalized",
-                  "B2", "Personalized", "benchmark2_personalized_example.csv", "benchmark2", "2"),
+                  "B2", "Personalized", "benchmark2_personalized_example.csv", "benchmark2", "2",
+                  "benchmark-2"),
     BenchmarkInfo("diversity", "TransitLM benchmark 3: route diversity",
                   "TransitLM benchmark 3: route diversity", "Benchmark 3: diversity", "B3",
-                  "Diversity", "benchmark3_diversity_example.csv", "benchmark3", "3"),
+                  "Diversity", "benchmark3_diversity_example.csv", "benchmark3", "3",
+                  "benchmark-3"),
     BenchmarkInfo("general_llm", "TransitLM general-purpose LLM evaluation",
                   "TransitLM general-purpose LLM", "General LLM", "GL",
                   "GeneralLLM", "general_llm_example.csv", "general-benchmark1", "general",
-                  ("test",)),
+                  "general-LLM", ("test",)),
 )
 BENCHMARK_NAMES = tuple(info.name for info in BENCHMARKS)
 _BY_NAME = {info.name: info for info in BENCHMARKS}

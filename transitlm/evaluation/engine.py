@@ -13,9 +13,9 @@ import sys
 from common import (
     InputError, PROTOCOLS, Route, RowError, StationNetwork, decode_json, read_prompt,
     route_json, station_cache_folder)
-from transitlm.evaluation import network_check, workers
+from transitlm.evaluation import benchmark_check, network_check, workers
 from transitlm.evaluation.answers import read_answer
-from transitlm.evaluation.inputs import PredictionsFile, RowsSource, SampleReader
+from transitlm.evaluation.inputs import PredictionsFile, RowsSource, SampleReader, no_rows_problem
 from transitlm.evaluation.chat_messages import run_prompt
 from transitlm.evaluation.provenance import read_generation
 from transitlm.evaluation.records import (
@@ -147,7 +147,7 @@ class Options(object):
     DEFAULTS = {"input": None, "input_field": "generate_results", "predictions": None,
                 "strict_json": False, "sample_count": None, "station_info": None,
                 "protocol": "reference", "workers": 1, "quiet": True,
-                network_check.FLAG: False}
+                network_check.FLAG: False, benchmark_check.FLAG: False}
     # Options that can change a figure or the row set: recorded in the report.
     FIGURE_OPTIONS = ("protocol", "input_field", "sample_count", "strict_json")
 
@@ -437,18 +437,35 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
         # as a worker does: see SampleReader._parsed_chunks) unless test rows
         # are joined to a predictions file as they stream by.
         source = SampleReader(options.input, prediction_column, benchmark.needs_req_type,
-                              options.sample_count, chunked=not options.predictions)
+                              options.sample_count, chunked=not options.predictions,
+                              defer_columns=True)
+    input_name = options.input if rows is None else None
     with source:
+        # Whole-file problems, from the file's first rows: no row, not UTF-8.
+        head = source.head()
+        problem = head.problem(input_name)
+        if problem:
+            raise InputError(problem)
         predictions = None
         if options.predictions:
             predictions = PredictionsFile.read(options.predictions)
         network = StationNetwork.load(station_path, station_cache_folder())
+        # Another benchmark's file (transitlm.evaluation.benchmark_check), then the
+        # columns this run needs.
+        other_benchmark = _benchmark_check(benchmark, options, head, network, rows is not None)
+        problem = source.column_problem(
+            hint=_column_hint(options) if "generate_results" in source.missing_columns else "")
+        if problem:
+            raise InputError(problem)
         context = Context(options, protocol, network)
         context.model_text = context.model_text or rows is not None
         benchmark.prepare(context)
         checked = _network_checks(benchmark, options, context, rows is None)
         # The labels scored as answers: rows by failure code (the labels check).
-        aggregate = Aggregate(benchmark, protocol, count_codes=prediction_column == "sft_label")
+        # The rows' ids are kept for the warning about repeated ids unless a
+        # predictions file's join tells of them.
+        aggregate = Aggregate(benchmark, protocol, count_codes=prediction_column == "sft_label",
+                              row_ids=predictions is None)
         sinks = sinks_for(aggregate)
         context.route_drawings = sinks.details is not None or sinks.collect is not None
         samples = iter(source)
@@ -503,6 +520,9 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     inputs.update(benchmark.inputs(context))
     sha.update(benchmark.input_hashes(context))
     notes = {}
+    if other_benchmark:
+        inputs["benchmark_check"] = other_benchmark["record"]
+        warnings.extend(other_benchmark["warnings"])
     warnings.extend(source.warnings)
     warnings.extend(network.warnings)
     if predictions is not None:
@@ -520,8 +540,50 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     warnings.extend(benchmark.warnings(context))
     warnings.extend(network_warnings)
     inputs["network_check"] = dict(checked["verdict"].as_json(), allowed=checked["allowed"])
+    if aggregate.row_ids is not None:
+        repeated = aggregate.row_ids.warning()
+        if repeated:
+            warnings.append(repeated)
     report = build_report(benchmark, aggregate, context, inputs, notes, warnings)
+    if not report["counts"]["samples"] and options.sample_count != 0:
+        # A file whose first bytes hold no row but that held none further on
+        # either (blank lines): the same whole-file problem.
+        raise InputError(no_rows_problem(input_name))
     return report, sinks, network
+
+
+def _benchmark_check(benchmark, options, head, network, rows_given):
+    """Before any row: is the file plainly another benchmark's
+    (transitlm.evaluation.benchmark_check)?  InputError unless allowed; allowed, ->
+    {"record": for report.json's inputs, "warnings": [...]}, else None."""
+    verdict = benchmark_check.benchmark_verdict(benchmark.name, head.header, head.rows, network)
+    if verdict.ok:
+        return None
+    allowed = bool(getattr(options, benchmark_check.FLAG))
+
+    def use(name):
+        if options.interface == "cli":
+            return benchmark_info(name).command
+        return "transitlm.evaluate(%r, ...)" % name
+    override = options.flag(benchmark_check.FLAG)
+    if options.interface != "cli":
+        override += "True"
+    subject = "the rows given" if rows_given else "input file %s" % options.input
+    warnings = benchmark_check.enforce(verdict, allowed, subject, override, use)
+    return {"record": verdict.as_json(allowed), "warnings": warnings}
+
+
+def _column_hint(options):
+    """What to add to the message of a file without its prediction column:
+    where a model's answers go, or how to score the labels instead."""
+    if options.predictions or options.input_field != "generate_results":
+        return ""
+    if options.interface == "cli":
+        return ("; a test file without answers takes them from --predictions FILE (JSON Lines "
+                "or CSV of index_id and generate_results), or --input_field sft_label scores "
+                "its labels")
+    return ("; a test file without answers takes them from predictions=FILE (JSON Lines or CSV "
+            "of index_id and generate_results), or input_field='sft_label' scores its labels")
 
 
 def _network_checks(benchmark, options, context, from_file):

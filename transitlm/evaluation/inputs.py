@@ -215,6 +215,100 @@ class SplitRecord(Exception):
     """A chunk of bytes did not end at the end of a CSV record."""
 
 
+# The whole-file checks read the file's first rows, at most HEAD_ROWS (and
+# only those that end within its first CHUNK_BYTES).
+HEAD_ROWS = 50
+# A file that is not UTF-8: what its first bytes may decode as, tried in
+# order -- (Python codec, iconv's name, what a message calls it).  A Chinese
+# file that is not UTF-8 is nearly always GBK, which GB18030 extends.
+_LIKELY_ENCODINGS = (("gb18030", "GB18030", "GB18030 (GBK, the Chinese Windows encoding)"),)
+_UTF16 = ("utf-16", "UTF-16", "UTF-16 (it starts with a UTF-16 byte-order mark)")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class FileHead(object):
+    """The first rows of a sample file, read before the run from its first
+    bytes (``data``; ``complete``: they are the whole file): ``header`` (the
+    stripped cells of its first record), ``rows`` (the next records but blank
+    lines, at most HEAD_ROWS, as dicts of column -> cell; the first of a
+    repeated column), ``undecodable`` (how many of them hold bytes that are
+    not UTF-8) and ``data`` (those bytes, whole records).  A record cut by
+    the end of ``data`` (when it is not the whole file), and anything after
+    a record the csv module rejects, is left out."""
+
+    def __init__(self, data, complete, limit=HEAD_ROWS):
+        start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+        end = len(data) if complete else record_end(data, start)
+        self.data = data[start:end] if end > start else b""
+        self.complete = complete
+        self.header = []
+        self.rows = []
+        self.undecodable = 0
+        reader = csv.reader(io.StringIO(self.data.decode("utf-8", "surrogateescape"),
+                                        newline=""))
+        try:
+            self.header = [cell.strip() for cell in next(reader, [])]
+            names = list(enumerate(self.header))[::-1]          # the first of a name wins
+            for cells in reader:
+                if not cells or (len(cells) == 1 and not cells[0].strip()):
+                    continue
+                self.rows.append({name: cells[i] for i, name in names if i < len(cells)})
+                if not encodable("".join(cells)):
+                    self.undecodable += 1
+                if len(self.rows) >= limit:
+                    break
+        except csv.Error:
+            pass
+
+    def problem(self, path):
+        """The whole-file problem the first rows show, or "": no row at all
+        (the whole file read), or every one of them not UTF-8 (a file in
+        another encoding: one whose rows are UTF-8 but a few keeps those few
+        as error rows)."""
+        if self.complete and not self.rows:
+            return no_rows_problem(path)
+        if self.rows and self.undecodable == len(self.rows):
+            return not_utf8_problem(path, self.data, "none of its first %d rows is"
+                                    % len(self.rows) if len(self.rows) > 1
+                                    else "its only row read is not")
+        return ""
+
+
+def likely_encoding(data):
+    """What bytes that are not UTF-8 decode as: an entry of _LIKELY_ENCODINGS
+    (or UTF-16, by its byte-order mark), or None."""
+    if data.startswith(_UTF16_BOMS):
+        return _UTF16
+    for entry in _LIKELY_ENCODINGS:
+        try:
+            data.decode(entry[0])
+        except UnicodeDecodeError:
+            continue
+        return entry
+    return None
+
+
+def not_utf8_problem(path, data, where):
+    """The one line for an input file that is not UTF-8 text (``where``: what
+    was found so, "line 1 is not"), naming the encoding it likely is in."""
+    encoding = likely_encoding(data)
+    if encoding is None:
+        return ("input file %s is not UTF-8 text (%s): the evaluators read UTF-8 only; "
+                "convert it to UTF-8 first" % (path, where))
+    _, iconv, name = encoding
+    return ("input file %s is not UTF-8 text (%s); it reads as %s: convert it to UTF-8 "
+            "first, e.g. iconv -f %s -t UTF-8 %s > converted.csv"
+            % (path, where, name, iconv, path))
+
+
+def no_rows_problem(path):
+    """The one line for a sample file that holds a header and no row (path
+    None: the Python API's rows)."""
+    if path is None:
+        return "rows= holds no row: nothing to evaluate"
+    return "input file %s holds no rows (a header only): nothing to evaluate" % path
+
+
 class SampleReader(object):
     """Streams the sample CSV as SampleRows, hashing it while reading.
 
@@ -234,7 +328,7 @@ class SampleReader(object):
     """
 
     def __init__(self, path, prediction_column, need_req_type=False, sample_count=None,
-                 chunked=False):
+                 chunked=False, defer_columns=False):
         self.path = path
         self.sample_count = sample_count
         self.warnings = []
@@ -243,9 +337,18 @@ class SampleReader(object):
         self._spans = False             # workers read chunks from the file (span_file)
         self.chunked = False
         self.handle = None
-        self._unread = b""              # bytes read but not yet parsed (chunked reading)
+        self._head = None               # the file's first bytes, for head() (see FileHead)
+        self.missing_columns = []       # with defer_columns: see column_problem
         header = None
         try:
+            # The file's first bytes are read first, whatever the reading:
+            # the whole-file checks look at them (head()), and the rows are
+            # then read from them on.
+            try:
+                self._unread = self.binary.read(CHUNK_BYTES)   # read but not yet parsed
+            except OSError as exc:
+                raise InputError("cannot read input file %s: %s" % (path, exc.strerror or exc))
+            self._head = (self._unread, len(self._unread) < CHUNK_BYTES)
             if chunked and sample_count is None:
                 header = self._header_bytes()
             if header is None:
@@ -256,22 +359,26 @@ class SampleReader(object):
                 raise InputError("input file %s is empty" % path)
             header = [cell.strip() for cell in header]
             if not encodable("".join(header)):
-                raise InputError("input file %s line 1 is not UTF-8 text" % path)
+                raise InputError(not_utf8_problem(path, self.head().data, "line 1 is not"))
+            self.header = header
             id_column = next((col for col in ID_COLUMNS if col in header), None)
             required = ["sft_prompt", "sft_label"]
+            optional = []
             if prediction_column:
-                required.append(prediction_column)
+                optional.append(prediction_column)
             if need_req_type:
-                required.append("req_type")
+                optional.append("req_type")
             missing = [col for col in required if col not in header]
             if id_column is None:
                 missing.insert(0, "index_id (or indexid)")
-            if missing:
-                raise InputError("input file %s lacks column(s) %s (has: %s)"
-                                 % (path, ", ".join(missing), ", ".join(header)))
+            self.missing_columns = [col for col in optional if col not in header]
+            if missing or (self.missing_columns and not defer_columns):
+                raise InputError(self.column_problem(missing))
         except InputError:
             self.close()
             raise
+        if self.missing_columns:
+            prediction_column = need_req_type = None      # column_problem() stops the run
         repeated = sorted({col for col in header if col and header.count(col) > 1})
         if repeated:
             self.warnings.append("input file %s repeats column(s) %s; the first of each is used"
@@ -282,10 +389,26 @@ class SampleReader(object):
                         header.index(prediction_column) if prediction_column else None,
                         header.index("req_type") if need_req_type else None)
 
+    def column_problem(self, missing=(), hint=""):
+        """The message of the columns the file lacks (``missing`` and the
+        deferred ``missing_columns``), with ``hint`` after it; "" when none."""
+        missing = list(missing) + self.missing_columns
+        if not missing:
+            return ""
+        return ("input file %s lacks column(s) %s (has: %s)%s"
+                % (self.path, ", ".join(missing), ", ".join(self.header), hint))
+
+    def head(self):
+        """The FileHead of the file's first bytes (read once; the bytes are
+        then let go)."""
+        if not isinstance(self._head, FileHead):
+            self._head = FileHead(*self._head)
+        return self._head
+
     def _header_bytes(self):
         """The header's cells when it is one plain line (chunked reading), else None.
         The bytes read after it wait in ``_unread``."""
-        data = self._unread = self.binary.read(CHUNK_BYTES)
+        data = self._unread
         start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
         end = data.find(b"\n", start) + 1
         if end <= 0 or b'"' in data[start:end] or b"\r" in data[start:end - 2]:
@@ -559,6 +682,8 @@ class RowsSource(object):
         self.need_req_type = need_req_type
         self.sample_count = sample_count
         self.warnings = []
+        self.missing_columns = []      # a row without a key reads as an empty cell
+        self._head = None
 
     def __enter__(self):
         return self
@@ -568,6 +693,19 @@ class RowsSource(object):
 
     def fraction_read(self):
         return None
+
+    def column_problem(self, hint=""):
+        return ""
+
+    def head(self):
+        """The first rows (RowsHead), taken from the rows (an iterator of
+        rows is read on from there)."""
+        if self._head is None:
+            rows = iter(self.rows)
+            first = list(itertools.islice(rows, HEAD_ROWS))
+            self.rows = itertools.chain(first, rows)
+            self._head = RowsHead(first, len(first) < HEAD_ROWS)
+        return self._head
 
     def __iter__(self):
         for number, row in enumerate(self.rows, start=1):
@@ -585,6 +723,20 @@ class RowsSource(object):
 
     def finish(self):
         return None
+
+
+class RowsHead(object):
+    """The first rows of the Python API's rows, as a FileHead gives a file's."""
+
+    def __init__(self, rows, complete):
+        self.empty = complete and not rows
+        self.rows = [row for row in rows if isinstance(row, dict)]
+        self.complete = complete
+        self.header = sorted({key for row in self.rows for key in row if isinstance(key, str)})
+        self.undecodable = 0
+
+    def problem(self, path=None):
+        return no_rows_problem(None) if self.empty else ""
 
 
 class PredictionsFile(object):

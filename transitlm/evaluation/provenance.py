@@ -55,17 +55,24 @@ def read_generation(predictions_path):
 def run_record(report, command, generation=None, now=None):
     """The run.json dict of a run: provenance, not figures."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    return {"run_schema": RUN_SCHEMA,
-            "created": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "version": VERSION,
-            "command": list(command),
-            "python": platform.python_version(),
-            "benchmark": report.get("benchmark"),
-            "protocol": report.get("protocol"),
-            "generation": generation,
-            # The labels' stations in the station file, and whether the run
-            # was scored anyway on another network (transitlm.evaluation.network_check).
-            "network_check": (report.get("inputs") or {}).get("network_check")}
+    inputs = report.get("inputs") or {}
+    record = {"run_schema": RUN_SCHEMA,
+              "created": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "version": VERSION,
+              "command": list(command),
+              "python": platform.python_version(),
+              "benchmark": report.get("benchmark"),
+              "protocol": report.get("protocol"),
+              "generation": generation,
+              # The labels' stations in the station file, and whether the run
+              # was scored anyway on another network (transitlm.evaluation.network_check).
+              "network_check": inputs.get("network_check")}
+    # A test file that looked like another benchmark's, scored anyway
+    # (transitlm.evaluation.benchmark_check): only then (a run of a file that fits its
+    # evaluator has no such key, here or in report.json).
+    if inputs.get("benchmark_check") is not None:
+        record["benchmark_check"] = inputs["benchmark_check"]
+    return record
 
 
 def run_json(record):

@@ -8,6 +8,7 @@ import operator
 
 from common import InputError, PROTOCOLS, plain_sum, ratio
 from transitlm.evaluation.catalog import load_benchmark
+from transitlm.evaluation.row_ids import RowIds
 
 
 # ---------------------------------------------------------------------------
@@ -376,12 +377,14 @@ class Aggregate(object):
     order: every number is then added in the same order as by one process.
     """
 
-    def __init__(self, benchmark, protocol, deferred=False, count_codes=False):
+    def __init__(self, benchmark, protocol, deferred=False, count_codes=False, row_ids=False):
         self.benchmark = benchmark
         self.protocol = protocol
         self.count_codes = count_codes   # rows by failure code, for the labels check
         self.funnel = FunnelTotals(count_codes)
         self.scenario = benchmark.totals(protocol)
+        # The rows' ids, for the warning about repeated ids (transitlm.evaluation.row_ids).
+        self.row_ids = RowIds() if row_ids else None
         if deferred:
             for totals in (self.funnel, self.scenario):
                 if totals is not None:
@@ -392,22 +395,27 @@ class Aggregate(object):
         self.funnel.add(record)
         if self.scenario is not None:
             self.scenario.add(record)
+        if self.row_ids is not None:
+            self.row_ids.add(record["index_id"])
 
     def deferred(self):
         """A new, empty deferred Aggregate of the same benchmark (for a worker's chunk)."""
         return Aggregate(self.benchmark, self.protocol, deferred=True,
-                         count_codes=self.count_codes)
+                         count_codes=self.count_codes, row_ids=self.row_ids is not None)
 
     def state(self):
         """What a deferred Aggregate added, picklable, for merge()."""
         return [{name: _totals_state(value) for name, value in vars(totals).items()
                  if type(value) in (int, _Addends, SumRows, dict, list)}
-                if totals is not None else None for totals in (self.funnel, self.scenario)]
+                if totals is not None else None for totals in (self.funnel, self.scenario)] + [
+            self.row_ids.state() if self.row_ids is not None else None]
 
     def merge(self, state):
         for totals, names in zip((self.funnel, self.scenario), state):
             for name, value in (names or {}).items():
                 setattr(totals, name, _merge_totals(getattr(totals, name), value))
+        if self.row_ids is not None and state[2] is not None:
+            self.row_ids.merge(state[2])
 
     def figures(self):
         rounds = self.funnel.rounds()

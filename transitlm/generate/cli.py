@@ -161,6 +161,11 @@ def build_parser():
                         help="--evaluate: score even when the test file's labels name "
                              "stations the station file lacks (the evaluator's flag); "
                              "otherwise such a file is refused before anything is asked")
+    parser.add_argument("--allow_other_benchmark", action="store_true",
+                        help="--evaluate: score even when the test file's first rows look "
+                             "like another benchmark's than the one evaluated (the "
+                             "evaluator's flag); otherwise such a file is refused before "
+                             "anything is asked")
     return parser
 
 
@@ -225,6 +230,8 @@ def evaluator_command(benchmark, input_path, out_path, run_dir, args):
         command += ["--line_info", args.line_info]
     if getattr(args, "allow_foreign_network", False):
         command.append("--allow_foreign_network")
+    if getattr(args, "allow_other_benchmark", False):
+        command.append("--allow_other_benchmark")
     return command
 
 
@@ -385,19 +392,25 @@ def _run(argv, environ, stdout, stderr, transport, sleep, clock, redactor):
 
 
 def _network_notes(args, scan):
-    """--evaluate: the test file against the station (and line) file the
-    evaluator will use (transitlm.evaluation.network_check) -> its warnings; UsageError
-    when the evaluator would refuse it.  A file that cannot be read is left
-    to the evaluator, which says so itself."""
+    """--evaluate: the test file against the benchmark evaluated
+    (transitlm.evaluation.benchmark_check) and the station (and line) file the
+    evaluator will use (transitlm.evaluation.network_check) -> their warnings;
+    UsageError when the evaluator would refuse it.  A file that cannot be
+    read is left to the evaluator, which says so itself."""
     from common import PROTOCOLS, StationNetwork, station_cache_folder
+    from transitlm.evaluation import benchmark_check
     from transitlm.evaluation.catalog import line_file, load_benchmark, station_file
     from transitlm.evaluation.engine import Context, Options
+    from transitlm.evaluation.inputs import SampleReader
     from transitlm.evaluation.network_check import cached_sha256, enforce, test_file_verdicts
     benchmark = args.benchmark or infer_benchmark(args.input, scan)[0]
     by_name = benchmark == "general_llm"
     try:
         station = station_file(args.station_info)
         network = StationNetwork.load(station, station_cache_folder())
+        with SampleReader(args.input, None) as reader:
+            head = reader.head()
+        other = benchmark_check.benchmark_verdict(benchmark, head.header, head.rows, network)
         line_sha = names = None
         if by_name:
             # the names the evaluator matches on: its line file's
@@ -413,6 +426,9 @@ def _network_notes(args, scan):
         return []
     warnings = []
     try:
+        warnings += benchmark_check.enforce(
+            other, args.allow_other_benchmark, "input file %s" % args.input,
+            "--allow_other_benchmark", lambda name: "--benchmark %s" % name)
         for verdict in verdicts:
             warnings += enforce(verdict, args.allow_foreign_network)
     except InputError as exc:

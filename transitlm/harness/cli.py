@@ -83,6 +83,11 @@ def build_parser():
                          help="write the tasks even when most of a test file's label "
                               "stations are not in the station file (or the network.json "
                               "beside it names another network)")
+    lm_eval.add_argument("--allow_other_benchmark", action="store_true",
+                         help="write the tasks even when a test file's first rows look like "
+                              "another benchmark's than its task's (labels with "
+                              "first/second/third routes, labels naming stations, req_type "
+                              "preferences); import scores them the same way")
     lm_eval.add_argument("--out", required=True, metavar="DIR",
                          help="the task folder to write (new or empty; give it to lm_eval "
                               "as --include_path)")
@@ -183,7 +188,8 @@ def lm_eval_command(args, out):
     settings = write_task_folder(args.out, [(benchmark, path) for benchmark, path, _ in chosen],
                                  args.protocol, args.station_info, args.line_info,
                                  args.max_gen_toks, args.overwrite, system_prompt,
-                                 args.context_size, args.allow_foreign_network)
+                                 args.context_size, args.allow_foreign_network,
+                                 args.allow_other_benchmark)
     folder = os.path.abspath(args.out)
     out.write("Wrote the lm-evaluation-harness task folder %s\n" % printable(folder))
     width = max(len(TASKS[benchmark]) for benchmark, _, _ in chosen)

@@ -306,7 +306,10 @@ def evaluate_answers(benchmark, plan, predictions):
     ``evaluate.py --predictions`` runs it -> (report, records, network)."""
     options = {"input": plan.metadata["input"], "predictions": predictions,
                "protocol": plan.protocol, "station_info": plan.metadata["station_info"],
-               "sample_count": plan.rows if plan.rows < plan.file_rows else None}
+               "sample_count": plan.rows if plan.rows < plan.file_rows else None,
+               # a test file of another benchmark, written so on purpose (lm-eval
+               # --allow_other_benchmark): scored the same way
+               "allow_other_benchmark": plan.settings.get("allow_other_benchmark") is True}
     if plan.benchmark == "general_llm":
         options.update(line_info=plan.metadata.get("line_info"), api_url=None)
     records = []

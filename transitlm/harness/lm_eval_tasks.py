@@ -43,6 +43,7 @@ from transitlm.evaluation.inputs import SampleReader
 from transitlm.evaluation.chat_messages import PromptTally, system_prompt_for
 from transitlm.evaluation.reports import signature_line
 from transitlm.evaluation.network_check import cached_sha256, check_test_file
+from transitlm.evaluation.benchmark_check import benchmark_verdict, enforce as enforce_benchmark
 from transitlm.reward.scoring import RowDataError, scorer_for
 
 # The task of each benchmark (the catalogue's names) and the group of them all.
@@ -287,12 +288,16 @@ def check_out_folder(out, overwrite):
 
 def write_task_folder(out, inputs, protocol="reference", station_info=None, line_info=None,
                       max_gen_toks=MAX_GEN_TOKS, overwrite=False, system_prompt=None,
-                      context_size=None, allow_foreign_network=False):
+                      context_size=None, allow_foreign_network=False,
+                      allow_other_benchmark=False):
     """Write the task folder ``out`` for ``inputs`` ([(benchmark, test file)],
     one per benchmark) -> the settings written (see SETTINGS_FILE).  Every
     file is written whole, together, never over an input; InputError for a
     problem with the inputs or the folder.  ``context_size``: the server's
-    context, which each task's max_gen_toks is fitted into (context_fit)."""
+    context, which each task's max_gen_toks is fitted into (context_fit).
+    A test file plainly another benchmark's (transitlm.evaluation.benchmark_check) is
+    refused unless ``allow_other_benchmark``; its task then records that it
+    was allowed (``allow_other_benchmark`` in its settings), for the import."""
     out = os.path.abspath(out)
     check_out_folder(out, overwrite)
     station = os.path.abspath(station_file(station_info))
@@ -324,6 +329,13 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
             path, scorer.context.network, general, cached_sha256(line) if general else None,
             allow_foreign_network,
             names=scorer.benchmark.label_station_names(scorer.context) if general else None)
+        # The test file against its benchmark (transitlm.evaluation.benchmark_check).
+        with SampleReader(path, None) as reader:
+            head = reader.head()
+        other = benchmark_verdict(benchmark, head.header, head.rows, scorer.context.network)
+        warnings = enforce_benchmark(other, allow_other_benchmark, "input file %s" % path,
+                                     "--allow_other_benchmark",
+                                     lambda name: "--benchmark %s" % name) + warnings
         docs, sha256, prompt = read_rows(path, benchmark, scorer, system_prompt)
         data_name, task_name = task_file_names(benchmark)
         metadata = {"version": VERSION, "benchmark": benchmark, "protocol": protocol,
@@ -342,6 +354,8 @@ def write_task_folder(out, inputs, protocol="reference", station_info=None, line
         settings["tasks"][TASKS[benchmark]] = {"benchmark": benchmark, "input": path,
                                                "input_sha256": sha256, "rows": len(docs),
                                                "prompt": prompt, "warnings": warnings}
+        if not other.ok:
+            settings["tasks"][TASKS[benchmark]]["allow_other_benchmark"] = True
         if fit:
             settings["context_size"] = context_size
             settings["tasks"][TASKS[benchmark]]["context"] = fit.record()
