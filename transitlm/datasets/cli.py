@@ -74,9 +74,13 @@ PROG = "make_dataset.py"
 # ---------------------------------------------------------------------------
 
 def parse_args(argv):
-    parser = CommandParser(prog=PROG, description="Build the TransitLM training-data release "
-                           "(SFT splits, pre-training corpus, station vocabulary) for network "
-                           "folders.")
+    return make_parser().parse_args(argv)
+
+
+def make_parser(prog=PROG, description="Build the TransitLM training-data release (SFT splits, "
+                "pre-training corpus, station vocabulary) for network folders."):
+    """make_dataset.py's options (data/ray_make_dataset.py adds its own to them)."""
+    parser = CommandParser(prog=prog, description=description)
     parser.add_argument("--network", action="append", required=True,
                         help="network folder (import_gtfs.py or make_demo.py); repeat for several cities")
     parser.add_argument("--out", required=True, help="release folder")
@@ -98,7 +102,7 @@ def parse_args(argv):
                         help="worker processes (the bytes written do not depend on it)")
     parser.add_argument("--parts", default=None,
                         help="build only corpus parts A-B (and dataset.json's settings)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def fail(message):
