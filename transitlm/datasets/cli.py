@@ -45,7 +45,7 @@ import sys
 
 from common import VERSION, InputError
 from transitlm.exit_status import EXIT_USAGE, EXIT_WORKER, WorkerFailed
-from transitlm.files import Outputs, write_whole
+from transitlm.files import Outputs, make_folders, write_whole
 from transitlm.network_check import network_record
 from transitlm.networks import limits
 from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, NetworkError,
@@ -503,7 +503,13 @@ def build(args, ctx, networks, settings, parts, files):
             progress.finish()
         wanted = range(parts[0], parts[1] + 1) if parts else range(1, ctx.plan.parts + 1)
         numbers = [k for k in wanted if not os.path.exists(os.path.join(out, names.corpus_part(k)))]
-        files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
+        if parts:
+            # Shared with runs of other ranges (beside this one): a --parts run
+            # that fails must not remove it from under them (Outputs would, were
+            # it empty), so it is made outside the run's transaction.
+            make_folders(os.path.join(out, names.CORPUS_FOLDER), [], "output folder")
+        else:
+            files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
         total = sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1 for k in numbers)
         progress = Progress(total, enabled)
         corpus = build_parts(runner, ctx, out, numbers, progress)
