@@ -83,7 +83,10 @@ def run_tasks(ray, args, ranges, there, count):
                 distributed.say("failed         " + failures[-1])
     finally:
         for ref in pending:                # Ctrl-C, SIGTERM: stop the others
-            ray.cancel(ref, force=True)
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:              # finished meanwhile
+                pass
     return failures
 
 

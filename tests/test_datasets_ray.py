@@ -287,6 +287,33 @@ class DriverWithoutRay(unittest.TestCase):
             self.assertEqual((status, len(stderr.splitlines())), (2, 1), stderr)
             self.assertIn("is not a folder", stderr)
 
+    def test_a_task_that_raises_leaves_the_folder_to_the_others(self):
+        # A task (in this process) raising mid-part, by the test hook: its half
+        # part is gone, and the corpus folder stays for the ranges beside it
+        # (make_dataset.py --parts makes it outside its transaction).
+        with tempfile.TemporaryDirectory() as tmp:
+            out, faults = os.path.join(tmp, "release"), os.path.join(tmp, "faults")
+            os.mkdir(faults)
+            open(os.path.join(faults, "crash.claimed"), "w").close()   # not in this process
+            argv = ["--network", DEMO, "--out", out] + SMALL
+            with self.assertRaises(distributed.FaultInjected):
+                distributed.run_range(argv, 2, 3, faults)
+            with open(os.path.join(faults, "raise"), encoding="utf-8") as handle:
+                half = handle.read()
+            corpus = os.path.join(out, names.CORPUS_FOLDER)
+            self.assertEqual(os.path.dirname(half), corpus)
+            self.assertEqual(os.listdir(corpus), [])
+            self.assertTrue(os.path.isfile(os.path.join(out, names.MANIFEST)))
+            # The retry (its fault spent) builds the range.
+            printed = distributed.run_range(argv, 2, 3, faults)
+            self.assertIn("2 part(s) built", distributed.task_done(2, 3, printed))
+            self.assertEqual(sorted(os.listdir(corpus)),
+                             [os.path.basename(names.corpus_part(k)) for k in (2, 3)])
+            # A run that does not finish is PartsFailed, with make_dataset.py's line.
+            with self.assertRaisesRegex(distributed.PartsFailed, r"^parts 1-1: make_dataset\.py: "
+                                                                   r"--network .* is not a folder"):
+                distributed.run_range(["--network", os.path.join(tmp, "none"), "--out", out], 1, 1)
+
     def test_task_ranges(self):
         self.assertEqual(distributed.task_ranges(1, 5, 2), [(1, 2), (3, 4), (5, 5)])
         self.assertEqual(distributed.task_ranges(3, 3, 4), [(3, 3)])

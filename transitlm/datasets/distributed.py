@@ -23,19 +23,15 @@ Why its folder is byte for byte one make_dataset.py run's:
   part there and writes the rest -- the SFT files, the network and vocabulary
   files, the manifest and the card -- as a plain run does.
 
-A benign race, absorbed by the retries: a task that raises removes the folders
-it created if they are empty (files.Outputs), so the corpus folder can vanish
-under a task that has not yet begun its first part; that task then fails with
-"cannot write" and is retried.
-
 Test hook (tests/test_datasets_ray.py, not for users): when the driver's
 environment has TRANSITLM_TEST_RAY_FAULT set to a folder, it hands that folder
-to every task, and the first task attempts to start each claim one fault of
-FAULTS, in order, by creating ``<folder>/<fault>.claimed``: after writing the
-first records of a part (the dot-file holds a half part), the attempt records
-the dot-file's path in ``<folder>/<fault>`` and then ``crash``es (its process
-exits at once, as a killed worker) or ``raise``s.  Each fault fires once, so
-the retries succeed.
+to every task.  The first task attempts to start claim the faults of FAULTS,
+one each, in order (by creating ``<folder>/<fault>.claimed``); an attempt
+with a fault wraps release.PartWriter.write in its process so that, once the
+first records of a part are written (the dot-file holds a half part), it
+records the dot-file's path in ``<folder>/<fault>`` and then ``crash``es (the
+process exits at once, as a killed worker) or ``raise``s.  Each fault fires
+once, so the retries succeed.
 
 Standard library only; Python 3.8+.
 """
