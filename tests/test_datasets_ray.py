@@ -273,6 +273,7 @@ class DriverWithoutRay(unittest.TestCase):
                     (["--parts_per_task", "0"], "--parts_per_task"),
                     (["--retries", "many"], "--retries"),
                     (["--num_cpus", "0"], "--num_cpus"),
+                    (["--num_cpus", "2", "--workers", "3"], "more than --num_cpus 2"),
                     (["--parts", "6-7"], "outside the plan"),
                     (["--parts", "3-1"], "--parts")):
                 with self.subTest(argv=argv):

@@ -91,7 +91,11 @@ def parse_args(argv):
     ray.add_argument("--num_cpus", type=limits.int_arg(1, MAX_CPUS), default=None,
                      help="CPUs of a local Ray started here (default: the machine's); not for "
                           "a cluster. Each task takes --workers CPUs")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.num_cpus is not None and args.workers > args.num_cpus:
+        parser.error("each task takes --workers %d CPUs, more than --num_cpus %d"
+                     % (args.workers, args.num_cpus))
+    return args
 
 
 def builder_argv(args, absolute=False):
@@ -211,6 +215,11 @@ def say(text):
 
 
 def plan_line(args, ranges, there, count, cpus):
+    """What the run will do; a task needing more CPUs than the cluster has
+    waits (an autoscaler may add them): said on stderr."""
+    if cpus < args.workers:
+        sys.stderr.write("%s: note: each task takes --workers %d CPU(s) and the Ray cluster has %d "
+                         "now: the tasks wait until it has more\n" % (PROG, args.workers, cpus))
     todo = sum(b - a + 1 for a, b in ranges)
     return ("ray            %d part(s) in %d task(s) of up to %d, %d CPU(s) each, on a Ray of %d "
             "CPU(s)%s" % (todo, len(ranges), args.parts_per_task, args.workers, cpus,
