@@ -45,7 +45,7 @@ import sys
 
 from common import VERSION, InputError
 from transitlm.io.exit_status import EXIT_USAGE, EXIT_WORKER, WorkerFailed
-from transitlm.io.files import Outputs, write_whole
+from transitlm.io.files import Outputs, make_folders, write_whole
 from transitlm.evaluation.network_check import network_record
 from transitlm.networks import limits
 from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, NetworkError,
@@ -74,9 +74,13 @@ PROG = "make_dataset.py"
 # ---------------------------------------------------------------------------
 
 def parse_args(argv):
-    parser = CommandParser(prog=PROG, description="Build the TransitLM training-data release "
-                           "(SFT splits, pre-training corpus, station vocabulary) for network "
-                           "folders.")
+    return make_parser().parse_args(argv)
+
+
+def make_parser(prog=PROG, description="Build the TransitLM training-data release (SFT splits, "
+                "pre-training corpus, station vocabulary) for network folders."):
+    """make_dataset.py's options (data/ray_make_dataset.py adds its own to them)."""
+    parser = CommandParser(prog=prog, description=description)
     parser.add_argument("--network", action="append", required=True,
                         help="network folder (import_gtfs.py or make_demo.py); repeat for several cities")
     parser.add_argument("--out", required=True, help="release folder")
@@ -98,7 +102,7 @@ def parse_args(argv):
                         help="worker processes (the bytes written do not depend on it)")
     parser.add_argument("--parts", default=None,
                         help="build only corpus parts A-B (and dataset.json's settings)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def fail(message):
@@ -508,7 +512,13 @@ def build(args, ctx, networks, settings, parts, files):
             progress.finish()
         wanted = range(parts[0], parts[1] + 1) if parts else range(1, ctx.plan.parts + 1)
         numbers = [k for k in wanted if not os.path.exists(os.path.join(out, names.corpus_part(k)))]
-        files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
+        if parts:
+            # Shared with runs of other ranges (beside this one): a --parts run
+            # that fails must not remove it from under them (Outputs would, were
+            # it empty), so it is made outside the run's transaction.
+            make_folders(os.path.join(out, names.CORPUS_FOLDER), [], "output folder")
+        else:
+            files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
         total = sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1 for k in numbers)
         progress = Progress(total, enabled)
         corpus = build_parts(runner, ctx, out, numbers, progress)
