@@ -120,6 +120,10 @@ def snapshot(code_dir):
                     record["command"] = [part.replace(code_dir, "<CODE>")
                                          for part in record.get("command", [])]
                     data = json.dumps(record, sort_keys=True).encode("utf-8")
+                elif name == "network.json":
+                    # It names the network's files by their absolute paths,
+                    # which lie in this run's temporary folder.
+                    data = data.replace(work.encode("utf-8"), b"<WORK>")
                 elif name.endswith(".settings.json"):
                     # The stand-in server listens on a port of the moment.
                     record = json.loads(data.decode("utf-8"))
