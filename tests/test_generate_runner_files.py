@@ -36,7 +36,7 @@ class InputFiles(unittest.TestCase):
         self.assertEqual(scan.duplicates, ["a"])
         self.assertEqual(scan.empty_ids, 1)
         self.assertTrue(scan.has_system_prompt)
-        self.assertEqual(scan.req_types, {0, 2})
+        self.assertEqual([row["req_type"] for row in scan.head], ["2", "x", "0", "0", ""])
         rows = list(runner.iter_input_rows(path, sample_count=2))
         self.assertEqual(rows, [(1, "a", "S", "p1"), (2, "b", "S", "p2")])
         self.assertEqual(runner.scan_input(path, sample_count=2).ids, ["a", "b"])
@@ -72,30 +72,37 @@ class InputFiles(unittest.TestCase):
             "1 input row without an id skipped (they cannot be joined)"])
 
     def test_infer_benchmark(self):
-        def scan(label=None, req_types=()):
+        # The file name first, then the evaluators' own rule on the first
+        # rows (transitlm.evaluation.benchmark_check), never a rule of its own.
+        def scan(label=None, req_types=(), task_id=None):
             result = runner.InputScan()
-            keys, names = runner.label_shape(json.dumps(label, ensure_ascii=False))
-            result.label_keys, result.label_station_names = set(keys), names
-            result.req_types = set(req_types)
+            result.header = ("index_id", "sft_prompt", "sft_label") + (
+                ("req_type",) if req_types else ()) + (("task_id",) if task_id else ())
+            text = json.dumps(label, ensure_ascii=False) if label is not None else ""
+            result.head = [dict({"sft_label": text, "req_type": str(value)},
+                                **({"task_id": task_id} if task_id else {}))
+                           for value in (req_types or (0,))]
             return result
+        ids = {"station_sequence": ["bus-1", "bus-2"], "line_sequence": ["1路"]}
         infer = runner.infer_benchmark
         self.assertEqual(infer("/r/transit-lm-benchmark2-test.csv", scan())[0], "personalized")
         self.assertEqual(infer("transit-lm-benchmark3-test.csv", scan())[0], "diversity")
         self.assertEqual(infer("x/general_llm_example.csv", scan())[0], "general_llm")
-        self.assertEqual(infer("BENCHMARK1.csv", scan(req_types=[2]))[0], "single_route")
-        self.assertEqual(infer("t.csv", scan({"first": {}, "second": {}}, [0]))[0], "diversity")
-        self.assertEqual(infer("t.csv", scan({"station_name": []}))[0], "general_llm")
-        self.assertEqual(infer("t.csv", scan({"station_sequence": ["秋桥路", "【换乘】"]}))[0],
+        self.assertEqual(infer("BENCHMARK1.csv", scan(ids, req_types=[2]))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan({"first": ids, "second": ids}, [0]))[0],
+                         "diversity")
+        self.assertEqual(infer("t.csv", scan({"station_sequence": ["秋桥路", "【换乘】", "罗湖"]}))[0],
                          "general_llm")
-        self.assertEqual(infer("t.csv", scan({"station_sequence": ["bus-1", "【换乘】"]}))[0],
+        self.assertEqual(infer("t.csv", scan(ids))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan(ids, [0, 7])), ("personalized",
+                         "labels hold one route of stop ids and req_type holds a preference "
+                         "in 1 of its first 2 rows"))
+        self.assertEqual(infer("t.csv", scan(ids, [0, 0]))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan(ids, [7], task_id="benchmark1-test"))[0],
                          "single_route")
-        self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 7]))[0], "personalized")
-        self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [0, 1]))[0], "single_route")
-        self.assertEqual(infer("t.csv", scan())[0], "single_route")
-        self.assertEqual(runner.label_shape("not json"), ((), False))
-        self.assertEqual(runner.label_shape("[1]"), ((), False))
-        self.assertEqual(runner.label_shape('{"station_sequence": 3}'),
-                         (("station_sequence",), False))
+        self.assertEqual(infer("t.csv", scan({"line_sequence": []}, [7]))[0], "single_route")
+        self.assertEqual(infer("t.csv", scan("not a route"))[0], "single_route")
+        self.assertEqual(infer("t.csv", runner.InputScan())[0], "single_route")
 
     def test_infer_benchmark_on_bundled_data(self):
         for name, expected in (("benchmark2_personalized_example.csv", "personalized"),

@@ -196,6 +196,28 @@ def benchmark_verdict(benchmark, header, rows, network=None):
                                               has_req_type, len(shaped)))
 
 
+def likely_benchmark(header, rows, network=None):
+    """The benchmark most of a file's first rows fit, by the rule above ->
+    (name, why), or (None, "") when no row's label has a shape.  For the tools
+    that must choose an evaluator for a file (generate.py, harness.py)."""
+    kinds = StationKinds(network)
+    has_req_type = "req_type" in header
+    shaped = [(row, shape) for row, shape in
+              ((row, label_shape(row.get("sft_label"), kinds)) for row in rows) if shape]
+    if not shaped:
+        return None, ""
+    any_preference = has_req_type and any(
+        preference(row.get("req_type")) for row, shape in shaped if shape == "ids")
+    counts = collections.Counter()
+    for row, shape in shaped:
+        names = row_benchmarks(row, shape, has_req_type, any_preference)
+        if len(names) > 1:             # benchmark 1 or 2: the file's preferences say which
+            names = (PERSONALIZED if any_preference else SINGLE_ROUTE,)
+        counts[next(iter(names))] += 1
+    name = max(counts.items(), key=lambda item: (item[1], -_ORDER.index(item[0])))[0]
+    return name, _reason(name, [row for row, _ in shaped], has_req_type, len(shaped))
+
+
 def _reason(name, rows, has_req_type, count):
     """Why the rows look like benchmark ``name``'s (an English phrase)."""
     if name == DIVERSITY:

@@ -23,6 +23,7 @@ import time
 from contextlib import closing
 
 from common import InputError
+from transitlm.evaluation.benchmark_check import likely_benchmark
 from transitlm.evaluation.catalog import benchmark_of_task
 from transitlm.io.csv_rows import csv_rows, data_rows, header_columns
 from transitlm.io.files import OutputFile
@@ -36,8 +37,8 @@ from transitlm.generate.waits import RateLimiter, backoff_delay, server_wait
 from transitlm.evaluation.chat_messages import DEFAULT, PromptTally, system_prompt_for
 
 OUTPUT_ID = "indexid"                     # written to --out, as the release names it
-PERSONALIZED_REQ_TYPES = frozenset((2, 5, 7, 8))
 INFER_SCAN_ROWS = 200          # rows looked at to infer the benchmark from the data
+HEAD_COLUMNS = ("task_id", "req_type", "sft_label")   # what those rows keep
 PROGRESS_DELAY_S = 2.0         # short runs print no progress line (as the evaluators)
 PROGRESS_INTERVAL_S = 0.5
 # Bytes of one --out line: generate.py writes an answer of at most
@@ -81,16 +82,8 @@ class InputScan(object):
         self.empty_ids = 0            # rows without an id (cannot be joined: skipped)
         self.has_system_prompt = False
         self.has_req_type = False
-        self.req_types = set()        # whole-number req_type values of the first rows
-        self.label_keys = set()       # keys of the first rows' sft_label objects
-        self.label_station_names = False   # a label's stations are names, not stop ids
-
-
-def _whole_number(text):
-    try:
-        return int((text or "").strip())
-    except ValueError:
-        return None
+        self.header = ()              # the input's columns
+        self.head = []                # the first rows' task_id, req_type and sft_label cells
 
 
 def scan_input(path, sample_count=None):
@@ -102,8 +95,8 @@ def scan_input(path, sample_count=None):
             header, i_id = header_columns(reader, path, ("sft_prompt",))
             scan.has_system_prompt = "system_prompt" in header
             scan.has_req_type = "req_type" in header
-            i_req = header.index("req_type") if scan.has_req_type else None
-            i_label = header.index("sft_label") if "sft_label" in header else None
+            scan.header = tuple(header)
+            kept = [(name, header.index(name)) for name in HEAD_COLUMNS if name in header]
             for cells in data_rows(reader, len(header), sample_count):
                 scan.rows += 1
                 index_id = cells[i_id]
@@ -115,37 +108,10 @@ def scan_input(path, sample_count=None):
                     seen.add(index_id)
                     scan.ids.append(index_id)
                 if scan.rows <= INFER_SCAN_ROWS:
-                    if i_req is not None:
-                        value = _whole_number(cells[i_req])
-                        if value is not None:
-                            scan.req_types.add(value)
-                    if i_label is not None:
-                        keys, names = label_shape(cells[i_label])
-                        scan.label_keys.update(keys)
-                        scan.label_station_names = scan.label_station_names or names
+                    scan.head.append({name: cells[i] for name, i in kept})
     except InputError as exc:
         raise UsageError(str(exc))
     return scan
-
-
-TRANSFER_MARK = "\u3010\u6362\u4e58\u3011"   # 【换乘】 between legs of station_sequence
-
-
-def label_shape(text):
-    """A label cell -> (its JSON object's keys, does its station_sequence hold
-    station names?).  Stop ids are ASCII (``bus-100022``); the general-LLM
-    labels name stations in Chinese.  Not a JSON object: ((), False)."""
-    try:
-        obj = loads_bounded(text)
-    except ValueError:
-        return (), False
-    if not isinstance(obj, dict):
-        return (), False
-    stations = obj.get("station_sequence")
-    names = isinstance(stations, list) and any(
-        isinstance(item, str) and item != TRANSFER_MARK and not item.isascii()
-        for item in stations)
-    return tuple(obj), names
 
 
 def iter_input_rows(path, sample_count=None):
@@ -215,19 +181,16 @@ def input_notes(scan):
 
 def infer_benchmark(input_path, scan):
     """-> (benchmark name, why).  The release's file names first
-    (transit-lm-benchmark{1,2,3}-test.csv), then the data: a label with
-    first/second/third routes is diversity, one naming stations (station_name,
-    or station names instead of stop ids in station_sequence) general_llm,
-    a req_type of 2/5/7/8 personalized, anything else single_route."""
+    (transit-lm-benchmark{1,2,3}-test.csv, ...), then the data, by the
+    evaluators' own rule (transitlm.evaluation.benchmark_check: labels with
+    first/second/third routes, labels naming stations, req_type preferences,
+    task_id); a file whose data says nothing is single_route's."""
     benchmark = benchmark_of_task(os.path.basename(input_path))
     if benchmark is not None:
         return benchmark, "from the file name"
-    if scan.label_keys & {"first", "second", "third"}:
-        return "diversity", "labels hold first/second/third routes"
-    if "station_name" in scan.label_keys or scan.label_station_names:
-        return "general_llm", "labels name stations instead of stop ids"
-    if scan.req_types & PERSONALIZED_REQ_TYPES:
-        return "personalized", "req_type column holds preference types"
+    benchmark, why = likely_benchmark(scan.header, scan.head)
+    if benchmark is not None:
+        return benchmark, why[len("its "):] if why.startswith("its ") else why
     return "single_route", "no sign of another benchmark in the file name or data"
 
 
