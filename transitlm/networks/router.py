@@ -211,6 +211,7 @@ class Network:
         self.index_of = None     # stop id -> index, built on first use
         self.min_wait_min = None
         self.least_fare = None
+        self.ride_tables = {}    # (time_w, fare_w) -> {ld_id: [rides per boarding position]}: see ride_costs
 
     def add_stop(self, stop_id, name, lng, lat, city):
         idx = len(self.ids)
@@ -424,46 +425,150 @@ def flat_km(net, stop, point, kx):
     return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
 
 
+GRID_DEG = 0.01          # StopGrid's cell side, degrees of longitude and of latitude
+
+
+class StopGrid:
+    """A district's stops in cells of GRID_DEG x GRID_DEG degrees, so that the
+    stops within a flat distance of a point are found by looking at the cells
+    around it rather than at every stop.  The answers are those of a scan of
+    every stop with flat_km's formula (the same floating-point operations),
+    in the district's stop order."""
+
+    def __init__(self, net, stops):
+        self.size = len(stops)
+        self.cells = {}
+        floor = math.floor
+        for pos, s in enumerate(stops):
+            lng, lat = net.lng[s], net.lat[s]
+            key = (int(floor(lng / GRID_DEG)), int(floor(lat / GRID_DEG)))
+            self.cells.setdefault(key, []).append((pos, s, lng, lat))
+        xs = [k[0] for k in self.cells] or [0]
+        ys = [k[1] for k in self.cells] or [0]
+        self.box = (min(xs), max(xs), min(ys), max(ys))
+
+    def _cells(self, point, kx, radius):
+        """The cells holding every stop within `radius` flat km of point."""
+        x0, x1, y0, y1 = self.box
+        lng0, lat0 = point
+        if kx > 1e-9:
+            span = radius / kx
+            lo, hi = math.floor((lng0 - span) / GRID_DEG) - 1, math.floor((lng0 + span) / GRID_DEG) + 1
+            x0, x1 = max(x0, lo), min(x1, hi)
+        span = radius / KM_PER_DEG
+        lo, hi = math.floor((lat0 - span) / GRID_DEG) - 1, math.floor((lat0 + span) / GRID_DEG) + 1
+        y0, y1 = max(y0, lo), min(y1, hi)
+        if x1 < x0 or y1 < y0:
+            return []
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > len(self.cells):
+            return [cell for key, cell in self.cells.items() if x0 <= key[0] <= x1 and y0 <= key[1] <= y1]
+        get = self.cells.get
+        return [cell for cell in (get((x, y)) for x in range(x0, x1 + 1) for y in range(y0, y1 + 1)) if cell]
+
+    def within(self, point, kx, radius):
+        """[(district position, stop, flat km)] of the stops at most `radius` flat
+        km from point (kx: km per degree of longitude at the point), in district order."""
+        lng0, lat0 = point
+        hypot = math.hypot
+        out = []
+        for cell in self._cells(point, kx, radius):
+            for pos, s, lng, lat in cell:
+                flat = hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
+                if flat <= radius:
+                    out.append((pos, s, flat))
+        out.sort()
+        return out
+
+    def nearest(self, point, kx):
+        """(flat km, stop) of the nearest stop (the lowest stop index among equals),
+        or None for a district without stops."""
+        radius = 1.0
+        while self.size:
+            found = self.within(point, kx, radius)
+            if found:
+                return min((flat, s) for _, s, flat in found)
+            radius *= 4.0
+        return None
+
+
+def stop_grid(net, district):
+    """The district's StopGrid, made on first use (and again if its stops changed)."""
+    grid = getattr(district, "grid", None)
+    if grid is None or grid.size != len(district.stops):
+        grid = district.grid = StopGrid(net, district.stops)
+    return grid
+
+
+class LazyBound(dict):
+    """A* bounds per stop, computed when the search first looks a stop up."""
+
+    def __missing__(self, stop):
+        self.fill(stop)
+        return dict.__getitem__(self, stop)
+
+
 class PointAccess:
     """Every station a point can reach, with the offered modes (per trip, reused
-    by every search of that trip), plus flat distances for the A* bound."""
+    by every search of that trip), plus the A* bounds towards the point.
+
+    The stations in reach are found through the district's StopGrid; the
+    answers are those of a scan of every station."""
 
     def __init__(self, net, district, point):
         lng0, lat0 = point
-        kx = KM_PER_DEG * math.cos(math.radians(lat0))
-        hypot = math.hypot
-        self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
+        self.kx = kx = KM_PER_DEG * math.cos(math.radians(lat0))
+        self.net = net
+        self.district = district
         self.point = point
         self.coords = district.coords
         self._bounds = {}
-        nearest = min(self.flat.values())
+        self._flat = None
+        grid = stop_grid(net, district)
+        self.nearest_flat = grid.nearest(point, kx)
+        nearest = self.nearest_flat[0]
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
         self.options = []          # (stop, [Access per offered mode in range])
-        for s in district.stops:
-            if self.flat[s] > self.reach_km + 0.05:
-                continue
+        for _, s, _ in grid.within(point, kx, self.reach_km + 0.05):
             d = net.dist_to(s, point)
             accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
             if accs:
                 self.options.append((s, accs))
+
+    @property
+    def flat(self):
+        """stop -> flat km from the point, for every stop of the district (made on first use)."""
+        if self._flat is None:
+            lng0, lat0 = self.point
+            kx, hypot = self.kx, math.hypot
+            self._flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
+                          for s, lng, lat in self.coords}
+        return self._flat
+
+    def nearest(self):
+        """The nearest stop by flat distance (the lowest index among equals)."""
+        return self.nearest_flat[1]
 
     def bound(self, per_km, board_min):
         """Admissible A* bounds towards this point, per stop: (free to board,
         just alighted).  per_km times the straight distance left once the
         longest offered access could finish the trip, plus the least boarding
         cost wherever one more ride is unavoidable (before any ride, or beyond
-        access reach)."""
+        access reach).  Computed per stop when the search first needs it."""
         key = (per_km, board_min)
         if key not in self._bounds:
-            reach, h_free, h_off = self.reach_km, {}, {}
+            reach, h_free, h_off = self.reach_km, LazyBound(), LazyBound()
             lng0, lat0 = self.point
-            for s, lng, lat in self.coords:
+            lngs, lats = self.net.lng, self.net.lat
+
+            def fill(s):
                 # great-circle distance: the flat one is off by the cosine of the
                 # latitude across a district hundreds of km wide (coaches)
-                rest = per_km * (haversine_km(lng0, lat0, lng, lat) - reach)
+                rest = per_km * (haversine_km(lng0, lat0, lngs[s], lats[s]) - reach)
                 h_free[s] = (rest if rest > 0 else 0.0) + board_min
                 h_off[s] = rest + board_min if rest > 0 else 0.0
+
+            h_free.fill = h_off.fill = fill
             self._bounds[key] = (h_free, h_off)
         return self._bounds[key]
 
@@ -478,6 +583,47 @@ class PointAccess:
                     best = (acc, cost)
             out[s] = best
         return out
+
+
+def ride_costs(net, ld, pos, time_w, fare_w):
+    """The rides boarding line direction ld at position pos: [(alighting
+    position j, its stop, time_w * ride minutes, fare_w * fare)] for every
+    later position where riders may alight and the ride has a fare.  Kept on
+    the network per (time_w, fare_w): a network's rides are computed once,
+    whatever number of searches use them."""
+    table = net.ride_tables.get((time_w, fare_w))
+    if table is None:
+        table = net.ride_tables[(time_w, fare_w)] = {}
+    rows = table.get(ld.ld_id)
+    if rows is None:
+        rows = table[ld.ld_id] = [None] * len(ld.stops)
+    rides = rows[pos]
+    if rides is not None:
+        return rides
+    cd, ca, stops, alight = ld.cumdist, ld.cumarr, ld.stops, ld.alight
+    t0 = ld.cumtime[pos]
+    zone = ld.zone_fares
+    if zone is None:
+        d0 = cd[pos]
+        bands, step_km = ld.fare_bands, ld.fare_step_km
+        fare, limit = fare_band(bands, step_km, 0.0)
+    else:
+        runs, row = zone[0], zone[1][zone[0][pos]]
+    out = []
+    for j in range(pos + 1, len(stops)):
+        if zone is None:
+            km = cd[j] - d0
+            if km > limit:
+                fare, limit = fare_band(bands, step_km, km)
+        if not alight[j]:
+            continue
+        if zone is not None:
+            fare = row[runs[j]]
+            if fare is None:
+                continue
+        out.append((j, stops[j], time_w * (ca[j] - t0), fare_w * fare))
+    rides = rows[pos] = tuple(out)
+    return rides
 
 
 def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
@@ -568,33 +714,13 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
             if only is not None and line_id != only:
                 continue
             base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
-            cd, ca, stops, alight = ld.cumdist, ld.cumarr, ld.stops, ld.alight
-            t0 = ld.cumtime[pos]
             offset = (line_id + 1) * n_stops
-            zone = ld.zone_fares
-            if zone is None:
-                d0 = cd[pos]
-                bands, step_km = ld.fare_bands, ld.fare_step_km
-                fare, limit = fare_band(bands, step_km, 0.0)
-            else:
-                runs, row = zone[0], zone[1][zone[0][pos]]
-            for j in range(pos + 1, len(stops)):
-                if zone is None:
-                    km = cd[j] - d0
-                    if km > limit:
-                        fare, limit = fare_band(bands, step_km, km)
-                if not alight[j]:
-                    continue
-                if zone is not None:
-                    fare = row[runs[j]]
-                    if fare is None:
-                        continue
-                new = base + time_w * (ca[j] - t0) + fare_w * fare
-                nxt = stops[j]
-                t = offset + nxt
+            for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
+                new = base + ride_time + ride_fare
                 f_new = new + h_off[nxt]
                 if f_new >= best_dest:
                     continue
+                t = offset + nxt
                 old = best.get(t)
                 if old is None or new < old:
                     best[t] = new
@@ -755,8 +881,8 @@ def access_point(net, rng, district, stop, allow_far):
     for _ in range(20):
         point = random_point_near(net, rng, stop, 5.0, 7.5)
         kx = KM_PER_DEG * math.cos(math.radians(point[1]))
-        if min(flat_km(net, s, point, kx) for s in district.stops) > ACCESS_RANGE_KM[ACCESS_BIKE][1]:
-            return point
+        if not stop_grid(net, district).within(point, kx, ACCESS_RANGE_KM[ACCESS_BIKE][1]):
+            return point      # no station within cycling range
     return random_point_near(net, rng, stop, 0.05, 1.3)
 
 
