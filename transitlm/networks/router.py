@@ -763,6 +763,194 @@ def rebuild_route(net, origin, dest, prev, state, starts, ends, n_stops):
     return make_route(net, origin, dest, legs, starts[state % n_stops][0].mode, end_mode)
 
 
+class OriginSearch:
+    """One search from an origin point that labels every stop of its district:
+    the routes from that origin to any number of destinations, and their
+    distinct alternatives, all exact under find_route's cost model.
+
+        search = OriginSearch(net, district, origin, prefs)
+        route = search.route_to(dest)                    # find_route's cost
+        routes = search.candidates_to(dest, 5, 1.5)      # best first, distinct lines
+
+    The search is Dijkstra's over find_route's states (free to board at a
+    stop; just alighted at a stop from line L), started from every station the
+    origin reaches (PointAccess) at its access cost, with find_route's rides,
+    walks and rules between legs.  It runs only as far as the destinations
+    asked for need, and resumes for the next one: a state taken from the heap
+    has its final cost, so labels found for one destination serve every later
+    one, and a destination whose best complete cost is at most the smallest
+    open label is answered without searching further.  Memory: the labels of
+    the states reached (at most stops x (1 + lines at the stop)).
+    """
+
+    def __init__(self, net, district, origin, prefs, start_access=None):
+        self.net = net
+        self.district = district
+        self.origin = origin
+        self.prefs = prefs
+        self.start_access = start_access or PointAccess(net, district, origin)
+        self.starts = self.start_access.best(prefs)
+        self.n_stops = n_stops = len(net.ids)
+        self.best, self.prev, self.heap = {}, {}, []
+        self.arrivals = {}      # stop -> [alighted state keys with a label there]
+        self.expanded = {}      # remember_expansion's table (find_route's dominance rule)
+        self.popped = 0         # states expanded so far (for the benchmarks)
+        for s, (acc, cost) in self.starts.items():
+            self.best[s] = cost
+            self.prev[s] = None
+            self.heap.append((cost, s))
+        heapq.heapify(self.heap)
+
+    def _ends(self, dest, end_access):
+        end_access = end_access or PointAccess(self.net, self.district, dest)
+        return end_access.best(self.prefs)
+
+    def _arrival_cost(self, ends):
+        """(least complete cost, its state) over the labels found so far at ends."""
+        best, arrivals = self.best, self.arrivals
+        least, where = float("inf"), None
+        for stop, (acc, egress) in ends.items():
+            for state in arrivals.get(stop, ()):
+                cost = best[state] + egress
+                if cost < least or (cost == least and state < where):
+                    least, where = cost, state
+        return least, where
+
+    def _settle(self, ends, factor):
+        """Expand states until every alighted state at an end stop whose complete
+        cost is at most factor x the least complete cost has its final label."""
+        least = self._arrival_cost(ends)[0]
+        heap, best, prev, arrivals, expanded = self.heap, self.best, self.prev, self.arrivals, self.expanded
+        net, prefs, n_stops = self.net, self.prefs, self.n_stops
+        time_w, fare_w = prefs.time_w, prefs.fare_w
+        linedirs, boardings, links = net.linedirs, net.boardings, net.links
+        banned, banned_lines = prefs.banned, prefs.banned_lines
+        penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
+        heappush, heappop = heapq.heappush, heapq.heappop
+        popped = 0
+        while heap and heap[0][0] < factor * least:
+            cost, state = heappop(heap)
+            if cost > best[state]:
+                continue        # stale heap entry
+            popped += 1
+            came_by = state // n_stops - 1          # -1: free to board
+            stop = state - (came_by + 1) * n_stops
+            only = None
+            if came_by >= 0:
+                done = expanded.get(stop)
+                if done is not None:
+                    c1, l1 = done[0]
+                    if c1 <= cost:
+                        if l1 == came_by or (len(done) > 1 and done[1][0] <= cost):
+                            continue
+                        only = l1
+                remember_expansion(expanded, stop, cost, came_by)
+                if only is None:
+                    for twin, _, walk_min in links[stop]:
+                        new = cost + time_w * walk_min
+                        old = best.get(twin)
+                        if old is None or new < old:
+                            best[twin] = new
+                            prev[twin] = (state, None, 0, 0)
+                            heappush(heap, (new, twin))
+            board_cost = cost + stop_penalty.get(stop, 0.0)
+            for ld_id, pos in boardings[stop]:
+                ld = linedirs[ld_id]
+                kind = ld.kind
+                line_id = ld.line.line_id
+                if line_id == came_by or kind in banned or line_id in banned_lines:
+                    continue
+                if only is not None and line_id != only:
+                    continue
+                base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
+                offset = (line_id + 1) * n_stops
+                for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
+                    new = base + ride_time + ride_fare
+                    t = offset + nxt
+                    old = best.get(t)
+                    if old is None or new < old:
+                        if old is None:
+                            row = arrivals.get(nxt)
+                            if row is None:
+                                arrivals[nxt] = [t]
+                            else:
+                                row.append(t)
+                        best[t] = new
+                        prev[t] = (state, ld_id, pos, j)
+                        heappush(heap, (new, t))
+                        egress = ends.get(nxt)
+                        if egress is not None and new + egress[1] < least:
+                            least = new + egress[1]
+        self.popped += popped
+
+    def run(self):
+        """Label every state the origin reaches (the whole one-to-many search)."""
+        self._settle({}, float("inf"))
+        return self
+
+    def _legs(self, state):
+        legs, prev = [], self.prev
+        while prev[state] is not None:
+            back, ld_id, i, j = prev[state]
+            if ld_id is not None:
+                legs.append((ld_id, i, j))
+            state = back
+        legs.reverse()
+        return legs, state
+
+    def _route(self, dest, ends, state):
+        legs, first = self._legs(state)
+        return make_route(self.net, self.origin, dest, legs, self.starts[first][0].mode,
+                          ends[state % self.n_stops][0].mode)
+
+    def route_to(self, dest, end_access=None):
+        """The itinerary of least cost from the origin to dest (None when there
+        is none): find_route's answer (its cost; among routes of equal cost the
+        one whose last state has the lowest key)."""
+        ends = self._ends(dest, end_access)
+        if not self.starts or not ends:
+            return None
+        self._settle(ends, 1.0)
+        least, state = self._arrival_cost(ends)
+        return None if state is None else self._route(dest, ends, state)
+
+    def candidates_to(self, dest, count, factor, end_access=None):
+        """Up to `count` itineraries to dest, best first, ordered by cost, no two
+        riding the same set of lines (line directions' names, as the line file
+        writes them), each costing at most `factor` (>= 1) times the best.
+
+        Candidate k is exact under the cost model in this sense: for every
+        (stop where the last ride alights, line of that ride) the search finds
+        the cheapest itinerary ending so, with egress; these are ordered by
+        cost (ties: lowest state key) and the first of each line set is kept.
+        The first candidate is route_to's route."""
+        ends = self._ends(dest, end_access)
+        if not self.starts or not ends or count < 1:
+            return []
+        self._settle(ends, factor)
+        best, arrivals = self.best, self.arrivals
+        ranked = []
+        for stop, (acc, egress) in ends.items():
+            for state in arrivals.get(stop, ()):
+                ranked.append((best[state] + egress, state))
+        if not ranked:
+            return []
+        ranked.sort()
+        limit = factor * ranked[0][0]
+        names = [ld.name for ld in self.net.linedirs]
+        routes, seen = [], set()
+        for cost, state in ranked:
+            if cost > limit or len(routes) >= count:
+                break
+            legs, _ = self._legs(state)
+            lines = frozenset(names[ld_id] for ld_id, _, _ in legs)
+            if lines in seen:
+                continue
+            seen.add(lines)
+            routes.append(self._route(dest, ends, state))
+        return routes
+
+
 # ---------------------------------------------------------------------------
 # Formatting values the way the dataset writes them
 # ---------------------------------------------------------------------------
