@@ -667,6 +667,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     heapq.heapify(heap)
     best_dest, dest_state = float("inf"), None
     expanded = {}       # stop -> [(cost, line_id)]: the two cheapest alighted expansions, distinct lines
+    boarded = {}        # ld_id * n_stops + position -> least cost at which it was boarded
     linedirs, boardings, links = net.linedirs, net.boardings, net.links
     banned, banned_lines = prefs.banned, prefs.banned_lines
     penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
@@ -713,6 +714,13 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                 continue
             if only is not None and line_id != only:
                 continue
+            # A boarding of this line direction here at no greater cost has
+            # already made every ride this one could.
+            key = ld_id * n_stops + pos
+            before = boarded.get(key)
+            if before is not None and before <= board_cost:
+                continue
+            boarded[key] = board_cost
             base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
             offset = (line_id + 1) * n_stops
             for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
@@ -794,6 +802,7 @@ class OriginSearch:
         self.best, self.prev, self.heap = {}, {}, []
         self.arrivals = {}      # stop -> [alighted state keys with a label there]
         self.expanded = {}      # remember_expansion's table (find_route's dominance rule)
+        self.boarded = {}       # ld_id * stops + position: line directions boarded (each once)
         self.popped = 0         # states expanded so far (for the benchmarks)
         for s, (acc, cost) in self.starts.items():
             self.best[s] = cost
@@ -821,6 +830,7 @@ class OriginSearch:
         cost is at most factor x the least complete cost has its final label."""
         least = self._arrival_cost(ends)[0]
         heap, best, prev, arrivals, expanded = self.heap, self.best, self.prev, self.arrivals, self.expanded
+        boarded = self.boarded
         net, prefs, n_stops = self.net, self.prefs, self.n_stops
         time_w, fare_w = prefs.time_w, prefs.fare_w
         linedirs, boardings, links = net.linedirs, net.boardings, net.links
@@ -862,6 +872,10 @@ class OriginSearch:
                     continue
                 if only is not None and line_id != only:
                     continue
+                key = ld_id * n_stops + pos
+                if key in boarded:
+                    continue    # boarded already at no greater cost (Dijkstra's order)
+                boarded[key] = board_cost
                 base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
                 offset = (line_id + 1) * n_stops
                 for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
