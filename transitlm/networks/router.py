@@ -499,6 +499,17 @@ def stop_grid(net, district):
     return grid
 
 
+RADIANS_PER_DEGREE = math.pi / 180.0     # common.haversine_km's factor
+
+
+def latitude_cosines(net):
+    """cos(latitude) of every stop, as common.haversine_km computes it (kept on the network)."""
+    cosines = getattr(net, "cos_lat", None)
+    if cosines is None or len(cosines) != len(net.ids):
+        cosines = net.cos_lat = [math.cos(lat * RADIANS_PER_DEGREE) for lat in net.lat]
+    return cosines
+
+
 class LazyBound(dict):
     """A* bounds per stop, computed when the search first looks a stop up."""
 
@@ -559,12 +570,19 @@ class PointAccess:
         if key not in self._bounds:
             reach, h_free, h_off = self.reach_km, LazyBound(), LazyBound()
             lng0, lat0 = self.point
-            lngs, lats = self.net.lng, self.net.lat
+            lngs, lats, cos_lat = self.net.lng, self.net.lat, latitude_cosines(self.net)
+            cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
+            sin, asin, sqrt = math.sin, math.asin, math.sqrt
+            diameter = 2 * EARTH_RADIUS_KM
 
             def fill(s):
                 # great-circle distance: the flat one is off by the cosine of the
-                # latitude across a district hundreds of km wide (coaches)
-                rest = per_km * (haversine_km(lng0, lat0, lngs[s], lats[s]) - reach)
+                # latitude across a district hundreds of km wide (coaches).
+                # common.haversine_km(lng0, lat0, lng, lat), the same operations
+                # (bit for bit), with the stop's cosine computed once per network.
+                a = (sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
+                     + cos0 * cos_lat[s] * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2)
+                rest = per_km * (diameter * asin(sqrt(a)) - reach)
                 h_free[s] = (rest if rest > 0 else 0.0) + board_min
                 h_off[s] = rest + board_min if rest > 0 else 0.0
 
