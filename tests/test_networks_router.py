@@ -3,6 +3,7 @@ small networks (seeded) its itinerary is legal and costs exactly what an
 exhaustive enumeration of all legal itineraries finds cheapest."""
 
 import math
+import os
 import unittest
 
 from transitlm.networks import benchmark_builder as mb
@@ -130,6 +131,45 @@ class OriginSearchTest(unittest.TestCase):
                 self.assertAlmostEqual(oracle.route_cost(net, got, prefs),
                                        oracle.route_cost(net, route, prefs), places=9,
                                        msg="case %d" % case)
+
+
+class OriginSearchNetworkTest(unittest.TestCase):
+    def test_bundled_network_several_destinations_an_origin(self):
+        """On the bundled demo network (280 stops, both districts), one search an
+        origin answers each destination as find_route does (its cost), and the
+        candidates are best first, ordered, of distinct line sets, within the
+        factor; a search asked for candidates first answers route_to the same."""
+        data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+        net = mb.load_network(data)
+        rng = routing.sub_rng(11, "origin search test")
+        asked = 0
+        for district in mb.usable_districts(net):
+            for k in range(3):
+                trips = [routing.draw_od(net, rng, district, *mb.TRIP_KM) for _ in range(5)]
+                origin = next(od[0] for od in trips if od)
+                search = routing.OriginSearch(net, district, origin, routing.Prefs())
+                for dest in [od[1] for od in trips if od]:
+                    where = "district %d origin %d destination %s" % (district.index, k, dest)
+                    picks = search.candidates_to(dest, 5, 1.5) if k % 2 else []
+                    route = search.route_to(dest)
+                    best = routing.find_route(net, district, origin, dest, routing.Prefs())
+                    self.assertEqual(route is None, best is None, where)
+                    if best is None:
+                        continue
+                    asked += 1
+                    prefs = routing.Prefs()
+                    cost = oracle.route_cost(net, best, prefs)
+                    self.assertAlmostEqual(oracle.route_cost(net, route, prefs), cost, places=9, msg=where)
+                    picks = picks or search.candidates_to(dest, 5, 1.5)
+                    costs = [oracle.route_cost(net, p, prefs) for p in picks]
+                    self.assertAlmostEqual(costs[0], cost, places=9, msg=where)
+                    self.assertEqual(costs, sorted(costs), where)
+                    self.assertLessEqual(costs[-1], 1.5 * cost + 1e-9, where)
+                    sets = [frozenset(net.linedirs[ld].name for ld, _, _ in p.legs) for p in picks]
+                    self.assertEqual(len(set(sets)), len(sets), where)
+                    for p in picks:
+                        self.assertIsNone(oracle.illegal(net, p.legs, prefs), where)
+        self.assertGreater(asked, 15)
 
 
 class HelperTest(unittest.TestCase):
