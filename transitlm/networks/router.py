@@ -7,7 +7,13 @@ walking links between stops.  ``find_route`` is an exact A* search over
 (stop, free to board / alighted from line L) whose cost is the expert score
 of protocol.md §3 (time in 5-minute units + one per line ridden + fare), or a
 variant of it for a benchmark-2 preference (``prefs_for_req``); its docstring
-states the rules.  ``distinct_alternatives`` gives benchmark 3's routes
+states the rules.  ``OriginSearch`` is the same model searched once from an
+origin for many destinations (Dijkstra's algorithm, resumed per destination):
+its ``route_to`` costs what find_route's route costs, and its
+``candidates_to`` gives up to N distinct routes, best first, within a cost
+factor (the training corpus's sessions).  Both are exact under the cost model
+(tests/test_networks_router.py holds them to an exhaustive enumeration on
+seeded random networks).  ``distinct_alternatives`` gives benchmark 3's routes
 (``alternatives``: the demo's older penalty-based ones), ``draw_od`` a trip
 within a distance range (``pick_od``: the demo's draw) and ``route_json``
 writes a route the way the released data does.
@@ -969,13 +975,13 @@ class OriginSearch:
             return []
         ranked.sort()
         limit = factor * ranked[0][0]
-        names = [ld.name for ld in self.net.linedirs]
+        linedirs = self.net.linedirs
         routes, seen = [], set()
         for cost, state in ranked:
             if cost > limit or len(routes) >= count:
                 break
             legs, _ = self._legs(state)
-            lines = frozenset(names[ld_id] for ld_id, _, _ in legs)
+            lines = frozenset(linedirs[ld_id].name for ld_id, _, _ in legs)
             if lines in seen:
                 continue
             seen.add(lines)
