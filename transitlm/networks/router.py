@@ -546,8 +546,15 @@ class PointAccess:
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
         self.options = []          # (stop, [Access per offered mode in range])
+        lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
+        cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
+        sin, asin, sqrt = math.sin, math.asin, math.sqrt
+        diameter = 2 * EARTH_RADIUS_KM
         for _, s, _ in grid.within(point, kx, self.reach_km + 0.05):
-            d = net.dist_to(s, point)
+            # net.dist_to(s, point), the same operations (bit for bit)
+            d = diameter * asin(sqrt(sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
+                                     + cos0 * cos_lat[s]
+                                     * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2))
             accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
             if accs:
                 self.options.append((s, accs))
