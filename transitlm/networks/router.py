@@ -968,7 +968,10 @@ class OriginSearch:
         (stop where the last ride alights, line of that ride) the search finds
         the cheapest itinerary ending so, with egress; these are ordered by
         cost (ties: lowest state key) and the first of each line set is kept.
-        The first candidate is route_to's route."""
+        The first candidate costs what route_to's route costs (it is that
+        route unless two cost exactly the same).  Not the k best itineraries
+        of all: one that differs from a cheaper one only before its last ride
+        is not offered."""
         ends = self._ends(dest, end_access)
         if not self.starts or not ends or count < 1:
             return []
