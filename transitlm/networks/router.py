@@ -218,6 +218,7 @@ class Network:
         self.min_wait_min = None
         self.least_fare = None
         self.ride_tables = {}    # (time_w, fare_w) -> {ld_id: [rides per boarding position]}: see ride_costs
+        self.board_info = None   # per stop: ((ld_id, position, line id, kind, wait), ...): see boarding_table
 
     def add_stop(self, stop_id, name, lng, lat, city):
         idx = len(self.ids)
@@ -234,6 +235,7 @@ class Network:
     def add_linedir(self, ld):
         """Register a LineDir (ld.ld_id must be its position) for boarding and lookup."""
         self.linedirs.append(ld)
+        self.board_info = None
         for pos, s in enumerate(ld.stops[:-1]):
             if ld.board[pos]:
                 self.boardings[s].append((ld.ld_id, pos))
@@ -622,9 +624,7 @@ def ride_costs(net, ld, pos, time_w, fare_w):
     later position where riders may alight and the ride has a fare.  Kept on
     the network per (time_w, fare_w): a network's rides are computed once,
     whatever number of searches use them."""
-    table = net.ride_tables.get((time_w, fare_w))
-    if table is None:
-        table = net.ride_tables[(time_w, fare_w)] = {}
+    table = ride_table(net, time_w, fare_w)
     rows = table.get(ld.ld_id)
     if rows is None:
         rows = table[ld.ld_id] = [None] * len(ld.stops)
@@ -655,6 +655,25 @@ def ride_costs(net, ld, pos, time_w, fare_w):
         out.append((j, stops[j], time_w * (ca[j] - t0), fare_w * fare))
     rides = rows[pos] = tuple(out)
     return rides
+
+
+def boarding_table(net):
+    """Per stop, the boardings there with what a search asks of each:
+    ((ld_id, position, line id, kind, wait minutes), ...) (kept on the network)."""
+    if net.board_info is None:
+        linedirs = net.linedirs
+        net.board_info = [tuple((ld_id, pos, linedirs[ld_id].line.line_id, linedirs[ld_id].kind,
+                                 linedirs[ld_id].wait_min) for ld_id, pos in row)
+                          for row in net.boardings]
+    return net.board_info
+
+
+def ride_table(net, time_w, fare_w):
+    """{ld_id: [rides per boarding position, None until first asked]} for these weights (ride_costs)."""
+    table = net.ride_tables.get((time_w, fare_w))
+    if table is None:
+        table = net.ride_tables[(time_w, fare_w)] = {}
+    return table
 
 
 def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
@@ -699,7 +718,8 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     best_dest, dest_state = float("inf"), None
     expanded = {}       # stop -> [(cost, line_id)]: the two cheapest alighted expansions, distinct lines
     boarded = {}        # ld_id * n_stops + position -> least cost at which it was boarded
-    linedirs, boardings, links = net.linedirs, net.boardings, net.links
+    linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
+    rides_of = ride_table(net, time_w, fare_w)
     banned, banned_lines = prefs.banned, prefs.banned_lines
     penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
     heappush = heapq.heappush
@@ -737,10 +757,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                         prev[twin] = (state, None, 0, 0)
                         heappush(heap, (new + h_free[twin], twin))
         board_cost = cost + stop_penalty.get(stop, 0.0)
-        for ld_id, pos in boardings[stop]:
-            ld = linedirs[ld_id]
-            kind = ld.kind
-            line_id = ld.line.line_id
+        for ld_id, pos, line_id, kind, wait_min in boardings[stop]:
             if line_id == came_by or kind in banned or line_id in banned_lines:
                 continue
             if only is not None and line_id != only:
@@ -752,9 +769,13 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
             if before is not None and before <= board_cost:
                 continue
             boarded[key] = board_cost
-            base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
+            base = board_cost + time_w * wait_min + line_w[kind] + penalty.get(line_id, 0.0)
             offset = (line_id + 1) * n_stops
-            for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
+            rows = rides_of.get(ld_id)
+            rides = None if rows is None else rows[pos]
+            if rides is None:
+                rides = ride_costs(net, linedirs[ld_id], pos, time_w, fare_w)
+            for j, nxt, ride_time, ride_fare in rides:
                 new = base + ride_time + ride_fare
                 f_new = new + h_off[nxt]
                 if f_new >= best_dest:
@@ -864,7 +885,8 @@ class OriginSearch:
         boarded = self.boarded
         net, prefs, n_stops = self.net, self.prefs, self.n_stops
         time_w, fare_w = prefs.time_w, prefs.fare_w
-        linedirs, boardings, links = net.linedirs, net.boardings, net.links
+        linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
+        rides_of = ride_table(net, time_w, fare_w)
         banned, banned_lines = prefs.banned, prefs.banned_lines
         penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
         heappush, heappop = heapq.heappush, heapq.heappop
@@ -895,10 +917,7 @@ class OriginSearch:
                             prev[twin] = (state, None, 0, 0)
                             heappush(heap, (new, twin))
             board_cost = cost + stop_penalty.get(stop, 0.0)
-            for ld_id, pos in boardings[stop]:
-                ld = linedirs[ld_id]
-                kind = ld.kind
-                line_id = ld.line.line_id
+            for ld_id, pos, line_id, kind, wait_min in boardings[stop]:
                 if line_id == came_by or kind in banned or line_id in banned_lines:
                     continue
                 if only is not None and line_id != only:
@@ -907,9 +926,13 @@ class OriginSearch:
                 if key in boarded:
                     continue    # boarded already at no greater cost (Dijkstra's order)
                 boarded[key] = board_cost
-                base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
+                base = board_cost + time_w * wait_min + line_w[kind] + penalty.get(line_id, 0.0)
                 offset = (line_id + 1) * n_stops
-                for j, nxt, ride_time, ride_fare in ride_costs(net, ld, pos, time_w, fare_w):
+                rows = rides_of.get(ld_id)
+                rides = None if rows is None else rows[pos]
+                if rides is None:
+                    rides = ride_costs(net, linedirs[ld_id], pos, time_w, fare_w)
+                for j, nxt, ride_time, ride_fare in rides:
                     new = base + ride_time + ride_fare
                     t = offset + nxt
                     old = best.get(t)
