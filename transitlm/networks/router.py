@@ -222,6 +222,7 @@ class Network:
         self.ride_tables = {}    # (time_w, fare_w) -> {ld_id: [rides per boarding position]}: see ride_costs
         self.board_info = None   # per stop: ((ld_id, position, line id, kind, wait), ...): see boarding_table
         self.cos_lat = None      # per stop: cos(latitude) (stop_grid.latitude_cosines)
+        self.fare_spreads = {}   # ld_id -> most minus least fare of its rides (fare_spread)
 
     def add_stop(self, stop_id, name, lng, lat, city):
         idx = len(self.ids)
@@ -575,9 +576,59 @@ def boarding_table(net):
     if net.board_info is None:
         linedirs = net.linedirs
         net.board_info = [tuple((ld_id, pos, linedirs[ld_id].line.line_id, linedirs[ld_id].kind,
-                                 linedirs[ld_id].wait_min) for ld_id, pos in row)
+                                 linedirs[ld_id].wait_min, linedirs[ld_id].cumtime[pos])
+                                for ld_id, pos in row)
                           for row in net.boardings]
     return net.board_info
+
+
+def fare_spread(net, ld_id):
+    """The most any ride of a line direction pays minus the least (kept on the
+    network): what boarding later can save in fare at most.  Infinite where
+    a zone table prices some rides and not others (boarding later may then
+    reach a stop that riding on from an earlier boarding cannot)."""
+    spread = net.fare_spreads.get(ld_id)
+    if spread is None:
+        ld = net.linedirs[ld_id]
+        if ld.zone_fares is not None:
+            fares = [f for row in ld.zone_fares[1] for f in row]
+            if None in fares:
+                fares = [0.0, float("inf")]
+        else:
+            fares = []
+            cd, bands, step_km = ld.cumdist, ld.fare_bands, ld.fare_step_km
+            for pos in range(len(ld.stops) - 1):
+                if not ld.board[pos]:
+                    continue
+                # ride_costs' fares, computed the same way
+                fare, limit = fare_band(bands, step_km, 0.0)
+                for j in range(pos + 1, len(ld.stops)):
+                    km = cd[j] - cd[pos]
+                    if km > limit:
+                        fare, limit = fare_band(bands, step_km, km)
+                    if ld.alight[j]:
+                        fares.append(fare)
+        spread = net.fare_spreads[ld_id] = (max(fares) - min(fares)) if fares else 0.0
+    return spread
+
+
+def stays_on_cheaper(onboard, net, ld_id, pos, board_cost, time_w, fare_w, departure):
+    """True when riding on from an earlier boarding of this line direction (in
+    this search) reaches every later stop for less than boarding here, whatever
+    the fares: then no ride from here can improve a label.  Otherwise records
+    this boarding.  ``onboard``: ld_id -> per position, the least of
+    (board cost - time_w x departure) over the positions boarded up to it."""
+    value = board_cost - time_w * departure
+    least = onboard.get(ld_id)
+    if least is None:
+        least = onboard[ld_id] = [float("inf")] * len(net.linedirs[ld_id].stops)
+    elif pos and value > least[pos - 1] + fare_w * fare_spread(net, ld_id) + 1e-9 * (1.0 + abs(value)):
+        return True
+    k, size = pos, len(least)
+    while k < size and least[k] > value:
+        least[k] = value
+        k += 1
+    return False
 
 
 def ride_table(net, time_w, fare_w):
@@ -669,7 +720,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                         prev[twin] = (state, None, 0, 0)
                         heappush(heap, (new + h_free[twin], twin))
         board_cost = cost + stop_penalty.get(stop, 0.0)
-        for ld_id, pos, line_id, kind, wait_min in boardings[stop]:
+        for ld_id, pos, line_id, kind, wait_min, departure in boardings[stop]:
             if line_id == came_by or kind in banned or line_id in banned_lines:
                 continue
             if only is not None and line_id != only:
@@ -751,7 +802,10 @@ class OriginSearch:
     asked for need, and resumes for the next one: a state taken from the heap
     has its final cost, so labels found for one destination serve every later
     one, and a destination whose best complete cost is at most the smallest
-    open label is answered without searching further.  Memory: the labels of
+    open label is answered without searching further.  Besides find_route's
+    dominance rules, a boarding is skipped when riding on from an earlier
+    boarding of the same line direction reaches every later stop for less,
+    however the fares differ (stays_on_cheaper).  Memory: the labels of
     the states reached (at most stops x (1 + lines at the stop)).
     """
 
@@ -767,6 +821,7 @@ class OriginSearch:
         self.arrivals = {}      # stop -> [alighted state keys with a label there]
         self.expanded = {}      # remember_expansion's table (find_route's dominance rule)
         self.boarded = {}       # ld_id * stops + position: line directions boarded (each once)
+        self.onboard = {}       # stays_on_cheaper's table
         self.popped = 0         # states expanded so far (for the benchmarks)
         for s, (acc, cost) in self.starts.items():
             self.best[s] = cost
@@ -794,7 +849,7 @@ class OriginSearch:
         cost is at most factor x the least complete cost has its final label."""
         least = self._arrival_cost(ends)[0]
         heap, best, prev, arrivals, expanded = self.heap, self.best, self.prev, self.arrivals, self.expanded
-        boarded = self.boarded
+        boarded, onboard = self.boarded, self.onboard
         net, prefs, n_stops = self.net, self.prefs, self.n_stops
         time_w, fare_w = prefs.time_w, prefs.fare_w
         linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
@@ -829,7 +884,7 @@ class OriginSearch:
                             prev[twin] = (state, None, 0, 0)
                             heappush(heap, (new, twin))
             board_cost = cost + stop_penalty.get(stop, 0.0)
-            for ld_id, pos, line_id, kind, wait_min in boardings[stop]:
+            for ld_id, pos, line_id, kind, wait_min, departure in boardings[stop]:
                 if line_id == came_by or kind in banned or line_id in banned_lines:
                     continue
                 if only is not None and line_id != only:
@@ -837,6 +892,8 @@ class OriginSearch:
                 key = ld_id * n_stops + pos
                 if key in boarded:
                     continue    # boarded already at no greater cost (Dijkstra's order)
+                if stays_on_cheaper(onboard, net, ld_id, pos, board_cost, time_w, fare_w, departure):
+                    continue
                 boarded[key] = board_cost
                 base = board_cost + time_w * wait_min + line_w[kind] + penalty.get(line_id, 0.0)
                 offset = (line_id + 1) * n_stops
