@@ -658,8 +658,12 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     re-opened when found cheaper, so the result is exact.  Of the alighted
     states of one stop only the two cheapest expanded ones with different
     lines matter (any later one boards nothing either does not), so the rest
-    are skipped.  The search is confined to one district and stops once no
-    open state can beat the best complete itinerary.
+    are skipped, and a line direction is not scanned again from a position
+    where it was boarded at no greater cost (its rides could improve nothing).
+    The search is confined to one district and stops once no open state can
+    beat the best complete itinerary.  Rides' costs come from ride_costs,
+    computed once per network; the labels are those of a search computing
+    them afresh, bit for bit.
     """
     start_access = start_access or PointAccess(net, district, origin)
     end_access = end_access or PointAccess(net, district, dest)
