@@ -171,6 +171,36 @@ class OriginSearchNetworkTest(unittest.TestCase):
                         self.assertIsNone(oracle.illegal(net, p.legs, prefs), where)
         self.assertGreater(asked, 15)
 
+    def test_candidates_kept_by_a_test(self):
+        # keep= filters before line sets are counted: one-ride candidates only,
+        # still distinct, ordered and within the factor of the best of all.
+        data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+        net = mb.load_network(data)
+        rng = routing.sub_rng(12, "origin search keep")
+        district = mb.usable_districts(net)[0]
+        checked = 0
+        for _ in range(8):
+            od = routing.draw_od(net, rng, district, *mb.TRIP_KM)
+            if od is None:
+                continue
+            search = routing.OriginSearch(net, district, od[0], routing.Prefs())
+            every = search.candidates_to(od[1], 50, 2.0)
+            if not every:
+                continue
+            kept = search.candidates_to(od[1], 50, 2.0, keep=lambda r: len(r.legs) == 1)
+            prefs = routing.Prefs()
+            limit = 2.0 * oracle.route_cost(net, every[0], prefs) + 1e-9
+            def lines(route):
+                return frozenset(net.linedirs[ld].name for ld, _, _ in route.legs)
+            self.assertTrue(all(len(r.legs) == 1 for r in kept))
+            self.assertEqual(len({lines(r) for r in kept}), len(kept))
+            self.assertLessEqual({lines(r) for r in every if len(r.legs) == 1}, {lines(r) for r in kept})
+            costs = [oracle.route_cost(net, r, prefs) for r in kept]
+            self.assertEqual(costs, sorted(costs))
+            self.assertTrue(all(c <= limit for c in costs))
+            checked += bool(kept)
+        self.assertGreater(checked, 2)
+
 
 class HelperTest(unittest.TestCase):
     def test_stop_grid_answers_as_a_scan_of_every_stop(self):

@@ -955,7 +955,7 @@ class OriginSearch:
         least, state = self._arrival_cost(ends)
         return None if state is None else self._route(dest, ends, state)
 
-    def candidates_to(self, dest, count, factor, end_access=None):
+    def candidates_to(self, dest, count, factor, end_access=None, keep=None):
         """Up to `count` itineraries to dest, best first, ordered by cost, no two
         riding the same set of lines (line directions' names, as the line file
         writes them), each costing at most `factor` (>= 1) times the best.
@@ -967,7 +967,10 @@ class OriginSearch:
         The first candidate costs what route_to's route costs (it is that
         route unless two cost exactly the same).  Not the k best itineraries
         of all: one that differs from a cheaper one only before its last ride
-        is not offered."""
+        is not offered.  ``keep`` (optional): a test an itinerary must pass
+        to be a candidate (say, not ending where it boarded), applied before
+        line sets are compared and candidates counted; the factor still
+        applies to the best itinerary of all."""
         ends = self._ends(dest, end_access)
         if not self.starts or not ends or count < 1:
             return []
@@ -990,8 +993,11 @@ class OriginSearch:
             lines = frozenset(linedirs[ld_id].name for ld_id, _, _ in legs)
             if lines in seen:
                 continue
+            route = self._route(dest, ends, state)
+            if keep is not None and not keep(route):
+                continue
             seen.add(lines)
-            routes.append(self._route(dest, ends, state))
+            routes.append(route)
         return routes
 
 
