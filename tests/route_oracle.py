@@ -255,3 +255,42 @@ def dijkstra_best(net, district, origin, dest, prefs):
             if line_id != came_by and kind not in banned and line_id not in banned_lines:
                 reach((there, line_id), cost + step)
     return best
+
+
+def exhaustive_endings(net, district, origin, dest, prefs, below):
+    """{(line id of the last ride, stop where it alights): least complete cost}
+    over every legal itinerary costing less than `below`, by the enumeration of
+    exhaustive_best (a branch whose cost so far reaches `below` is cut)."""
+    starts = access_options(net, district, origin, prefs)
+    ends = access_options(net, district, dest, prefs)
+    rides = rides_from(net)
+    useful = can_reach(net, prefs, set(ends))
+    found = {}
+
+    def extend(stop, came_by, cost, used):
+        if stop not in useful or cost >= below:
+            return
+        for ld, i in rides.get(stop, ()):
+            if not ld.board[i] or not rideable(ld, prefs) or (ld.ld_id, i) in used:
+                continue
+            if came_by is not None and ld.line.line_id == came_by:
+                continue
+            for j in range(i + 1, len(ld.stops)):
+                if not ld.alight[j]:
+                    continue
+                step = leg_cost(ld, i, j, prefs)
+                if step is None:
+                    continue
+                new, there = cost + step, ld.stops[j]
+                used.add((ld.ld_id, i))
+                key = (ld.line.line_id, there)
+                if there in ends and new + ends[there] < min(below, found.get(key, below)):
+                    found[key] = new + ends[there]
+                extend(there, ld.line.line_id, new, used)
+                for twin, _, minutes in net.links[there]:
+                    extend(twin, None, new + prefs.time_w * minutes, used)
+                used.discard((ld.ld_id, i))
+
+    for stop, cost in sorted(starts.items()):
+        extend(stop, None, cost, set())
+    return found

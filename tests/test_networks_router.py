@@ -3,6 +3,7 @@ small networks (seeded) its itinerary is legal and costs exactly what an
 exhaustive enumeration of all legal itineraries finds cheapest."""
 
 import math
+import os
 import unittest
 
 from transitlm.networks import benchmark_builder as mb
@@ -10,12 +11,16 @@ from transitlm.networks import gtfs_fares as fares
 from transitlm.networks import router as routing
 from tests import route_oracle as oracle
 from tests.support.lane import Offloaded
-from tests.support.random_networks import CASES, LAT0, LNG0, random_case
+from tests.support.random_networks import (CANDIDATES, CASES, DESTINATIONS, FACTOR, LAT0, LNG0,
+                                           SEARCH_CASES, random_case)
 
 # The router against the exhaustive search on every case, started as the
 # module loads, in a process of its own beside the suite
 # (tests/support/random_networks.py; tests.support.Offloaded).
 EXHAUSTIVE = Offloaded("tests.support.random_networks:router_against_exhaustive", CASES)
+# OriginSearch (several destinations per search, routes and candidates) likewise.
+ORIGIN_SEARCHES = Offloaded("tests.support.random_networks:origin_search_against_exhaustive",
+                            SEARCH_CASES)
 
 
 class ExhaustiveSearchTest(unittest.TestCase):
@@ -77,7 +82,147 @@ class ExhaustiveSearchTest(unittest.TestCase):
                                oracle.exhaustive_best(net, district, origin, dest, prefs))
 
 
+class OriginSearchTest(unittest.TestCase):
+    def test_routes_and_candidates_match_exhaustive_search(self):
+        """For each destination in turn, OriginSearch.route_to's itinerary is legal
+        and optimal (as find_route's); candidates_to's are legal, best first,
+        ordered by cost, of distinct line sets, within the factor, each the
+        cheapest itinerary whose last ride is its line alighting at its stop, and
+        none is missing: with fewer than asked, every such ending within the
+        factor is matched by a candidate no dearer that rides its line."""
+        results = ORIGIN_SEARCHES.result()
+        self.assertEqual(len(results), SEARCH_CASES * DESTINATIONS)
+        several = 0
+        for result in results:
+            where = "case %d destination %d" % (result["case"], result["dest"])
+            if not result["found"]:
+                self.assertIsNone(result["exhaustive"], where)
+                self.assertEqual(result["candidates"], 0, where)
+                continue
+            self.assertIsNone(result["illegal"], where)
+            self.assertIsNone(result["cheaper"], where)
+            picks = result["candidates"]
+            self.assertTrue(1 <= len(picks) <= CANDIDATES, where)
+            self.assertAlmostEqual(picks[0]["cost"], result["cost"], places=9, msg=where)
+            self.assertEqual(len({tuple(p["lines"]) for p in picks}), len(picks), where)
+            for before, after in zip(picks, picks[1:]):
+                self.assertLessEqual(before["cost"], after["cost"] + 1e-9, where)
+            limit = FACTOR * result["cost"] + 1e-9
+            for pick in picks:
+                self.assertIsNone(pick["illegal"], where)
+                self.assertLessEqual(pick["cost"], limit, where)
+                self.assertIsNotNone(pick["ending"], where)
+                self.assertAlmostEqual(pick["cost"], pick["ending"], places=9, msg=where)
+            if len(picks) < CANDIDATES:
+                for line, stop, cost in result["endings"]:
+                    self.assertTrue(any(p["cost"] <= cost + 1e-9 and line in p["line_ids"]
+                                        for p in picks), "%s: ending %s" % (where, (line, stop)))
+            several += len(picks) >= 3
+        self.assertGreater(several, SEARCH_CASES // 10)
+
+    def test_route_to_agrees_with_find_route(self):
+        for case in range(0, CASES, 2):
+            net, district, prefs, origin, dest = random_case(case)
+            route = routing.find_route(net, district, origin, dest, prefs)
+            got = routing.OriginSearch(net, district, origin, prefs).route_to(dest)
+            if route is None:
+                self.assertIsNone(got, "case %d" % case)
+            else:
+                self.assertAlmostEqual(oracle.route_cost(net, got, prefs),
+                                       oracle.route_cost(net, route, prefs), places=9,
+                                       msg="case %d" % case)
+
+
+class OriginSearchNetworkTest(unittest.TestCase):
+    def test_bundled_network_several_destinations_an_origin(self):
+        """On the bundled demo network (280 stops, both districts), one search an
+        origin answers each destination as find_route does (its cost), and the
+        candidates are best first, ordered, of distinct line sets, within the
+        factor; a search asked for candidates first answers route_to the same."""
+        data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+        net = mb.load_network(data)
+        rng = routing.sub_rng(11, "origin search test")
+        asked = 0
+        for district in mb.usable_districts(net):
+            for k in range(3):
+                trips = [routing.draw_od(net, rng, district, *mb.TRIP_KM) for _ in range(5)]
+                origin = next(od[0] for od in trips if od)
+                search = routing.OriginSearch(net, district, origin, routing.Prefs())
+                for dest in [od[1] for od in trips if od]:
+                    where = "district %d origin %d destination %s" % (district.index, k, dest)
+                    picks = search.candidates_to(dest, 5, 1.5) if k % 2 else []
+                    route = search.route_to(dest)
+                    best = routing.find_route(net, district, origin, dest, routing.Prefs())
+                    self.assertEqual(route is None, best is None, where)
+                    if best is None:
+                        continue
+                    asked += 1
+                    prefs = routing.Prefs()
+                    cost = oracle.route_cost(net, best, prefs)
+                    self.assertAlmostEqual(oracle.route_cost(net, route, prefs), cost, places=9, msg=where)
+                    picks = picks or search.candidates_to(dest, 5, 1.5)
+                    costs = [oracle.route_cost(net, p, prefs) for p in picks]
+                    self.assertAlmostEqual(costs[0], cost, places=9, msg=where)
+                    self.assertEqual(costs, sorted(costs), where)
+                    self.assertLessEqual(costs[-1], 1.5 * cost + 1e-9, where)
+                    sets = [frozenset(net.linedirs[ld].name for ld, _, _ in p.legs) for p in picks]
+                    self.assertEqual(len(set(sets)), len(sets), where)
+                    for p in picks:
+                        self.assertIsNone(oracle.illegal(net, p.legs, prefs), where)
+        self.assertGreater(asked, 15)
+
+    def test_candidates_kept_by_a_test(self):
+        # keep= filters before line sets are counted: one-ride candidates only,
+        # still distinct, ordered and within the factor of the best of all.
+        data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+        net = mb.load_network(data)
+        rng = routing.sub_rng(12, "origin search keep")
+        district = mb.usable_districts(net)[0]
+        checked = 0
+        for _ in range(8):
+            od = routing.draw_od(net, rng, district, *mb.TRIP_KM)
+            if od is None:
+                continue
+            search = routing.OriginSearch(net, district, od[0], routing.Prefs())
+            every = search.candidates_to(od[1], 50, 2.0)
+            if not every:
+                continue
+            kept = search.candidates_to(od[1], 50, 2.0, keep=lambda r: len(r.legs) == 1)
+            prefs = routing.Prefs()
+            limit = 2.0 * oracle.route_cost(net, every[0], prefs) + 1e-9
+            def lines(route):
+                return frozenset(net.linedirs[ld].name for ld, _, _ in route.legs)
+            self.assertTrue(all(len(r.legs) == 1 for r in kept))
+            self.assertEqual(len({lines(r) for r in kept}), len(kept))
+            self.assertLessEqual({lines(r) for r in every if len(r.legs) == 1}, {lines(r) for r in kept})
+            costs = [oracle.route_cost(net, r, prefs) for r in kept]
+            self.assertEqual(costs, sorted(costs))
+            self.assertTrue(all(c <= limit for c in costs))
+            checked += bool(kept)
+        self.assertGreater(checked, 2)
+
+
 class HelperTest(unittest.TestCase):
+    def test_stop_grid_answers_as_a_scan_of_every_stop(self):
+        # Stops in clusters, across a cell border and far apart; points near and far.
+        import random
+        rng = random.Random(7)
+        net = routing.Network(0.0)
+        district = routing.District(0, mb.City("X", "0"), LNG0, LAT0)
+        for k in range(300):
+            lng = LNG0 + rng.choice((0.0, 0.01, 0.5)) + rng.uniform(-0.02, 0.02)
+            district.stops.append(net.add_stop("s%d" % k, "S", lng, LAT0 + rng.uniform(-0.05, 0.05), "0"))
+        district.stops.append(net.add_stop("twin", "S", net.lng[0], net.lat[0], "0"))   # a tie
+        grid = routing.stop_grid(net, district)
+        for _ in range(300):
+            point = (LNG0 + rng.uniform(-0.3, 0.8), LAT0 + rng.uniform(-0.3, 0.3))
+            kx = routing.KM_PER_DEG * math.cos(math.radians(point[1]))
+            flat = [(routing.flat_km(net, s, point, kx), s) for s in district.stops]
+            self.assertEqual(grid.nearest(point, kx), min(flat))
+            radius = rng.choice((0.5, 2.05, 4.5, 9.05, 60.0))
+            self.assertEqual([s for _, s, _ in grid.within(point, kx, radius)],
+                             [s for f, s in flat if f <= radius])
+
     def test_zone_runs_and_line_fares(self):
         self.assertEqual(fares.zone_runs([]), [])
         self.assertEqual(fares.zone_runs(["1", "1", "2", "1"]), [0, 0, 1, 2])

@@ -122,3 +122,61 @@ def router_against_exhaustive(cases):
                                                       below=cost - 1e-9),
                     "legs": len(route.legs)})
     return out
+
+
+SEARCH_CASES = 150
+DESTINATIONS = 3
+CANDIDATES, FACTOR = 4, 1.6
+
+
+def origin_search_case(case):
+    """(network, district, prefs, origin, [destinations]) of a seeded random case
+    for OriginSearch: random_case's, plus more destinations."""
+    net, district, prefs, origin, dest = random_case(case)
+    rng = random.Random("more destinations %d" % case)
+    return net, district, prefs, origin, [dest] + [random_point(rng, net) for _ in range(DESTINATIONS - 1)]
+
+
+def origin_search_against_exhaustive(cases):
+    """One routing.OriginSearch per case, asked for route_to and candidates_to
+    of several destinations in turn (so later ones reuse and resume the
+    search), each checked by the oracle -> [{case, dest, found, exhaustive
+    (its cost when none was found), illegal, cost, cheaper, candidates:
+    [{cost, ending (its last ride's exhaustive cost), lines, line_ids, illegal}],
+    endings: [(line id, stop, cost)] within the factor}]."""
+    out = []
+    for case in range(cases):
+        net, district, prefs, origin, dests = origin_search_case(case)
+        search = routing.OriginSearch(net, district, origin, prefs)
+        for k, dest in enumerate(dests):
+            if case % 2:
+                picks = search.candidates_to(dest, CANDIDATES, FACTOR)
+                route = search.route_to(dest)
+            else:
+                route = search.route_to(dest)
+                picks = search.candidates_to(dest, CANDIDATES, FACTOR)
+            row = {"case": case, "dest": k, "found": route is not None}
+            if route is None:
+                row["exhaustive"] = oracle.exhaustive_best(net, district, origin, dest, prefs)
+                row["candidates"] = len(picks)
+                out.append(row)
+                continue
+            cost = oracle.route_cost(net, route, prefs)
+            endings = oracle.exhaustive_endings(net, district, origin, dest, prefs,
+                                                FACTOR * cost + 1e-9)
+            row.update({"illegal": oracle.illegal(net, route.legs, prefs), "cost": cost,
+                        "cheaper": oracle.exhaustive_best(net, district, origin, dest, prefs,
+                                                          below=cost - 1e-9),
+                        "endings": sorted((line, stop, c) for (line, stop), c in endings.items()),
+                        "candidates": []})
+            for pick in picks:
+                last_ld, _, last_j = pick.legs[-1]
+                ld = net.linedirs[last_ld]
+                row["candidates"].append({
+                    "cost": oracle.route_cost(net, pick, prefs),
+                    "ending": endings.get((ld.line.line_id, ld.stops[last_j])),
+                    "lines": sorted(net.linedirs[l].name for l, _, _ in pick.legs),
+                    "line_ids": sorted({net.linedirs[l].line.line_id for l, _, _ in pick.legs}),
+                    "illegal": oracle.illegal(net, pick.legs, prefs)})
+            out.append(row)
+    return out

@@ -596,8 +596,7 @@ def with_plausible_access(net, trip, route, label):
 
 
 def place_label(net, access):
-    nearest = min(access.flat, key=lambda s: (access.flat[s], s))
-    return net.names[nearest]
+    return net.names[access.nearest()]
 
 
 def prompt_json(trip, lang, suffix):

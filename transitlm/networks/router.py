@@ -7,7 +7,13 @@ walking links between stops.  ``find_route`` is an exact A* search over
 (stop, free to board / alighted from line L) whose cost is the expert score
 of protocol.md §3 (time in 5-minute units + one per line ridden + fare), or a
 variant of it for a benchmark-2 preference (``prefs_for_req``); its docstring
-states the rules.  ``distinct_alternatives`` gives benchmark 3's routes
+states the rules.  ``OriginSearch`` is the same model searched once from an
+origin for many destinations (Dijkstra's algorithm, resumed per destination):
+its ``route_to`` costs what find_route's route costs, and its
+``candidates_to`` gives up to N distinct routes, best first, within a cost
+factor (the training corpus's sessions).  Both are exact under the cost model
+(tests/test_networks_router.py holds them to an exhaustive enumeration on
+seeded random networks).  ``distinct_alternatives`` gives benchmark 3's routes
 (``alternatives``: the demo's older penalty-based ones), ``draw_od`` a trip
 within a distance range (``pick_od``: the demo's draw) and ``route_json``
 writes a route the way the released data does.
@@ -27,6 +33,8 @@ import random
 
 from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km
 from common import strip_line_suffix as strip_suffix
+from transitlm.networks.stop_grid import (  # noqa: F401 (GRID_DEG, StopGrid: router's names too)
+    GRID_DEG, KM_PER_DEG, RADIANS_PER_DEGREE, StopGrid, flat_km, latitude_cosines, stop_grid)
 
 # Texts of the released data (the evaluator's own constants where it has them).
 MODE_WALK = WALK
@@ -47,7 +55,6 @@ TAG_TAXI_MIX = "{base}-打车混拼"
 
 KM_PER_DEG_LAT = 110.574
 KM_PER_DEG_LNG_EQUATOR = 111.320
-KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180
 
 KIND_METRO = "metro"     # rail-bound: the evaluator's subway rules see 地铁/号线 in its name
 KIND_BUS = "bus"
@@ -180,6 +187,7 @@ class District:
         self.stops = []
         self.lines = []
         self.coords = []        # [(stop, lng, lat)], filled once the network is built
+        self.grid = None        # its StopGrid, made on first use (stop_grid)
 
 
 class Network:
@@ -211,6 +219,10 @@ class Network:
         self.index_of = None     # stop id -> index, built on first use
         self.min_wait_min = None
         self.least_fare = None
+        self.ride_tables = {}    # (time_w, fare_w) -> {ld_id: [rides per boarding position]}: see ride_costs
+        self.board_info = None   # per stop: ((ld_id, position, line id, kind, wait), ...): see boarding_table
+        self.cos_lat = None      # per stop: cos(latitude) (stop_grid.latitude_cosines)
+        self.fare_spreads = {}   # ld_id -> most minus least fare of its rides (fare_spread)
 
     def add_stop(self, stop_id, name, lng, lat, city):
         idx = len(self.ids)
@@ -227,6 +239,7 @@ class Network:
     def add_linedir(self, ld):
         """Register a LineDir (ld.ld_id must be its position) for boarding and lookup."""
         self.linedirs.append(ld)
+        self.board_info = None
         for pos, s in enumerate(ld.stops[:-1]):
             if ld.board[pos]:
                 self.boardings[s].append((ld.ld_id, pos))
@@ -418,52 +431,90 @@ def make_route(net, origin, dest, legs, start_mode, end_mode):
 
 
 
-def flat_km(net, stop, point, kx):
-    # Equirectangular distance: within 0.1 % of haversine at district scale,
-    # and far cheaper; used only to screen and to bound, never for output.
-    return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
+class LazyBound(dict):
+    """A* bounds per stop, computed when the search first looks a stop up."""
+
+    def __missing__(self, stop):
+        self.fill(stop)
+        return dict.__getitem__(self, stop)
 
 
 class PointAccess:
     """Every station a point can reach, with the offered modes (per trip, reused
-    by every search of that trip), plus flat distances for the A* bound."""
+    by every search of that trip), plus the A* bounds towards the point.
+
+    The stations in reach are found through the district's StopGrid; the
+    answers are those of a scan of every station."""
 
     def __init__(self, net, district, point):
         lng0, lat0 = point
-        kx = KM_PER_DEG * math.cos(math.radians(lat0))
-        hypot = math.hypot
-        self.flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG) for s, lng, lat in district.coords}
+        self.kx = kx = KM_PER_DEG * math.cos(math.radians(lat0))
+        self.net = net
+        self.district = district
         self.point = point
         self.coords = district.coords
         self._bounds = {}
-        nearest = min(self.flat.values())
+        self._flat = None
+        grid = stop_grid(net, district)
+        self.nearest_flat = grid.nearest(point, kx)
+        nearest = self.nearest_flat[0]
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
         self.options = []          # (stop, [Access per offered mode in range])
-        for s in district.stops:
-            if self.flat[s] > self.reach_km + 0.05:
-                continue
-            d = net.dist_to(s, point)
+        lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
+        cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
+        sin, asin, sqrt = math.sin, math.asin, math.sqrt
+        diameter = 2 * EARTH_RADIUS_KM
+        for _, s, _ in grid.within(point, kx, self.reach_km + 0.05):
+            # net.dist_to(s, point), the same operations (bit for bit)
+            d = diameter * asin(sqrt(sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
+                                     + cos0 * cos_lat[s]
+                                     * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2))
             accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
             if accs:
                 self.options.append((s, accs))
+
+    @property
+    def flat(self):
+        """stop -> flat km from the point, for every stop of the district (made on first use)."""
+        if self._flat is None:
+            lng0, lat0 = self.point
+            kx, hypot = self.kx, math.hypot
+            self._flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
+                          for s, lng, lat in self.coords}
+        return self._flat
+
+    def nearest(self):
+        """The nearest stop by flat distance (the lowest index among equals)."""
+        return self.nearest_flat[1]
 
     def bound(self, per_km, board_min):
         """Admissible A* bounds towards this point, per stop: (free to board,
         just alighted).  per_km times the straight distance left once the
         longest offered access could finish the trip, plus the least boarding
         cost wherever one more ride is unavoidable (before any ride, or beyond
-        access reach)."""
+        access reach).  Computed per stop when the search first needs it."""
         key = (per_km, board_min)
         if key not in self._bounds:
-            reach, h_free, h_off = self.reach_km, {}, {}
+            reach, h_free, h_off = self.reach_km, LazyBound(), LazyBound()
             lng0, lat0 = self.point
-            for s, lng, lat in self.coords:
+            lngs, lats, cos_lat = self.net.lng, self.net.lat, latitude_cosines(self.net)
+            cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
+            sin, asin, sqrt = math.sin, math.asin, math.sqrt
+            diameter = 2 * EARTH_RADIUS_KM
+
+            def fill(s):
                 # great-circle distance: the flat one is off by the cosine of the
-                # latitude across a district hundreds of km wide (coaches)
-                rest = per_km * (haversine_km(lng0, lat0, lng, lat) - reach)
+                # latitude across a district hundreds of km wide (coaches).
+                # common.haversine_km(lng0, lat0, lng, lat), the same operations
+                # (bit for bit), with the stop's cosine computed once per network.
+                a = (sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
+                     + cos0 * cos_lat[s] * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2)
+                rest = per_km * (diameter * asin(sqrt(a)) - reach)
                 h_free[s] = (rest if rest > 0 else 0.0) + board_min
                 h_off[s] = rest + board_min if rest > 0 else 0.0
+
+            h_free.fill = h_off.fill = fill
             self._bounds[key] = (h_free, h_off)
         return self._bounds[key]
 
@@ -478,6 +529,114 @@ class PointAccess:
                     best = (acc, cost)
             out[s] = best
         return out
+
+
+def ride_costs(net, ld, pos, time_w, fare_w):
+    """The rides boarding line direction ld at position pos: [(alighting
+    position j, its stop, time_w * ride minutes, fare_w * fare)] for every
+    later position where riders may alight and the ride has a fare.  Kept on
+    the network per (time_w, fare_w): a network's rides are computed once,
+    whatever number of searches use them."""
+    table = ride_table(net, time_w, fare_w)
+    rows = table.get(ld.ld_id)
+    if rows is None:
+        rows = table[ld.ld_id] = [None] * len(ld.stops)
+    rides = rows[pos]
+    if rides is not None:
+        return rides
+    cd, ca, stops, alight = ld.cumdist, ld.cumarr, ld.stops, ld.alight
+    t0 = ld.cumtime[pos]
+    zone = ld.zone_fares
+    if zone is None:
+        d0 = cd[pos]
+        bands, step_km = ld.fare_bands, ld.fare_step_km
+        fare, limit = fare_band(bands, step_km, 0.0)
+    else:
+        runs, row = zone[0], zone[1][zone[0][pos]]
+    out = []
+    for j in range(pos + 1, len(stops)):
+        if zone is None:
+            km = cd[j] - d0
+            if km > limit:
+                fare, limit = fare_band(bands, step_km, km)
+        if not alight[j]:
+            continue
+        if zone is not None:
+            fare = row[runs[j]]
+            if fare is None:
+                continue
+        out.append((j, stops[j], time_w * (ca[j] - t0), fare_w * fare))
+    rides = rows[pos] = tuple(out)
+    return rides
+
+
+def boarding_table(net):
+    """Per stop, the boardings there with what a search asks of each:
+    ((ld_id, position, line id, kind, wait minutes), ...) (kept on the network)."""
+    if net.board_info is None:
+        linedirs = net.linedirs
+        net.board_info = [tuple((ld_id, pos, linedirs[ld_id].line.line_id, linedirs[ld_id].kind,
+                                 linedirs[ld_id].wait_min, linedirs[ld_id].cumtime[pos])
+                                for ld_id, pos in row)
+                          for row in net.boardings]
+    return net.board_info
+
+
+def fare_spread(net, ld_id):
+    """The most any ride of a line direction pays minus the least (kept on the
+    network): what boarding later can save in fare at most.  Infinite where
+    a zone table prices some rides and not others (boarding later may then
+    reach a stop that riding on from an earlier boarding cannot)."""
+    spread = net.fare_spreads.get(ld_id)
+    if spread is None:
+        ld = net.linedirs[ld_id]
+        if ld.zone_fares is not None:
+            fares = [f for row in ld.zone_fares[1] for f in row]
+            if None in fares:
+                fares = [0.0, float("inf")]
+        else:
+            fares = []
+            cd, bands, step_km = ld.cumdist, ld.fare_bands, ld.fare_step_km
+            for pos in range(len(ld.stops) - 1):
+                if not ld.board[pos]:
+                    continue
+                # ride_costs' fares, computed the same way
+                fare, limit = fare_band(bands, step_km, 0.0)
+                for j in range(pos + 1, len(ld.stops)):
+                    km = cd[j] - cd[pos]
+                    if km > limit:
+                        fare, limit = fare_band(bands, step_km, km)
+                    if ld.alight[j]:
+                        fares.append(fare)
+        spread = net.fare_spreads[ld_id] = (max(fares) - min(fares)) if fares else 0.0
+    return spread
+
+
+def stays_on_cheaper(onboard, net, ld_id, pos, board_cost, time_w, fare_w, departure):
+    """True when riding on from an earlier boarding of this line direction (in
+    this search) reaches every later stop for less than boarding here, whatever
+    the fares: then no ride from here can improve a label.  Otherwise records
+    this boarding.  ``onboard``: ld_id -> per position, the least of
+    (board cost - time_w x departure) over the positions boarded up to it."""
+    value = board_cost - time_w * departure
+    least = onboard.get(ld_id)
+    if least is None:
+        least = onboard[ld_id] = [float("inf")] * len(net.linedirs[ld_id].stops)
+    elif pos and value > least[pos - 1] + fare_w * fare_spread(net, ld_id) + 1e-9 * (1.0 + abs(value)):
+        return True
+    k, size = pos, len(least)
+    while k < size and least[k] > value:
+        least[k] = value
+        k += 1
+    return False
+
+
+def ride_table(net, time_w, fare_w):
+    """{ld_id: [rides per boarding position, None until first asked]} for these weights (ride_costs)."""
+    table = net.ride_tables.get((time_w, fare_w))
+    if table is None:
+        table = net.ride_tables[(time_w, fare_w)] = {}
+    return table
 
 
 def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
@@ -499,8 +658,12 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     re-opened when found cheaper, so the result is exact.  Of the alighted
     states of one stop only the two cheapest expanded ones with different
     lines matter (any later one boards nothing either does not), so the rest
-    are skipped.  The search is confined to one district and stops once no
-    open state can beat the best complete itinerary.
+    are skipped, and a line direction is not scanned again from a position
+    where it was boarded at no greater cost (its rides could improve nothing).
+    The search is confined to one district and stops once no open state can
+    beat the best complete itinerary.  Rides' costs come from ride_costs,
+    computed once per network; the labels are those of a search computing
+    them afresh, bit for bit.
     """
     start_access = start_access or PointAccess(net, district, origin)
     end_access = end_access or PointAccess(net, district, dest)
@@ -521,7 +684,9 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     heapq.heapify(heap)
     best_dest, dest_state = float("inf"), None
     expanded = {}       # stop -> [(cost, line_id)]: the two cheapest alighted expansions, distinct lines
-    linedirs, boardings, links = net.linedirs, net.boardings, net.links
+    boarded = {}        # ld_id * n_stops + position -> least cost at which it was boarded
+    linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
+    rides_of = ride_table(net, time_w, fare_w)
     banned, banned_lines = prefs.banned, prefs.banned_lines
     penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
     heappush = heapq.heappush
@@ -559,42 +724,30 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                         prev[twin] = (state, None, 0, 0)
                         heappush(heap, (new + h_free[twin], twin))
         board_cost = cost + stop_penalty.get(stop, 0.0)
-        for ld_id, pos in boardings[stop]:
-            ld = linedirs[ld_id]
-            kind = ld.kind
-            line_id = ld.line.line_id
+        for ld_id, pos, line_id, kind, wait_min, departure in boardings[stop]:
             if line_id == came_by or kind in banned or line_id in banned_lines:
                 continue
             if only is not None and line_id != only:
                 continue
-            base = board_cost + time_w * ld.wait_min + line_w[kind] + penalty.get(line_id, 0.0)
-            cd, ca, stops, alight = ld.cumdist, ld.cumarr, ld.stops, ld.alight
-            t0 = ld.cumtime[pos]
+            # A boarding of this line direction here at no greater cost has
+            # already made every ride this one could.
+            key = ld_id * n_stops + pos
+            before = boarded.get(key)
+            if before is not None and before <= board_cost:
+                continue
+            boarded[key] = board_cost
+            base = board_cost + time_w * wait_min + line_w[kind] + penalty.get(line_id, 0.0)
             offset = (line_id + 1) * n_stops
-            zone = ld.zone_fares
-            if zone is None:
-                d0 = cd[pos]
-                bands, step_km = ld.fare_bands, ld.fare_step_km
-                fare, limit = fare_band(bands, step_km, 0.0)
-            else:
-                runs, row = zone[0], zone[1][zone[0][pos]]
-            for j in range(pos + 1, len(stops)):
-                if zone is None:
-                    km = cd[j] - d0
-                    if km > limit:
-                        fare, limit = fare_band(bands, step_km, km)
-                if not alight[j]:
-                    continue
-                if zone is not None:
-                    fare = row[runs[j]]
-                    if fare is None:
-                        continue
-                new = base + time_w * (ca[j] - t0) + fare_w * fare
-                nxt = stops[j]
-                t = offset + nxt
+            rows = rides_of.get(ld_id)
+            rides = None if rows is None else rows[pos]
+            if rides is None:
+                rides = ride_costs(net, linedirs[ld_id], pos, time_w, fare_w)
+            for j, nxt, ride_time, ride_fare in rides:
+                new = base + ride_time + ride_fare
                 f_new = new + h_off[nxt]
                 if f_new >= best_dest:
                     continue
+                t = offset + nxt
                 old = best.get(t)
                 if old is None or new < old:
                     best[t] = new
@@ -635,6 +788,217 @@ def rebuild_route(net, origin, dest, prev, state, starts, ends, n_stops):
         state = back_state
     legs.reverse()
     return make_route(net, origin, dest, legs, starts[state % n_stops][0].mode, end_mode)
+
+
+class OriginSearch:
+    """One search from an origin point that labels every stop of its district:
+    the routes from that origin to any number of destinations, and their
+    distinct alternatives, all exact under find_route's cost model.
+
+        search = OriginSearch(net, district, origin, prefs)
+        route = search.route_to(dest)                    # find_route's cost
+        routes = search.candidates_to(dest, 5, 1.5)      # best first, distinct lines
+
+    The search is Dijkstra's over find_route's states (free to board at a
+    stop; just alighted at a stop from line L), started from every station the
+    origin reaches (PointAccess) at its access cost, with find_route's rides,
+    walks and rules between legs.  It runs only as far as the destinations
+    asked for need, and resumes for the next one: a state taken from the heap
+    has its final cost, so labels found for one destination serve every later
+    one, and a destination whose best complete cost is at most the smallest
+    open label is answered without searching further.  Besides find_route's
+    dominance rules, a boarding is skipped when riding on from an earlier
+    boarding of the same line direction reaches every later stop for less,
+    however the fares differ (stays_on_cheaper).  Memory: the labels of
+    the states reached (at most stops x (1 + lines at the stop)).
+    """
+
+    def __init__(self, net, district, origin, prefs, start_access=None):
+        self.net = net
+        self.district = district
+        self.origin = origin
+        self.prefs = prefs
+        self.start_access = start_access or PointAccess(net, district, origin)
+        self.starts = self.start_access.best(prefs)
+        self.n_stops = n_stops = len(net.ids)
+        self.best, self.prev, self.heap = {}, {}, []
+        self.arrivals = {}      # stop -> [alighted state keys with a label there]
+        self.expanded = {}      # remember_expansion's table (find_route's dominance rule)
+        self.boarded = {}       # ld_id * stops + position: line directions boarded (each once)
+        self.onboard = {}       # stays_on_cheaper's table
+        self.popped = 0         # states expanded so far (for the benchmarks)
+        for s, (acc, cost) in self.starts.items():
+            self.best[s] = cost
+            self.prev[s] = None
+            self.heap.append((cost, s))
+        heapq.heapify(self.heap)
+
+    def _ends(self, dest, end_access):
+        end_access = end_access or PointAccess(self.net, self.district, dest)
+        return end_access.best(self.prefs)
+
+    def _arrival_cost(self, ends):
+        """(least complete cost, its state) over the labels found so far at ends."""
+        best, arrivals = self.best, self.arrivals
+        least, where = float("inf"), None
+        for stop, (acc, egress) in ends.items():
+            for state in arrivals.get(stop, ()):
+                cost = best[state] + egress
+                if cost < least or (cost == least and state < where):
+                    least, where = cost, state
+        return least, where
+
+    def _settle(self, ends, factor):
+        """Expand states until every alighted state at an end stop whose complete
+        cost is at most factor x the least complete cost has its final label."""
+        least = self._arrival_cost(ends)[0]
+        heap, best, prev, arrivals, expanded = self.heap, self.best, self.prev, self.arrivals, self.expanded
+        boarded, onboard = self.boarded, self.onboard
+        net, prefs, n_stops = self.net, self.prefs, self.n_stops
+        time_w, fare_w = prefs.time_w, prefs.fare_w
+        linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
+        rides_of = ride_table(net, time_w, fare_w)
+        banned, banned_lines = prefs.banned, prefs.banned_lines
+        penalty, stop_penalty, line_w = prefs.penalty, prefs.stop_penalty, prefs.line_w
+        heappush, heappop = heapq.heappush, heapq.heappop
+        popped = 0
+        while heap and heap[0][0] < factor * least:
+            cost, state = heappop(heap)
+            if cost > best[state]:
+                continue        # stale heap entry
+            popped += 1
+            came_by = state // n_stops - 1          # -1: free to board
+            stop = state - (came_by + 1) * n_stops
+            only = None
+            if came_by >= 0:
+                done = expanded.get(stop)
+                if done is not None:
+                    c1, l1 = done[0]
+                    if c1 <= cost:
+                        if l1 == came_by or (len(done) > 1 and done[1][0] <= cost):
+                            continue
+                        only = l1
+                remember_expansion(expanded, stop, cost, came_by)
+                if only is None:
+                    for twin, _, walk_min in links[stop]:
+                        new = cost + time_w * walk_min
+                        old = best.get(twin)
+                        if old is None or new < old:
+                            best[twin] = new
+                            prev[twin] = (state, None, 0, 0)
+                            heappush(heap, (new, twin))
+            board_cost = cost + stop_penalty.get(stop, 0.0)
+            for ld_id, pos, line_id, kind, wait_min, departure in boardings[stop]:
+                if line_id == came_by or kind in banned or line_id in banned_lines:
+                    continue
+                if only is not None and line_id != only:
+                    continue
+                key = ld_id * n_stops + pos
+                if key in boarded:
+                    continue    # boarded already at no greater cost (Dijkstra's order)
+                if stays_on_cheaper(onboard, net, ld_id, pos, board_cost, time_w, fare_w, departure):
+                    continue
+                boarded[key] = board_cost
+                base = board_cost + time_w * wait_min + line_w[kind] + penalty.get(line_id, 0.0)
+                offset = (line_id + 1) * n_stops
+                rows = rides_of.get(ld_id)
+                rides = None if rows is None else rows[pos]
+                if rides is None:
+                    rides = ride_costs(net, linedirs[ld_id], pos, time_w, fare_w)
+                for j, nxt, ride_time, ride_fare in rides:
+                    new = base + ride_time + ride_fare
+                    t = offset + nxt
+                    old = best.get(t)
+                    if old is None or new < old:
+                        if old is None:
+                            row = arrivals.get(nxt)
+                            if row is None:
+                                arrivals[nxt] = [t]
+                            else:
+                                row.append(t)
+                        best[t] = new
+                        prev[t] = (state, ld_id, pos, j)
+                        heappush(heap, (new, t))
+                        egress = ends.get(nxt)
+                        if egress is not None and new + egress[1] < least:
+                            least = new + egress[1]
+        self.popped += popped
+
+    def run(self):
+        """Label every state the origin reaches (the whole one-to-many search)."""
+        self._settle({}, float("inf"))
+        return self
+
+    def _legs(self, state):
+        legs, prev = [], self.prev
+        while prev[state] is not None:
+            back, ld_id, i, j = prev[state]
+            if ld_id is not None:
+                legs.append((ld_id, i, j))
+            state = back
+        legs.reverse()
+        return legs, state
+
+    def _route(self, dest, ends, state):
+        legs, first = self._legs(state)
+        return make_route(self.net, self.origin, dest, legs, self.starts[first][0].mode,
+                          ends[state % self.n_stops][0].mode)
+
+    def route_to(self, dest, end_access=None):
+        """The itinerary of least cost from the origin to dest (None when there
+        is none): find_route's answer (its cost; among routes of equal cost the
+        one whose last state has the lowest key)."""
+        ends = self._ends(dest, end_access)
+        if not self.starts or not ends:
+            return None
+        self._settle(ends, 1.0)
+        least, state = self._arrival_cost(ends)
+        return None if state is None else self._route(dest, ends, state)
+
+    def candidates_to(self, dest, count, factor, end_access=None, keep=None):
+        """Up to `count` itineraries to dest, best first, ordered by cost, no two
+        riding the same set of lines (line directions' names, as the line file
+        writes them), each costing at most `factor` (>= 1) times the best.
+
+        Candidate k is exact under the cost model in this sense: for every
+        (stop where the last ride alights, line of that ride) the search finds
+        the cheapest itinerary ending so, with egress; these are ordered by
+        cost (ties: lowest state key) and the first of each line set is kept.
+        The first candidate costs what route_to's route costs (it is that
+        route unless two cost exactly the same).  Not the k best itineraries
+        of all: one that differs from a cheaper one only before its last ride
+        is not offered.  ``keep`` (optional): a test an itinerary must pass
+        to be a candidate (say, not ending where it boarded), applied before
+        line sets are compared and candidates counted; the factor still
+        applies to the best itinerary of all."""
+        ends = self._ends(dest, end_access)
+        if not self.starts or not ends or count < 1:
+            return []
+        self._settle(ends, factor)
+        best, arrivals = self.best, self.arrivals
+        ranked = []
+        for stop, (acc, egress) in ends.items():
+            for state in arrivals.get(stop, ()):
+                ranked.append((best[state] + egress, state))
+        if not ranked:
+            return []
+        ranked.sort()
+        limit = factor * ranked[0][0]
+        linedirs = self.net.linedirs
+        routes, seen = [], set()
+        for cost, state in ranked:
+            if cost > limit or len(routes) >= count:
+                break
+            legs, _ = self._legs(state)
+            lines = frozenset(linedirs[ld_id].name for ld_id, _, _ in legs)
+            if lines in seen:
+                continue
+            route = self._route(dest, ends, state)
+            if keep is not None and not keep(route):
+                continue
+            seen.add(lines)
+            routes.append(route)
+        return routes
 
 
 # ---------------------------------------------------------------------------
@@ -755,8 +1119,8 @@ def access_point(net, rng, district, stop, allow_far):
     for _ in range(20):
         point = random_point_near(net, rng, stop, 5.0, 7.5)
         kx = KM_PER_DEG * math.cos(math.radians(point[1]))
-        if min(flat_km(net, s, point, kx) for s in district.stops) > ACCESS_RANGE_KM[ACCESS_BIKE][1]:
-            return point
+        if not stop_grid(net, district).within(point, kx, ACCESS_RANGE_KM[ACCESS_BIKE][1]):
+            return point      # no station within cycling range
     return random_point_near(net, rng, stop, 0.05, 1.3)
 
 

@@ -1,0 +1,104 @@
+"""Where the stops near a point are: a district's stops in a grid of cells
+(``StopGrid``), so that the stations within reach of a trip's origin or
+destination, and the nearest one, are found without looking at every stop of
+the district; plus the distance formulas the router screens and bounds with.
+
+The answers are those of a scan of every stop with the same floating-point
+operations (tests/test_networks_router.py holds the grid to that scan), so
+the router's labels do not depend on the grid.  Standard library only.
+"""
+
+import math
+
+from common import EARTH_RADIUS_KM
+
+KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180
+RADIANS_PER_DEGREE = math.pi / 180.0     # common.haversine_km's factor
+
+
+def flat_km(net, stop, point, kx):
+    # Equirectangular distance: within 0.1 % of haversine at district scale,
+    # and far cheaper; used only to screen and to bound, never for output.
+    return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
+
+
+GRID_DEG = 0.01          # StopGrid's cell side, degrees of longitude and of latitude
+
+
+class StopGrid:
+    """A district's stops in cells of GRID_DEG x GRID_DEG degrees, so that the
+    stops within a flat distance of a point are found by looking at the cells
+    around it rather than at every stop.  The answers are those of a scan of
+    every stop with flat_km's formula (the same floating-point operations),
+    in the district's stop order."""
+
+    def __init__(self, net, stops):
+        self.size = len(stops)
+        self.cells = {}
+        floor = math.floor
+        for pos, s in enumerate(stops):
+            lng, lat = net.lng[s], net.lat[s]
+            key = (int(floor(lng / GRID_DEG)), int(floor(lat / GRID_DEG)))
+            self.cells.setdefault(key, []).append((pos, s, lng, lat))
+        xs = [k[0] for k in self.cells] or [0]
+        ys = [k[1] for k in self.cells] or [0]
+        self.box = (min(xs), max(xs), min(ys), max(ys))
+
+    def _cells(self, point, kx, radius):
+        """The cells holding every stop within `radius` flat km of point."""
+        x0, x1, y0, y1 = self.box
+        lng0, lat0 = point
+        if kx > 1e-9:
+            span = radius / kx
+            lo, hi = math.floor((lng0 - span) / GRID_DEG) - 1, math.floor((lng0 + span) / GRID_DEG) + 1
+            x0, x1 = max(x0, lo), min(x1, hi)
+        span = radius / KM_PER_DEG
+        lo, hi = math.floor((lat0 - span) / GRID_DEG) - 1, math.floor((lat0 + span) / GRID_DEG) + 1
+        y0, y1 = max(y0, lo), min(y1, hi)
+        if x1 < x0 or y1 < y0:
+            return []
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > len(self.cells):
+            return [cell for key, cell in self.cells.items() if x0 <= key[0] <= x1 and y0 <= key[1] <= y1]
+        get = self.cells.get
+        return [cell for cell in (get((x, y)) for x in range(x0, x1 + 1) for y in range(y0, y1 + 1)) if cell]
+
+    def within(self, point, kx, radius):
+        """[(district position, stop, flat km)] of the stops at most `radius` flat
+        km from point (kx: km per degree of longitude at the point), in district order."""
+        lng0, lat0 = point
+        hypot = math.hypot
+        out = []
+        for cell in self._cells(point, kx, radius):
+            for pos, s, lng, lat in cell:
+                flat = hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
+                if flat <= radius:
+                    out.append((pos, s, flat))
+        out.sort()
+        return out
+
+    def nearest(self, point, kx):
+        """(flat km, stop) of the nearest stop (the lowest stop index among equals),
+        or None for a district without stops."""
+        radius = 1.0
+        while self.size:
+            found = self.within(point, kx, radius)
+            if found:
+                return min((flat, s) for _, s, flat in found)
+            radius *= 4.0
+        return None
+
+
+def stop_grid(net, district):
+    """The district's StopGrid, made on first use (and again if its stops changed)."""
+    grid = getattr(district, "grid", None)
+    if grid is None or grid.size != len(district.stops):
+        grid = district.grid = StopGrid(net, district.stops)
+    return grid
+
+
+def latitude_cosines(net):
+    """cos(latitude) of every stop, as common.haversine_km computes it (kept on the network)."""
+    cosines = getattr(net, "cos_lat", None)
+    if cosines is None or len(cosines) != len(net.ids):
+        cosines = net.cos_lat = [math.cos(lat * RADIANS_PER_DEGREE) for lat in net.lat]
+    return cosines
