@@ -12,7 +12,7 @@ its own sub-seed), so any part can be built alone, by any process.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.datasets.splits import shares
+from transitlm.datasets.splits import SESSIONS_PER_ORIGIN, shares
 
 DEFAULT_TRAIN = 30000          # rows per task (the release's)
 DEFAULT_TEST = 10000           # rows per task, the general file too (the release's)
@@ -25,7 +25,7 @@ MAX_PART_SIZE = 10000000
 MAX_WORKERS = 64
 
 STATIC_CHUNK = 2000            # records a worker makes per task: static records
-SESSION_CHUNK = 16             # ... sessions (each several searches)
+SESSION_CHUNK = SESSIONS_PER_ORIGIN   # ... sessions: one origin group a task (its search made once)
 
 
 class Plan(object):
@@ -75,7 +75,8 @@ class Plan(object):
             kind, owner, index = self.record(n)
             if kind == "session":
                 end_of_run = self.session_first[owner] + self.session_counts[owner] - 1
-                size = SESSION_CHUNK
+                # to the end of the origin group: a task makes its group's search once
+                size = SESSION_CHUNK - index % SESSION_CHUNK
             else:
                 start, stations, lines = self.statics[owner]
                 end_of_run = start + stations - 1 if kind == "station" else start + stations + lines - 1

@@ -42,7 +42,7 @@ from transitlm.networks.router import KM_PER_DEG_LAT, PointAccess, access_point,
 from transitlm.datasets.candidates import origin_search, session_candidates
 
 NEAR_KM = 0.5                # the spatial hold-out radius
-SESSIONS_PER_ORIGIN = 4      # corpus sessions sharing one origin
+SESSIONS_PER_ORIGIN = 20      # corpus sessions sharing one origin
 ORIGIN_TRIES = 10            # draws of a destination from the group's origin
 SESSION_ATTEMPTS = 60        # draws of a session in all
 DESTINATION_TRIES = 50       # stations drawn for a destination in range (router.draw_od's)
