@@ -534,6 +534,35 @@ class Shortfall(unittest.TestCase):
         self.assertEqual(len(rows), 3)
 
 
+class ReadBack(unittest.TestCase):
+    """A part built by another run (another process, another machine) is
+    checked in full by the run that completes the folder: a text that no
+    longer states its record is refused (the completing run does not check
+    again the texts of the parts it built itself; its tasks did)."""
+
+    def test_an_altered_part_is_refused(self):
+        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-readback-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "release")
+        base = ["--network", DEMO, "--out", out] + SMALL
+        command(*(base + ["--parts", "1-1"]))
+        part = os.path.join(out, names.corpus_part(1))
+        with open(part, encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        number, kind, _, text, record = rows[1]
+        stop = json.loads(record)["stop_id"]
+        self.assertIn(stop, text)
+        rows[1][3] = text.replace(stop, "X" + stop)
+        with open(part, "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle, lineterminator="\n").writerows(rows)
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            status = cli.main(base)
+        self.assertEqual(status, 2, err.getvalue())
+        self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
+        self.assertIn("record %s" % number, err.getvalue())
+
+
 class BadInput(unittest.TestCase):
     """Exit 2, one line on stderr, nothing written."""
 
