@@ -7,84 +7,25 @@ memory would grow with the rows.  Here the garbage a run leaves must not grow
 with the number of rows, for every kind of row (passed, failed, error).
 """
 
-import contextlib
-import gc
-import io
-import json
-import os
-import tempfile
 import unittest
 
-from tests.support import REPO, common
-from tests.support.evaluator_rows import prompt, route, write_samples, write_station_file
-import transitlm.cli  # noqa: E402
-import transitlm.evaluation.records  # noqa: E402
+from tests.support.lane import Offloaded
 
-
-def mixed_rows(count):
-    kinds = [route(), route(station_sequence=["A", "C"]), "{not json", route(total_time=[1]),
-             route(station_sequence=["A", "B", "X"]), "", route(total_distance="9公里")]
-    rows = []
-    for number in range(count):
-        prediction = kinds[number % len(kinds)]
-        rows.append({"index_id": "r%d" % number, "sft_prompt": prompt(),
-                     "sft_label": route() if number % 11 else "[broken",
-                     "generate_results": prediction})
-    return rows
+# The runs, counted in a process of their own beside the suite (the lane's
+# threads would add garbage of their own to a count made in this process).
+COUNTS = Offloaded("tests.support.engine_garbage:garbage_counts", 30, 600)
 
 
 class NoCyclesPerRow(unittest.TestCase):
-    def garbage_after(self, count, benchmark):
-        with tempfile.TemporaryDirectory() as tmp:
-            stations = os.path.join(tmp, "st.csv")
-            write_station_file(stations)
-            path = os.path.join(tmp, "in.csv")
-            rows = mixed_rows(count)
-            if benchmark == "diversity":
-                for row in rows:
-                    value = row["generate_results"]
-                    row["generate_results"] = ({"first": value, "second": value}
-                                               if isinstance(value, dict) else value)
-                    if isinstance(row["sft_label"], dict):
-                        row["sft_label"] = {"first": row["sft_label"]}
-            write_samples(path, rows)
-            gc.collect()
-            was_enabled = gc.isenabled()
-            try:
-                # Cyclic garbage is kept (not freed) from here on, whenever found.
-                gc.set_debug(gc.DEBUG_SAVEALL)
-                with contextlib.redirect_stdout(io.StringIO()):
-                    # (the general LLM's line file: the bundled one, named, as a
-                    # line file never silently pairs with another network)
-                    # Its toy labels name stations the bundled line file
-                    # lacks: another network's, scored anyway (network_check);
-                    # and they are single-route rows of stop ids: another
-                    # benchmark's, scored anyway (benchmark_check).
-                    line_info = (["--line_info", os.path.join(REPO, "data", "line_info.csv"),
-                                  "--allow_foreign_network", "--allow_other_benchmark"]
-                                 if benchmark == "general_llm" else [])
-                    status = transitlm.cli.run(transitlm.evaluation.records.load_benchmark(benchmark),
-                                        ["--input", path, "--station_info", stations,
-                                         "--details", os.path.join(tmp, "d.jsonl")] + line_info)
-                self.assertEqual(status, 0)
-                gc.collect()
-                found = len(gc.garbage)
-            finally:
-                gc.set_debug(0)
-                del gc.garbage[:]
-                if was_enabled:
-                    gc.enable()
-            with open(os.path.join(tmp, "d.jsonl"), encoding="utf-8") as handle:
-                statuses = {json.loads(line)["status"] for line in handle}
-            self.assertEqual(statuses, {"evaluated", "error", "no_response"}
-                             if benchmark == "general_llm" else {"evaluated", "error"})
-            return found
-
     def test_garbage_does_not_grow_with_rows(self):
+        counts = COUNTS.result()
         for benchmark in ("single_route", "diversity", "general_llm"):
             with self.subTest(benchmark=benchmark):
-                small = self.garbage_after(30, benchmark)
-                large = self.garbage_after(600, benchmark)
+                (small, small_statuses), (large, large_statuses) = counts[benchmark]
+                expected = (["error", "evaluated", "no_response"] if benchmark == "general_llm"
+                            else ["error", "evaluated"])
+                self.assertEqual(small_statuses, expected)
+                self.assertEqual(large_statuses, expected)
                 self.assertLessEqual(large, small + 10, (small, large))
 
 
