@@ -139,14 +139,30 @@ def exhaustive_best(net, district, origin, dest, prefs, below=None):
     (costs are not negative), and so is one at a stop from which no egress
     stop can be reached at all (can_reach).
     """
+    best = [below]
+
+    def ending(line_id, stop, total):
+        if best[0] is None or total < best[0]:
+            best[0] = total
+
+    enumerate_itineraries(net, district, origin, dest, prefs, lambda: best[0], ending)
+    return None if best[0] is below else best[0]
+
+
+def enumerate_itineraries(net, district, origin, dest, prefs, bound, ending):
+    """Every legal leg sequence from origin to dest that boards no (line
+    direction, position) twice: ``ending(line id of the last ride, stop where
+    it alights, complete cost)`` for each that can end there; a branch whose
+    cost so far reaches ``bound()`` (None: no bound) is cut, and so is one at
+    a stop from which no egress stop can be reached at all (can_reach)."""
     starts = access_options(net, district, origin, prefs)
     ends = access_options(net, district, dest, prefs)
     rides = rides_from(net)
     useful = can_reach(net, prefs, set(ends))
-    best = [below]
 
     def extend(stop, came_by, cost, used):
-        if stop not in useful or (best[0] is not None and cost >= best[0]):
+        limit = bound()
+        if stop not in useful or (limit is not None and cost >= limit):
             return
         for ld, i in rides.get(stop, ()):
             if not ld.board[i] or not rideable(ld, prefs) or (ld.ld_id, i) in used:
@@ -161,8 +177,8 @@ def exhaustive_best(net, district, origin, dest, prefs, below=None):
                     continue
                 new, there = cost + step, ld.stops[j]
                 used.add((ld.ld_id, i))
-                if there in ends and (best[0] is None or new + ends[there] < best[0]):
-                    best[0] = new + ends[there]
+                if there in ends:
+                    ending(ld.line.line_id, there, new + ends[there])
                 extend(there, ld.line.line_id, new, used)
                 for twin, _, minutes in net.links[there]:
                     extend(twin, None, new + prefs.time_w * minutes, used)
@@ -170,7 +186,6 @@ def exhaustive_best(net, district, origin, dest, prefs, below=None):
 
     for stop, cost in sorted(starts.items()):
         extend(stop, None, cost, set())
-    return None if best[0] is below else best[0]
 
 
 def can_reach(net, prefs, targets):
@@ -261,36 +276,12 @@ def exhaustive_endings(net, district, origin, dest, prefs, below):
     """{(line id of the last ride, stop where it alights): least complete cost}
     over every legal itinerary costing less than `below`, by the enumeration of
     exhaustive_best (a branch whose cost so far reaches `below` is cut)."""
-    starts = access_options(net, district, origin, prefs)
-    ends = access_options(net, district, dest, prefs)
-    rides = rides_from(net)
-    useful = can_reach(net, prefs, set(ends))
     found = {}
 
-    def extend(stop, came_by, cost, used):
-        if stop not in useful or cost >= below:
-            return
-        for ld, i in rides.get(stop, ()):
-            if not ld.board[i] or not rideable(ld, prefs) or (ld.ld_id, i) in used:
-                continue
-            if came_by is not None and ld.line.line_id == came_by:
-                continue
-            for j in range(i + 1, len(ld.stops)):
-                if not ld.alight[j]:
-                    continue
-                step = leg_cost(ld, i, j, prefs)
-                if step is None:
-                    continue
-                new, there = cost + step, ld.stops[j]
-                used.add((ld.ld_id, i))
-                key = (ld.line.line_id, there)
-                if there in ends and new + ends[there] < min(below, found.get(key, below)):
-                    found[key] = new + ends[there]
-                extend(there, ld.line.line_id, new, used)
-                for twin, _, minutes in net.links[there]:
-                    extend(twin, None, new + prefs.time_w * minutes, used)
-                used.discard((ld.ld_id, i))
+    def ending(line_id, stop, total):
+        key = (line_id, stop)
+        if total < min(below, found.get(key, below)):
+            found[key] = total
 
-    for stop, cost in sorted(starts.items()):
-        extend(stop, None, cost, set())
+    enumerate_itineraries(net, district, origin, dest, prefs, lambda: below, ending)
     return found

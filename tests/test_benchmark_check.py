@@ -14,8 +14,8 @@ import tempfile
 import unittest
 
 from tests.support import REPO
-from tests.support.evaluator_rows import (prompt, route, run_evaluator, write_samples,
-                                          write_station_file)
+from tests.support.evaluator_rows import (RefusalAssertions, prompt, route, run_evaluator,
+                                          write_samples, write_station_file)
 import transitlm  # noqa: E402
 from common import InputError, StationNetwork  # noqa: E402
 from transitlm.evaluation import benchmark_check  # noqa: E402
@@ -156,20 +156,13 @@ class VerdictTest(unittest.TestCase):
                                        "3 benchmark-3, 3 general-LLM, 0 benchmark-2")
 
 
-class EvaluatorsTest(unittest.TestCase):
+class EvaluatorsTest(RefusalAssertions, unittest.TestCase):
     """The command line and the Python API."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         self.dir = self.tmp.name
-
-    def assert_refused(self, status, err, *words):
-        self.assertEqual(status, 2, err)
-        self.assertEqual(len(err.strip().splitlines()), 1, err)
-        self.assertNotIn("Traceback", err)
-        for word in words:
-            self.assertIn(word, err)
 
     def test_every_evaluator_refuses_the_others_files(self):
         for name, path in EXAMPLES.items():

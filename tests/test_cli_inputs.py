@@ -13,8 +13,8 @@ import tempfile
 import unittest
 
 from tests.support import REPO
-from tests.support.evaluator_rows import (prompt, route, run_evaluator, write_samples,
-                                          write_station_file)
+from tests.support.evaluator_rows import (RefusalAssertions, prompt, route, run_evaluator,
+                                          write_samples, write_station_file)
 import transitlm.api  # noqa: E402
 import transitlm.evaluation.catalog  # noqa: E402
 import transitlm.evaluation.inputs  # noqa: E402
@@ -27,7 +27,7 @@ def benchmark(name):
     return transitlm.evaluation.records.load_benchmark(name)
 
 
-class InputsTest(unittest.TestCase):
+class InputsTest(RefusalAssertions, unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
@@ -49,13 +49,6 @@ class InputsTest(unittest.TestCase):
                 handle.write(json.dumps({"indexid": index_id,
                                          "generate_results": json.dumps(route())}) + "\n")
         return path
-
-    def assert_refused(self, status, err, *words):
-        self.assertEqual(status, 2, err)
-        self.assertEqual(len(err.strip().splitlines()), 1, err)
-        self.assertNotIn("Traceback", err)
-        for word in words:
-            self.assertIn(word, err)
 
     # -- predictions that match no test row -----------------------------------
 

@@ -102,3 +102,15 @@ def evaluate_to_files(benchmark, argv, folder):
     with open(details_path, encoding="utf-8") as handle:
         details = [json.loads(line) for line in handle]
     return report, details, stdout
+
+
+class RefusalAssertions(object):
+    """A test case mix-in: a run refused as a whole-file problem is exit 2 and
+    one line on stderr naming ``words``, never a traceback."""
+
+    def assert_refused(self, status, err, *words):
+        self.assertEqual(status, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertNotIn("Traceback", err)
+        for word in words:
+            self.assertIn(word, err)
