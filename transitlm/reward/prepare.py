@@ -49,7 +49,7 @@ import shlex
 from contextlib import closing
 
 from common import PROTOCOLS, InputError
-from transitlm.evaluation.catalog import (BENCHMARK_NAMES, benchmark_of_task, partner_line_names,
+from transitlm.evaluation.catalog import (BENCHMARK_NAMES, benchmark_of_task, line_file_beside,
                                           release_file)
 from transitlm.io.csv_rows import blank, csv_rows, header_columns
 from transitlm.io.files import Outputs, overwrite_problem
@@ -267,9 +267,7 @@ def network_binding(station_info, line_info, protocol, allowed):
     if not os.path.isfile(station):
         raise InputError("cannot read station file %s: no such file" % station)
     if line is None:
-        beside = [os.path.join(os.path.dirname(os.path.abspath(station)), name)
-                  for name in partner_line_names(station)]
-        line = next((name for name in beside if os.path.isfile(name)), None)
+        line = line_file_beside(station)
     return PrepareCheck(lambda name: scorer_for(name, protocol, station, line),
                         station, line, allowed, protocol)
 
