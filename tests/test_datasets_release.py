@@ -21,7 +21,7 @@ import unittest
 
 from tests.support import evaluator_rows, gtfs_feeds  # noqa: E402
 from tests.support import REPO
-from tests.support.lane import Background
+from tests.support.lane import Background, Offloaded
 from tests import real_feeds
 
 import common
@@ -144,6 +144,8 @@ def build_interrupted():
 
 DEMO_BUILDS = Background(build_demo)
 STOPPED = Background(build_interrupted)
+STOPPED_AS_A_PART_OPENS = Offloaded("tests.support.dataset_interrupts:stopped_as_a_part_opens",
+                                    DEMO, os.path.join(scratch("transitlm-dataset-open-"), "release"))
 HAVE_FEEDS = real_feeds.available("nyc-subway.zip") and real_feeds.available("cairns.zip")
 JOINT = Background(build_joint) if HAVE_FEEDS else None
 EVERY_FEED = Background(build_every_feed) if os.path.isdir(real_feeds.SHARED_GTFS) else None
@@ -403,6 +405,17 @@ class Interrupted(ReleaseChecks, unittest.TestCase):
             self.assertIn("already there", summary)
         self.assert_manifest_and_card(out)
         self.assert_corpus_true(out)
+
+
+class StoppedAsAPartOpens(unittest.TestCase):
+    """SIGINT the moment a corpus part's temporary is made, before its writer
+    is handed back: the run stops with 130 and leaves no temporary."""
+
+    def test_no_temporary_left(self):
+        outcome = STOPPED_AS_A_PART_OPENS.result()
+        self.assertEqual(len(outcome["opened"]), 2)
+        self.assertEqual(outcome["status"], 130)
+        self.assertEqual([n for n in outcome["names"] if n.startswith(".")], [])
 
 
 class HoldOutGrid(unittest.TestCase):

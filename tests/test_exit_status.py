@@ -30,10 +30,10 @@ STOPPED = (Offloaded("tests.support.interrupts:stopped_at_every_instant", INSTAN
 class InterruptAtAnyInstantTest(unittest.TestCase):
     def test_all_or_nothing(self):
         outcomes = STOPPED.result()
-        self.assertEqual(len(outcomes), INSTANTS + 2)
-        first, inside = outcomes[0], outcomes[-1]
+        self.assertEqual(len(outcomes), INSTANTS + 3)
+        first, parsing, inside = outcomes[0], outcomes[-2], outcomes[-1]
         self.assertEqual((first["status"], first["held"]), (0, RUN_FILES))
-        for outcome in outcomes[1:-1]:
+        for outcome in outcomes[1:-2]:
             status = outcome["status"]
             with self.subTest(instant=outcome["instant"], signal=outcome["signal"],
                               status=status):
@@ -45,6 +45,10 @@ class InterruptAtAnyInstantTest(unittest.TestCase):
                     self.assertEqual(outcome["held"], RUN_FILES)
                 else:
                     self.fail("exit status %r" % status)
+        # A signal as the arguments are parsed: the run ends as stopped (a
+        # KeyboardInterrupt out of the run would be "late"), nothing begun.
+        self.assertEqual(parsing["status"], 130)
+        self.assertFalse(parsing["left"])
         # However fast or slow the machine, one signal certainly comes inside
         # the run: sent as the report is rendered, the files not yet in place.
         self.assertEqual(inside["status"], 143)

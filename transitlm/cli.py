@@ -147,13 +147,14 @@ def _role_name(role):
 
 
 def run(benchmark, argv=None):
-    """Parse arguments, evaluate, write the reports; return the exit status."""
-    parser = build_parser(benchmark)
-    args = parser.parse_args(argv)
-    # Nothing the evaluators build holds a reference cycle: reference counting
-    # frees it all, and the cyclic collector would only re-scan the station index.
-    gc.disable()
+    """Parse arguments, evaluate, write the reports; return the exit status.
+    A signal while the arguments are parsed or the run goes on ends in its
+    status (130/143) with nothing written, never in a KeyboardInterrupt."""
     try:
+        args = build_parser(benchmark).parse_args(argv)
+        # Nothing the evaluators build holds a reference cycle: reference counting
+        # frees it all, and the cyclic collector would only re-scan the station index.
+        gc.disable()
         return _run(benchmark, args)
     except InputError as exc:
         sys.stderr.write("error: %s\n" % one_line(exc))

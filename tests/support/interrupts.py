@@ -5,8 +5,8 @@ reaches the main thread whatever the fixtures beside the suite are doing.
 
 ``stopped_at_every_instant(instants)`` runs the bundled example once to time
 it, then ``instants`` runs each sent SIGINT or SIGTERM (in turns) at an
-instant spread over that time, and one run sent SIGTERM from inside, as its
-report is rendered -> a list of outcomes, one per run: {"instant", "signal",
+instant spread over that time, one run sent SIGINT as its arguments are
+parsed and one sent SIGTERM from inside, as its report is rendered -> a list of outcomes, one per run: {"instant", "signal",
 "status" (the exit status, or "late" when the signal came after the run
 returned), "held" (the run folder's files, or None), "left" (whether
 anything of the run is left)}."""
@@ -65,8 +65,20 @@ def stopped_at_every_instant(instants):
             status = _run_once(benchmark, out, duration * (index + 0.5) / instants * 1.3,
                                number)
             outcomes.append(_outcome(index, number, status, top, out))
-        # However fast or slow the machine, one signal certainly comes inside
-        # the run: sent as the report is rendered, the files not yet in place.
+        # One signal certainly comes as the arguments are parsed, before
+        # anything is begun ...
+        build_parser = transitlm.cli.build_parser
+
+        def signalled_parser(benchmark):
+            os.kill(os.getpid(), signal.SIGINT)
+            return build_parser(benchmark)
+        top = os.path.join(tmp, "parsing")
+        out = os.path.join(top, "new", "run")
+        with mock.patch.object(transitlm.cli, "build_parser", signalled_parser):
+            status = _run_once(benchmark, out)
+        outcomes.append(_outcome("parsing", signal.SIGINT, status, top, out))
+        # ... and, however fast or slow the machine, one comes inside the run:
+        # sent as the report is rendered, the files not yet in place.
         render = transitlm.cli.report_json
 
         def signalled_render(report):

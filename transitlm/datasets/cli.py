@@ -44,7 +44,7 @@ import os
 import sys
 
 from common import VERSION, InputError
-from transitlm.io.exit_status import EXIT_USAGE, EXIT_WORKER, WorkerFailed
+from transitlm.io.exit_status import EXIT_USAGE, EXIT_WORKER, WorkerFailed, signals_held
 from transitlm.io.files import Outputs, make_folders, write_whole
 from transitlm.evaluation.network_check import network_record
 from transitlm.networks import limits
@@ -273,9 +273,14 @@ def build_parts(runner, ctx, out, numbers, progress):
             k = waiting.popleft()
             rows, counts, missing = runner.result()
             if k != current:
-                if writer is not None:
-                    writer.commit()
-                writer = release.PartWriter(os.path.join(out, names.corpus_part(k)), k)
+                # One part renamed into place and the next one's temporary
+                # made and recorded, or neither: a signal waits until both
+                # are done, so the finally below knows every temporary.
+                with signals_held():
+                    if writer is not None:
+                        writer.commit()
+                        writer = None
+                    writer = release.PartWriter(os.path.join(out, names.corpus_part(k)), k)
                 current = k
             writer.write(rows)
             figures["records"] += len(rows)
