@@ -292,6 +292,26 @@ class DemoCorpusTextsTest(CheckMixin, unittest.TestCase):
         self.assertFalse(ct.stated("bus-1000011", "bus-100001"))
         self.assertTrue(ct.stated("用时5分钟", "5分钟"))
         self.assertTrue(ct.stated("x bus-100001、", "bus-100001"))
+        self.assertTrue(ct.stated("15分钟 and 5分钟", "5分钟"))     # a later occurrence
+        self.assertTrue(ct.stated("a", ""))
+        self.assertFalse(ct.stated("", "a"))
+
+    def test_stated_is_its_rule(self):
+        # The rule as a regular expression: the phrase, not preceded (when it
+        # begins with a run character) or followed (when it ends with one) by
+        # one; over random texts of run and other characters.
+        import random
+        import re
+        run = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz._-"
+        alphabet = "15a.-_Z 分钟、é٣"
+        rng = random.Random(44)
+        for _ in range(3000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+            phrase = "".join(rng.choice(alphabet) for _ in range(1 + rng.randrange(3)))
+            pattern = ("(?<![%s])" % re.escape(run) if phrase[0] in run else "") + re.escape(phrase) \
+                + ("(?![%s])" % re.escape(run) if phrase[-1] in run else "")
+            self.assertEqual(ct.stated(text, phrase), re.search(pattern, text) is not None,
+                             (text, phrase))
 
     def test_fares_of_every_kind(self):
         ld = self.net.linedirs[0]

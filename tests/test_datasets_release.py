@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -574,6 +575,60 @@ class ReadBack(unittest.TestCase):
         self.assertEqual(status, 2, err.getvalue())
         self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
         self.assertIn("record %s" % number, err.getvalue())
+
+
+class AuditedAsMade(unittest.TestCase):
+    """The run that builds a part checks each of its records in the task that
+    made it (audit.CorpusAudit, as the part holds it) and does not read the
+    part back; a record the audit refuses stops the run: exit 2, one line
+    naming the part and the record, no card."""
+
+    def run_builder(self, argv):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            status = cli.main(argv)
+        return status, err.getvalue()
+
+    def test_built_parts_are_not_read_back(self):
+        from unittest import mock
+        from transitlm.datasets import release
+        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-audit-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "release")
+        with mock.patch.object(release, "read_csv_rows",
+                               side_effect=AssertionError("a part read back")):
+            status, err = self.run_builder(["--network", DEMO, "--out", out] + SMALL)
+        self.assertEqual(status, 0, err)
+        with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        # The figures the tasks' audits gave are those of the parts on disk.
+        total = 0
+        for rel, entry in manifest["files"].items():
+            if rel.startswith(names.CORPUS_FOLDER + "/"):
+                with open(os.path.join(out, rel), encoding="utf-8", newline="") as handle:
+                    self.assertEqual(entry["rows"], sum(1 for _ in csv.reader(handle)) - 1, rel)
+                total += entry["rows"]
+        self.assertEqual(manifest["statistics"]["corpus"]["records"], total)
+
+    def test_a_record_the_audit_refuses_stops_the_run(self):
+        from unittest import mock
+        from transitlm.datasets import corpus_texts as texts
+        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-audit-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "release")
+        real, seen = texts.record_matches_network, []
+
+        def off_network(kind, record, net):
+            seen.append(kind)
+            if kind == "session" and seen.count("session") == 3:
+                return False, "stop X is not a station of the network"
+            return real(kind, record, net)
+        with mock.patch.object(texts, "record_matches_network", off_network):
+            status, err = self.run_builder(["--network", DEMO, "--out", out] + SMALL)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertRegex(err, r"%s record \d+: stop X is not" % re.escape(names.corpus_part(999)).replace("999", r"\d+"))
+        self.assertFalse(os.path.exists(os.path.join(out, names.CARD)))
 
 
 class BadInput(unittest.TestCase):

@@ -55,8 +55,9 @@ from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.datasets import plan as planning
 from transitlm.datasets import card, corpus_texts, release, sft, statistics, tasks
 from transitlm.datasets import release_names as names
+from transitlm.datasets.audit import CorpusAudit
 from transitlm.datasets.candidates import COST_FACTOR, MAX_CANDIDATES
-from transitlm.datasets.splits import NEAR_KM, HoldOut, label_pair, shares, units_of
+from transitlm.datasets.splits import NEAR_KM, HoldOut, shares, units_of
 
 LEAKAGE_RULES = [
     "pair: the unordered (first boarding stop, last alighting stop) of a test label's first "
@@ -254,9 +255,11 @@ def hold_only(holdout):
 
 def build_parts(runner, ctx, out, numbers, progress):
     """Build the parts ``numbers`` (each renamed into place when complete) ->
-    figures: sessions not found, draws refused.  Tasks are made as they are
-    submitted, so memory does not grow with --corpus."""
+    (figures: sessions not found, draws refused; {part: its CorpusAudit, made
+    by its tasks}).  Tasks are made as they are submitted, so memory does not
+    grow with --corpus."""
     figures = {"parts": len(numbers), "records": 0, "sessions_missing": 0}
+    audits = {}
     todo = ((k, chunk) for k in numbers for chunk in ctx.plan.chunks(k))
     waiting = collections.deque()          # part number of each submitted task
     writer, current = None, None
@@ -271,7 +274,9 @@ def build_parts(runner, ctx, out, numbers, progress):
             if not waiting:
                 break
             k = waiting.popleft()
-            rows, counts, missing = runner.result()
+            rows, counts, missing, checks = runner.result()
+            if checks is not None:
+                audits.setdefault(k, CorpusAudit()).merge(checks)
             if k != current:
                 # One part renamed into place and the next one's temporary
                 # made and recorded, or neither: a signal waits until both
@@ -294,70 +299,37 @@ def build_parts(runner, ctx, out, numbers, progress):
     finally:
         if writer is not None:
             writer.discard()
-    return figures
+    return figures, audits
 
 
-def read_corpus(out, ctx, stats, holdout, progress, built=()):
-    """Every part of the plan, read back: file entries, statistics, and the
-    checks (hold-out, texts, static records once each) -> (entries, figures).
-    A part in ``built`` was made by this run, whose tasks checked each text
-    against its record as they made it (tasks.checked_row): its texts are not
-    checked again; every other check is made on every part."""
+def read_corpus(out, ctx, stats, progress, built=None):
+    """Every part of the plan: file entries, statistics, and the checks
+    (hold-out, texts, network; static records once each) -> (entries, figures).
+    A part in ``built`` (part -> its CorpusAudit) was made by this run, whose
+    tasks made every check of audit.CorpusAudit on each record as the part
+    holds it (the texts as they were made): only its bytes are read here, for
+    its digest.  Every other part is read back and checked in full."""
+    built = built or {}
     entries = {}
-    checked = {"sessions": 0, "routes": 0, "pairs_held": 0, "near": 0}
-    stations, lines = collections.Counter(), collections.Counter()
-    net_of = {u.code: u.net for u in ctx.units}
-    for net in ctx.nets:
-        for code in net.city:
-            net_of.setdefault(code, net)
+    checks = CorpusAudit()
     for k in range(1, ctx.plan.parts + 1):
         rel = names.corpus_part(k)
         path = os.path.join(out, rel)
         sha, _ = release.file_digest(path)
-        rows = release.read_csv_rows(path)
-        if next(rows, None) != names.CORPUS_COLUMNS:
-            raise InputError("%s is not a corpus part (its header differs): remove it and run "
-                             "again" % path)
-        count = 0
-        for row in rows:
-            count += 1
-            progress.step()
-            number, kind, _, text, record = row
-            record = json.loads(record)
-            ok, reason = (True, "") if k in built else \
-                corpus_texts.text_states_record(kind, text, record)
-            if ok:
-                net = net_of.get(row[2])
-                ok, reason = (False, "names ad_code %s, of no network" % row[2]) if net is None \
-                    else corpus_texts.record_matches_network(kind, record, net)
-            if not ok:
-                raise InputError("%s record %s: %s" % (rel, number, reason))
-            stats.add_corpus_record(kind, text, record)
-            if kind == "station":
-                stations[record["stop_id"]] += 1
-            elif kind == "line":
-                lines[record["line_name"]] += 1
-            else:
-                checked["sessions"] += 1
-                start = tuple(float(v) for v in record["start"].split(","))
-                end = tuple(float(v) for v in record["end"].split(","))
-                checked["near"] += holdout.near(start, end)
-                for route in record["routes"]:
-                    checked["routes"] += 1
-                    checked["pairs_held"] += holdout.held_pair(label_pair(route))
-        entries[rel] = {"rows": count, "sha256": sha}
-    if checked["near"] or checked["pairs_held"]:
-        raise InputError("the corpus breaks the hold-out (%d sessions near a test trip, %d "
-                         "routes with a held-out pair): remove %s and run again"
-                         % (checked["near"], checked["pairs_held"], names.CORPUS_FOLDER))
-    all_ids = [i for net in ctx.nets for i in net.ids]
-    if sorted(stations) != sorted(all_ids) or any(c != 1 for c in stations.values()):
-        raise InputError("the corpus does not hold every station exactly once: remove %s and "
-                         "run again" % names.CORPUS_FOLDER)
-    want_lines = collections.Counter(ld.name for net in ctx.nets for ld in net.linedirs)
-    if lines != want_lines:
-        raise InputError("the corpus does not hold every line direction exactly once: remove "
-                         "%s and run again" % names.CORPUS_FOLDER)
+        part = built.get(k)
+        if part is None:
+            part = CorpusAudit()
+            rows = release.read_csv_rows(path)
+            if next(rows, None) != names.CORPUS_COLUMNS:
+                raise InputError("%s is not a corpus part (its header differs): remove it and "
+                                 "run again" % path)
+            for number, kind, code, text, record in rows:
+                progress.step()
+                part.add(ctx, k, number, kind, code, text, record)
+        checks.merge(part)
+        entries[rel] = {"rows": part.records, "sha256": sha}
+    checked = checks.finish(ctx.nets)
+    stats.merge(checks.stats)
     return entries, checked
 
 
@@ -507,6 +479,7 @@ def build(args, ctx, networks, settings, parts, files):
 
     # 2. The train files, checked against the hold-out; 3. the corpus parts.
     ctx.holdout = holdout
+    ctx.audit = not parts
     with Runner(args.workers) as runner:
         if not parts:
             progress = Progress(3 * args.train, enabled)
@@ -530,7 +503,7 @@ def build(args, ctx, networks, settings, parts, files):
             files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
         total = sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1 for k in numbers)
         progress = Progress(total, enabled)
-        corpus = build_parts(runner, ctx, out, numbers, progress)
+        corpus, audits = build_parts(runner, ctx, out, numbers, progress)
         progress.finish()
     for rel, figures in summaries:
         if figures["short"]:
@@ -557,8 +530,9 @@ def build(args, ctx, networks, settings, parts, files):
                             None)
     files.write(os.path.join(out, names.NETWORK_JSON), record)
     entries[names.NETWORK_JSON] = {"rows": 1, "sha256": hashlib.sha256(record.encode("utf-8")).hexdigest()}
-    progress = Progress(ctx.plan.total, enabled)
-    corpus_entries, checked = read_corpus(out, ctx, stats, holdout, progress, set(numbers))
+    progress = Progress(sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1
+                            for k in range(1, ctx.plan.parts + 1) if k not in audits), enabled)
+    corpus_entries, checked = read_corpus(out, ctx, stats, progress, audits)
     progress.finish()
     entries.update(corpus_entries)
     train = [f for rel, f in summaries if rel.endswith("-train.csv")]

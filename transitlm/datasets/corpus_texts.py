@@ -545,7 +545,9 @@ def station_text(record, words):
 # ---------------------------------------------------------------------------
 
 FIRST_LINE = {"session": "city", "line": "line", "station": "station"}
-_EDGE = re.compile(r"[0-9A-Za-z._-]")
+# The characters of a run a phrase must not be cut out of: ASCII letters and
+# digits, '.', '_' and '-'.
+_EDGE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz._-")
 
 
 def stated(text, phrase):
@@ -554,11 +556,14 @@ def stated(text, phrase):
     if not phrase:
         return True
     start = text.find(phrase)
+    if start < 0:
+        return False
+    head, tail = phrase[0] in _EDGE, phrase[-1] in _EDGE
+    size, last = len(phrase), len(text)
     while start >= 0:
-        end = start + len(phrase)
-        before_ok = not (_EDGE.match(phrase[0]) and start > 0 and _EDGE.match(text[start - 1]))
-        after_ok = not (_EDGE.match(phrase[-1]) and end < len(text) and _EDGE.match(text[end]))
-        if before_ok and after_ok:
+        end = start + size
+        if not (head and start > 0 and text[start - 1] in _EDGE) \
+                and not (tail and end < last and text[end] in _EDGE):
             return True
         start = text.find(phrase, start + 1)
     return False

@@ -52,6 +52,10 @@ class Plan(object):
         first = (number - 1) * self.part_size + 1
         return first, min(self.total, number * self.part_size)
 
+    def part_of(self, number):
+        """The part that holds record ``number``."""
+        return (number - 1) // self.part_size + 1
+
     def record(self, number):
         """("station", network, index) / ("line", network, index) / ("session", unit, local)."""
         if number <= self.static_total:

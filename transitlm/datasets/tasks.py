@@ -14,8 +14,10 @@ Standard library only; Python 3.8+.
 import itertools
 import json
 
+from common import InputError
 from transitlm.networks.benchmark_builder import build_row, place_label
 from transitlm.datasets import corpus_texts
+from transitlm.datasets.audit import CorpusAudit
 from transitlm.datasets.splits import Origins, TrainCheck, draw_session, route_pair
 
 CONTEXT = None
@@ -33,6 +35,7 @@ class Context(object):
         self.lang = lang
         self.req_types = req_types      # per network: benchmark 2's satisfiable preferences
         self.holdout = None
+        self.audit = True               # corpus tasks audit their records (not for --parts runs)
 
 
 class RecordError(Exception):
@@ -51,7 +54,7 @@ def run_task(task):
         if task[0] == "rows":
             return None, draw_rows(*task[1:])
         return None, make_records(*task[1:])
-    except RecordError as exc:
+    except (RecordError, InputError) as exc:
         return str(exc), None
 
 
@@ -87,7 +90,24 @@ def compact(record):
 def make_records(kind, owner, first, last, number):
     """Corpus records ``first``..``last``-1 of one static run (a network's
     stations or line directions) or one unit's sessions, numbered from
-    ``number`` -> (CSV rows, draw counts, sessions not found)."""
+    ``number`` -> (CSV rows, draw counts, sessions not found, their
+    audit.CorpusAudit: each row checked as the part holds it; None when
+    ``CONTEXT.audit`` is false: a --parts run, whose parts the completing run
+    reads back and checks)."""
+    rows, counts, missing = _made_records(kind, owner, first, last, number)
+    ctx = CONTEXT
+    if not ctx.audit:
+        return rows, counts, missing, None
+    checks = CorpusAudit()
+    if rows:
+        part = ctx.plan.part_of(number)
+        for row in rows:
+            # The texts were checked as they were made (checked_row).
+            checks.add(ctx, part, row[0], row[1], row[2], row[3], row[4], check_text=False)
+    return rows, counts, missing, checks
+
+
+def _made_records(kind, owner, first, last, number):
     ctx = CONTEXT
     rows, counts, missing = [], {}, 0
     if kind in ("station", "line"):
