@@ -6,6 +6,7 @@ the card's configs resolving to files, candidates, and bad input (exit 2, one
 line, nothing written).  On the demo network and on the shared GTFS feeds."""
 
 import atexit
+import collections
 import contextlib
 import csv
 import fnmatch
@@ -575,6 +576,52 @@ class ReadBack(unittest.TestCase):
         self.assertEqual(status, 2, err.getvalue())
         self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
         self.assertIn("record %s" % number, err.getvalue())
+
+
+class OriginGroups(unittest.TestCase):
+    """Sessions share an origin point in groups: by the corpus's density (20
+    to 100) unless --origin_group says; dataset.json says which; a group cut
+    by a part boundary gives the same bytes whatever builds the parts."""
+
+    def test_the_density_rule(self):
+        from transitlm.datasets.splits import origin_group
+        self.assertEqual(origin_group(100000, 977), 20)        # 102 sessions a station
+        self.assertEqual(origin_group(200000, 977), 40)
+        self.assertEqual(origin_group(1000000, 977), 100)      # capped
+        self.assertEqual(origin_group(0, 0), 20)
+        self.assertEqual(origin_group(3000000, 30000), 20)
+
+    def test_groups_share_an_origin_and_parts_give_the_same_bytes(self):
+        root = tempfile.mkdtemp(prefix="transitlm-dataset-groups-")
+        self.addCleanup(shutil.rmtree, root, True)
+        out = os.path.join(root, "release")
+        base = ["--network", DEMO, "--out", out, "--train", "2", "--test", "2", "--corpus", "40",
+                "--part_size", "30", "--origin_group", "7"]
+        command(*base)
+        with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        self.assertEqual(manifest["settings"]["origin_group"], 7)
+        self.assertEqual(set(manifest["origin_groups"].values()), {7})
+        starts = collections.defaultdict(collections.Counter)
+        for row in corpus_rows(out):
+            if row["kind"] == "session":
+                record = json.loads(row["record"])
+                starts[row["adcode"]][record["start"]] += 1
+        for code, counter in starts.items():
+            # a group's sessions start at its origin (a session that finds no
+            # route from it draws a trip of its own)
+            self.assertGreaterEqual(max(counter.values()), 5, code)
+            self.assertLess(len(counter), sum(counter.values()) / 3.0, code)
+        one = os.path.join(root, "one")
+        os.rename(out, one)
+        command(*(base + ["--parts", "1-3", "--workers", "2"]))
+        command(*(base + ["--workers", "2"]))
+        for folder, _, files in os.walk(one):
+            rel = os.path.relpath(folder, one)
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as a, \
+                        open(os.path.join(out, rel, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), "%s/%s" % (rel, name))
 
 
 class AuditedAsMade(unittest.TestCase):

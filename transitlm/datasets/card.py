@@ -186,6 +186,12 @@ def card_text(manifest):
                   "routes with other line sets, ordered by cost, at most five, none costing more "
                   "than %s times the best (`candidate_cost_factor` in dataset.json)."
                   % md(manifest["candidate_cost_factor"]), ""]
+    groups = manifest.get("origin_groups")
+    if isinstance(groups, dict) and groups:
+        lines += ["Sessions share origin points: in each area, groups of this many sessions "
+                  "start from one point, each with a destination of its own "
+                  "(`origin_groups` in dataset.json): %s."
+                  % ", ".join("%s %s" % (md(code), md(groups[code])) for code in sorted(groups)), ""]
     lines += ["## Leakage", ""] + ["- %s" % rule for rule in LEAKAGE_RULES] + [""]
     leakage = manifest.get("leakage") or stats.get("leakage") or {}
     if leakage:

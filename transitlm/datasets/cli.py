@@ -57,7 +57,8 @@ from transitlm.datasets import card, corpus_texts, release, sft, statistics, tas
 from transitlm.datasets import release_names as names
 from transitlm.datasets.audit import CorpusAudit
 from transitlm.datasets.candidates import COST_FACTOR, MAX_CANDIDATES
-from transitlm.datasets.splits import NEAR_KM, HoldOut, shares, units_of
+from transitlm.datasets.splits import (MAX_ORIGIN_GROUP, MIN_ORIGIN_GROUP, NEAR_KM, HoldOut,
+                                       shares, units_of)
 
 LEAKAGE_RULES = [
     "pair: the unordered (first boarding stop, last alighting stop) of a test label's first "
@@ -65,6 +66,7 @@ LEAKAGE_RULES = [
     "of any route of a corpus session",
     "near: no train row or corpus session starts within %g m of a test trip's start and ends "
     "within %g m of its end, in either direction" % (NEAR_KM * 1000, NEAR_KM * 1000)]
+MAX_ORIGIN_GROUP_ARG = 10000  # --origin_group
 ROW_CHUNK = 4                 # candidate rows per task
 ROW_TRIES = 3                 # candidate rows per row asked for (as make_benchmark.py)
 PROG = "make_dataset.py"
@@ -97,6 +99,10 @@ def make_parser(prog=PROG, description="Build the TransitLM training-data releas
                         help="records per corpus part, static records included (default %(default)s)")
     parser.add_argument("--seed", type=lambda t: limits.seed_int(t, MAX_SEED_DIGITS),
                         default=planning.DEFAULT_SEED, help="generator seed")
+    parser.add_argument("--origin_group", type=limits.int_arg(1, MAX_ORIGIN_GROUP_ARG), default=None,
+                        help="corpus sessions that share one origin point and its search "
+                             "(default: by the corpus's density, %d to %d: see "
+                             "docs/training-data.md)" % (MIN_ORIGIN_GROUP, MAX_ORIGIN_GROUP))
     parser.add_argument("--lang", choices=("zh", "en"), default="zh",
                         help="language of prompts and corpus texts (default zh)")
     parser.add_argument("--workers", type=limits.int_arg(1, planning.MAX_WORKERS), default=1,
@@ -382,7 +388,7 @@ def prepare(args):
     if problem:
         raise InputError(problem)
     units = units_of(nets)
-    plan = planning.Plan(nets, units, args.corpus, args.part_size)
+    plan = planning.Plan(nets, units, args.corpus, args.part_size, args.origin_group)
     if plan.parts > names.MAX_PARTS:
         raise InputError("the corpus would have %d parts, more than %d: give a larger "
                          "--part_size" % (plan.parts, names.MAX_PARTS))
@@ -556,6 +562,7 @@ def build(args, ctx, networks, settings, parts, files):
                       "remainder first, ties to the earlier area",
         "candidate_cost": "expert score (protocol.md section 3)",
         "candidate_cost_factor": COST_FACTOR, "max_candidates": MAX_CANDIDATES,
+        "origin_groups": {unit.code: group for unit, group in zip(ctx.units, ctx.plan.origin_groups)},
         "shortfall": shortfall, "leakage": leakage, "leakage_rules": LEAKAGE_RULES,
         "statistics": stats.as_json(),
         "files": {k: entries[k] for k in sorted(entries)}})

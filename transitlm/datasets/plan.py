@@ -12,7 +12,7 @@ its own sub-seed), so any part can be built alone, by any process.
 Standard library only; Python 3.8+.
 """
 
-from transitlm.datasets.splits import SESSIONS_PER_ORIGIN, shares
+from transitlm.datasets.splits import origin_group, shares
 
 DEFAULT_TRAIN = 30000          # rows per task (the release's)
 DEFAULT_TEST = 10000           # rows per task, the general file too (the release's)
@@ -25,13 +25,13 @@ MAX_PART_SIZE = 10000000
 MAX_WORKERS = 64
 
 STATIC_CHUNK = 2000            # records a worker makes per task: static records
-SESSION_CHUNK = SESSIONS_PER_ORIGIN   # ... sessions: one origin group a task (its search made once)
+# ... sessions: one origin group a task (its search made once): Plan.origin_groups
 
 
 class Plan(object):
     """The records of the corpus and the parts that hold them."""
 
-    def __init__(self, nets, units, corpus, part_size):
+    def __init__(self, nets, units, corpus, part_size, group=None):
         self.statics = []              # per network: (first record, stations, line directions)
         first = 1
         for net in nets:
@@ -39,6 +39,9 @@ class Plan(object):
             first += len(net.ids) + len(net.linedirs)
         self.static_total = first - 1
         self.session_counts = shares(corpus, [u.weight for u in units])
+        # per unit: how many sessions share an origin (``group``, else by density)
+        self.origin_groups = [group or origin_group(count, u.weight)
+                              for count, u in zip(self.session_counts, units)]
         self.session_first = []        # per unit: its first session's record number
         for count in self.session_counts:
             self.session_first.append(first)
@@ -80,7 +83,8 @@ class Plan(object):
             if kind == "session":
                 end_of_run = self.session_first[owner] + self.session_counts[owner] - 1
                 # to the end of the origin group: a task makes its group's search once
-                size = SESSION_CHUNK - index % SESSION_CHUNK
+                chunk = self.origin_groups[owner]
+                size = chunk - index % chunk
             else:
                 start, stations, lines = self.statics[owner]
                 end_of_run = start + stations - 1 if kind == "station" else start + stations + lines - 1
@@ -107,4 +111,5 @@ def settings_of(args, networks):
     --workers, --parts or where the networks were read from)."""
     return {"train": args.train, "test": args.test, "corpus": args.corpus,
             "part_size": args.part_size, "seed": args.seed, "lang": args.lang,
+            "origin_group": args.origin_group or "auto",
             "networks": [n["network_sha256"] for n in networks]}

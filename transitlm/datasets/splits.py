@@ -27,9 +27,15 @@ again (up to benchmark_builder.MAX_ATTEMPTS for a row, SESSION_ATTEMPTS for
 a session); the refusals are counted.
 
 Corpus sessions are drawn grouped by origin: the sessions of a unit come in
-groups of SESSIONS_PER_ORIGIN that share one origin point (and its access
-table), each with a destination of its own; a session that finds no route
-from its group's origin in ORIGIN_TRIES draws draws whole trips of its own.
+groups (origin_group) that share one origin point (its access table and its
+one search), each with a destination of its own; a session that finds no
+route from its group's origin in ORIGIN_TRIES draws draws whole trips of its
+own.  How many share an origin follows the corpus's density: MIN_ORIGIN_GROUP
+while an area has up to ORIGINS_PER_STATION x MIN_ORIGIN_GROUP sessions a
+station, then as many as keep ORIGINS_PER_STATION origin points a station on
+average, up to MAX_ORIGIN_GROUP -- so the origins cover the area's stations
+as well at any corpus size, and a dense corpus (a million sessions over a
+thousand stations) makes one search for a hundred sessions, not twenty.
 
 Standard library only; Python 3.8+.
 """
@@ -42,7 +48,9 @@ from transitlm.networks.router import KM_PER_DEG_LAT, PointAccess, access_point,
 from transitlm.datasets.candidates import origin_search, session_candidates
 
 NEAR_KM = 0.5                # the spatial hold-out radius
-SESSIONS_PER_ORIGIN = 20      # corpus sessions sharing one origin
+MIN_ORIGIN_GROUP = 20         # corpus sessions sharing one origin, at least (origin_group) ...
+MAX_ORIGIN_GROUP = 100        # ... and at most, by the corpus's density
+ORIGINS_PER_STATION = 5       # origin points per station of an area kept, on average
 ORIGIN_TRIES = 10            # draws of a destination from the group's origin
 SESSION_ATTEMPTS = 60        # draws of a session in all
 DESTINATION_TRIES = 50       # stations drawn for a destination in range (router.draw_od's)
@@ -60,6 +68,13 @@ class Unit(object):
         self.district = district
         self.code = district.city.code
         self.weight = len(district.stops)
+
+
+def origin_group(sessions, stations):
+    """How many of an area's ``sessions`` share one origin, for an area of
+    ``stations`` stations (the rule in the module's docstring)."""
+    dense = sessions // max(1, ORIGINS_PER_STATION * stations)
+    return min(MAX_ORIGIN_GROUP, max(MIN_ORIGIN_GROUP, dense))
 
 
 def units_of(nets):
@@ -204,9 +219,10 @@ class Origins(object):
         return self.value
 
 
-def draw_session(unit, seed, local, holdout, origins, counts):
-    """Session ``local`` of a unit -> (trip, routes, rng) or None when none fits
-    in SESSION_ATTEMPTS draws; ``counts`` adds the draws refused ("range",
+def draw_session(unit, seed, local, holdout, origins, counts, group):
+    """Session ``local`` of a unit, whose sessions share origins in groups of
+    ``group`` -> (trip, routes, rng) or None when none fits in
+    SESSION_ATTEMPTS draws; ``counts`` adds the draws refused ("range",
     "route", "near", "pair") and the candidates dropped ("candidate_pair").
     The rng continues to format the routes."""
     net, district = unit.net, unit.district
@@ -214,7 +230,7 @@ def draw_session(unit, seed, local, holdout, origins, counts):
     for attempt in range(SESSION_ATTEMPTS):
         search = None
         if attempt < ORIGIN_TRIES:
-            a, origin, far, access, search = origins.get(unit, local // SESSIONS_PER_ORIGIN)
+            a, origin, far, access, search = origins.get(unit, local // group)
             dest = draw_destination(net, rng, district, a, origin, not far)
             trip = None if dest is None else Trip(net, district, origin, dest, access)
         else:

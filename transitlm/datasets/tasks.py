@@ -120,7 +120,8 @@ def _made_records(kind, owner, first, last, number):
     unit = ctx.units[owner]
     origins = Origins(ctx.seed)
     for k, local in enumerate(range(first, last)):
-        drawn = draw_session(unit, ctx.seed, local, ctx.holdout, origins, counts)
+        drawn = draw_session(unit, ctx.seed, local, ctx.holdout, origins, counts,
+                             ctx.plan.origin_groups[owner])
         if drawn is None:
             missing += 1
             continue
