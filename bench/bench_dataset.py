@@ -3,6 +3,7 @@
 Cairns' buses (../shared/gtfs/), rows and sessions a second.
 
     python3 bench/bench_dataset.py [--test 100] [--train 200] [--corpus 300] [--workers 1]
+                                   [--origin_group N]
 
 Imports each feed (data/import_gtfs.py), then runs make_dataset.py in a fresh
 process three times on it -- test files only (--train 0 --corpus 0), with
@@ -44,6 +45,8 @@ def main():
     parser.add_argument("--train", type=int, default=200)
     parser.add_argument("--corpus", type=int, default=300)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--origin_group", type=int, default=None,
+                        help="make_dataset.py's --origin_group (default: its own, by density)")
     parser.add_argument("--gtfs", default=os.path.join(REPO, "..", "shared", "gtfs"))
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="transitlm-bench-dataset-")
@@ -55,6 +58,8 @@ def main():
                            stdout=subprocess.DEVNULL)
             base = [BUILDER, "--network", network, "--test", str(args.test),
                     "--workers", str(args.workers), "--part_size", "1000000"]
+            if args.origin_group:
+                base += ["--origin_group", str(args.origin_group)]
             runs = []
             for k, extra in enumerate((["--train", "0", "--corpus", "0"],
                                        ["--train", str(args.train), "--corpus", "0"],

@@ -577,6 +577,42 @@ class ReadBack(unittest.TestCase):
         self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
         self.assertIn("record %s" % number, err.getvalue())
 
+    def test_a_broken_part_is_one_line(self):
+        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-readback-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "release")
+        base = ["--network", DEMO, "--out", out] + SMALL
+        command(*(base + ["--parts", "1-1"]))
+        part = os.path.join(out, names.corpus_part(1))
+        with open(part, "rb") as handle:
+            whole = handle.read()
+
+        def cut(rows):
+            return [rows[0], rows[1][:4]] + rows[2:]
+
+        def not_json(rows):
+            return [rows[0], rows[1][:4] + ["{not json"]] + rows[2:]
+        breaks = [("row 1 has 4 cells", cut), ("its record is not a JSON object", not_json),
+                  ("cannot be read as a corpus part", None)]
+        for words, change in breaks:
+            if change is None:
+                data = whole[:200] + b"\xff\xfe" + whole[200:]
+            else:
+                rows = list(csv.reader(io.StringIO(whole.decode("utf-8"), newline="")))
+                text = io.StringIO(newline="")
+                csv.writer(text).writerows(change(rows))
+                data = text.getvalue().encode("utf-8")
+            with open(part, "wb") as handle:
+                handle.write(data)
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                status = cli.main(base)
+            with self.subTest(words):
+                self.assertEqual(status, 2, err.getvalue())
+                self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
+                self.assertIn(words, err.getvalue())
+                self.assertIn(names.corpus_part(1), err.getvalue())
+
 
 class OriginGroups(unittest.TestCase):
     """Sessions share an origin point in groups: by the corpus's density (20

@@ -38,7 +38,13 @@ class CorpusAudit(object):
     def add(self, ctx, part, number, kind, code, text, record_json, check_text=True):
         """One record of corpus part ``part`` (its CSV cells); an InputError
         names the part and the record when a check fails."""
-        record = json.loads(record_json)
+        try:
+            record = json.loads(record_json)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            raise InputError("%s record %s: its record is not a JSON object"
+                             % (names.corpus_part(part), number))
         ok, reason = corpus_texts.text_states_record(kind, text, record) if check_text \
             else (True, "")
         if ok:

@@ -261,11 +261,12 @@ def hold_only(holdout):
 
 def build_parts(runner, ctx, out, numbers, progress):
     """Build the parts ``numbers`` (each renamed into place when complete) ->
-    (figures: sessions not found, draws refused; {part: its CorpusAudit, made
-    by its tasks}).  Tasks are made as they are submitted, so memory does not
-    grow with --corpus."""
+    (figures: sessions not found, draws refused; {part: (its CorpusAudit, made
+    by its tasks; the SHA-256 of its bytes, hashed as they were written)}
+    for the parts of a run that audits).  Tasks are made as they are
+    submitted, so memory does not grow with --corpus."""
     figures = {"parts": len(numbers), "records": 0, "sessions_missing": 0}
-    audits = {}
+    audits, digests = {}, {}
     todo = ((k, chunk) for k in numbers for chunk in ctx.plan.chunks(k))
     waiting = collections.deque()          # part number of each submitted task
     writer, current = None, None
@@ -280,7 +281,7 @@ def build_parts(runner, ctx, out, numbers, progress):
             if not waiting:
                 break
             k = waiting.popleft()
-            rows, counts, missing, checks = runner.result()
+            text, count, counts, missing, checks = runner.result()
             if checks is not None:
                 audits.setdefault(k, CorpusAudit()).merge(checks)
             if k != current:
@@ -290,48 +291,69 @@ def build_parts(runner, ctx, out, numbers, progress):
                 with signals_held():
                     if writer is not None:
                         writer.commit()
+                        digests[current] = writer.sha256
                         writer = None
                     writer = release.PartWriter(os.path.join(out, names.corpus_part(k)), k)
                 current = k
-            writer.write(rows)
-            figures["records"] += len(rows)
+            writer.write(text, count)
+            figures["records"] += count
             figures["sessions_missing"] += missing
             for key, value in counts.items():
                 figures[key] = figures.get(key, 0) + value
-            progress.step(len(rows) + missing)
+            progress.step(count + missing)
         if writer is not None:
             writer.commit()
+            digests[current] = writer.sha256
             writer = None
     finally:
         if writer is not None:
             writer.discard()
-    return figures, audits
+    built = {k: (audits[k], digests[k]) for k in digests if k in audits}
+    return figures, built
+
+
+def read_part(ctx, k, path, progress):
+    """Corpus part ``k``, built by another run, read back and audited -> its
+    CorpusAudit; an InputError (one line: the part, what is wrong, the fix)
+    for a part that is not one."""
+    part = CorpusAudit()
+    rel = names.corpus_part(k)
+    try:
+        rows = release.read_csv_rows(path)
+        if next(rows, None) != names.CORPUS_COLUMNS:
+            raise InputError("%s is not a corpus part (its header differs): remove it and run "
+                             "again" % path)
+        for row in rows:
+            if len(row) != len(names.CORPUS_COLUMNS):
+                raise InputError("%s row %d has %d cells, not %d: remove the part and run again"
+                                 % (rel, part.records + 1, len(row), len(names.CORPUS_COLUMNS)))
+            progress.step()
+            part.add(ctx, k, *row)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError("%s cannot be read as a corpus part (%s): remove it and run again"
+                         % (rel, limits.one_line(str(exc))))
+    return part
 
 
 def read_corpus(out, ctx, stats, progress, built=None):
     """Every part of the plan: file entries, statistics, and the checks
     (hold-out, texts, network; static records once each) -> (entries, figures).
-    A part in ``built`` (part -> its CorpusAudit) was made by this run, whose
-    tasks made every check of audit.CorpusAudit on each record as the part
-    holds it (the texts as they were made): only its bytes are read here, for
-    its digest.  Every other part is read back and checked in full."""
+    A part in ``built`` (part -> (its CorpusAudit, its SHA-256)) was made by
+    this run, whose tasks made every check of audit.CorpusAudit on each
+    record as the part holds it (the texts as they were made), and whose
+    writer hashed its bytes as it wrote them: it is not read again.  Every
+    other part is read back, hashed and checked in full."""
     built = built or {}
     entries = {}
     checks = CorpusAudit()
     for k in range(1, ctx.plan.parts + 1):
         rel = names.corpus_part(k)
         path = os.path.join(out, rel)
-        sha, _ = release.file_digest(path)
-        part = built.get(k)
-        if part is None:
-            part = CorpusAudit()
-            rows = release.read_csv_rows(path)
-            if next(rows, None) != names.CORPUS_COLUMNS:
-                raise InputError("%s is not a corpus part (its header differs): remove it and "
-                                 "run again" % path)
-            for number, kind, code, text, record in rows:
-                progress.step()
-                part.add(ctx, k, number, kind, code, text, record)
+        if k in built:
+            part, sha = built[k]
+        else:
+            sha, _ = release.file_digest(path)
+            part = read_part(ctx, k, path, progress)
         checks.merge(part)
         entries[rel] = {"rows": part.records, "sha256": sha}
     checked = checks.finish(ctx.nets)
@@ -509,7 +531,7 @@ def build(args, ctx, networks, settings, parts, files):
             files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
         total = sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1 for k in numbers)
         progress = Progress(total, enabled)
-        corpus, audits = build_parts(runner, ctx, out, numbers, progress)
+        corpus, built = build_parts(runner, ctx, out, numbers, progress)
         progress.finish()
     for rel, figures in summaries:
         if figures["short"]:
@@ -537,8 +559,8 @@ def build(args, ctx, networks, settings, parts, files):
     files.write(os.path.join(out, names.NETWORK_JSON), record)
     entries[names.NETWORK_JSON] = {"rows": 1, "sha256": hashlib.sha256(record.encode("utf-8")).hexdigest()}
     progress = Progress(sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1
-                            for k in range(1, ctx.plan.parts + 1) if k not in audits), enabled)
-    corpus_entries, checked = read_corpus(out, ctx, stats, progress, audits)
+                            for k in range(1, ctx.plan.parts + 1) if k not in built), enabled)
+    corpus_entries, checked = read_corpus(out, ctx, stats, progress, built)
     progress.finish()
     entries.update(corpus_entries)
     train = [f for rel, f in summaries if rel.endswith("-train.csv")]

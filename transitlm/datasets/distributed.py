@@ -190,8 +190,8 @@ def injected_fault(folder):
         return
     original = release.PartWriter.write
 
-    def write(self, rows):
-        original(self, rows)
+    def write(self, *args):
+        original(self, *args)
         if self.rows > 1:                      # the header and some records
             self.file.flush()
             with open(os.path.join(folder, kind), "w", encoding="utf-8") as handle:

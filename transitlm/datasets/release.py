@@ -16,6 +16,7 @@ Standard library only; Python 3.8+.
 
 import csv
 import hashlib
+import io
 import json
 import os
 import stat
@@ -153,27 +154,35 @@ def remove_leftovers(out, parts=None):
 
 
 class PartWriter(object):
-    """One corpus part: rows into a dot-file beside it (named for the part),
-    renamed into place by commit(); discard() removes it."""
+    """One corpus part: CSV text into a dot-file beside it (named for the
+    part), hashed as it is written, renamed into place by commit(); discard()
+    removes it.  ``sha256`` is the digest of the bytes written."""
 
     def __init__(self, path, number):
         self.path = path
         try:
             handle, self.temp = tempfile.mkstemp(prefix=part_temp_prefix(number), suffix=".tmp",
                                                  dir=os.path.dirname(path))
-            self.file = os.fdopen(handle, "w", encoding="utf-8", newline="")
+            self.file = os.fdopen(handle, "wb")
         except OSError as exc:
             raise InputError("cannot write %s: %s" % (path, exc.strerror or exc))
-        self.writer = csv.writer(self.file)
+        self.digest = hashlib.sha256()
         self.rows = 0
-        self.write([names.CORPUS_COLUMNS])
+        self.write(csv_text([names.CORPUS_COLUMNS]), 1)
 
-    def write(self, rows):
+    def write(self, text, count):
+        """``text``: ``count`` rows of CSV (csv_text)."""
+        data = text.encode("utf-8")
         try:
-            self.writer.writerows(rows)
+            self.file.write(data)
         except OSError as exc:
             raise InputError("cannot write %s: %s" % (self.path, exc.strerror or exc))
-        self.rows += len(rows)
+        self.digest.update(data)
+        self.rows += count
+
+    @property
+    def sha256(self):
+        return self.digest.hexdigest()
 
     def commit(self):
         try:
@@ -194,6 +203,14 @@ class PartWriter(object):
             os.remove(self.temp)
         except OSError:
             pass
+
+
+def csv_text(rows):
+    """Rows as the corpus parts hold them: CSV in the csv module's default
+    dialect (every line ending in \\r\\n), one string."""
+    text = io.StringIO()
+    csv.writer(text).writerows(rows)
+    return text.getvalue()
 
 
 def file_digest(path):

@@ -18,6 +18,7 @@ from common import InputError
 from transitlm.networks.benchmark_builder import build_row, place_label
 from transitlm.datasets import corpus_texts
 from transitlm.datasets.audit import CorpusAudit
+from transitlm.datasets.release import csv_text
 from transitlm.datasets.splits import Origins, TrainCheck, draw_session, route_pair
 
 CONTEXT = None
@@ -90,21 +91,21 @@ def compact(record):
 def make_records(kind, owner, first, last, number):
     """Corpus records ``first``..``last``-1 of one static run (a network's
     stations or line directions) or one unit's sessions, numbered from
-    ``number`` -> (CSV rows, draw counts, sessions not found, their
-    audit.CorpusAudit: each row checked as the part holds it; None when
+    ``number`` -> (the rows as CSV text, how many, draw counts, sessions not
+    found, their audit.CorpusAudit: each row checked as the part holds it; None when
     ``CONTEXT.audit`` is false: a --parts run, whose parts the completing run
     reads back and checks)."""
     rows, counts, missing = _made_records(kind, owner, first, last, number)
     ctx = CONTEXT
-    if not ctx.audit:
-        return rows, counts, missing, None
-    checks = CorpusAudit()
-    if rows:
-        part = ctx.plan.part_of(number)
-        for row in rows:
-            # The texts were checked as they were made (checked_row).
-            checks.add(ctx, part, row[0], row[1], row[2], row[3], row[4], check_text=False)
-    return rows, counts, missing, checks
+    checks = None
+    if ctx.audit:
+        checks = CorpusAudit()
+        if rows:
+            part = ctx.plan.part_of(number)
+            for row in rows:
+                # The texts were checked as they were made (checked_row).
+                checks.add(ctx, part, row[0], row[1], row[2], row[3], row[4], check_text=False)
+    return csv_text(rows), len(rows), counts, missing, checks
 
 
 def _made_records(kind, owner, first, last, number):
