@@ -456,16 +456,23 @@ class PointAccess:
         self._bounds = {}
         self._flat = None
         grid = stop_grid(net, district)
-        self.nearest_flat = grid.nearest(point, kx)
+        # The stations within walking reach hold the nearest one whenever it
+        # is in walking reach (the usual case): one look at the grid, not two.
+        walk_reach = ACCESS_RANGE_KM[ACCESS_WALK][1] + 0.05
+        walkable = grid.within(point, kx, walk_reach)
+        self.nearest_flat = min((flat, s) for _, s, flat in walkable) if walkable \
+            else grid.nearest(point, kx)
         nearest = self.nearest_flat[0]
         modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
+        in_reach = walkable if self.reach_km + 0.05 == walk_reach \
+            else grid.within(point, kx, self.reach_km + 0.05)
         self.options = []          # (stop, [Access per offered mode in range])
         lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
         cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
         sin, asin, sqrt = math.sin, math.asin, math.sqrt
         diameter = 2 * EARTH_RADIUS_KM
-        for _, s, _ in grid.within(point, kx, self.reach_km + 0.05):
+        for _, s, _ in in_reach:
             # net.dist_to(s, point), the same operations (bit for bit)
             d = diameter * asin(sqrt(sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
                                      + cos0 * cos_lat[s]
