@@ -555,13 +555,17 @@ class ReadBack(unittest.TestCase):
     longer states its record is refused (the completing run does not check
     again the texts of the parts it built itself; its tasks did)."""
 
-    def test_an_altered_part_is_refused(self):
+    def part_from_another_run(self):
+        """(the completing run's arguments, part 1 built by a --parts run)."""
         tmp = tempfile.mkdtemp(prefix="transitlm-dataset-readback-")
         self.addCleanup(shutil.rmtree, tmp, True)
         out = os.path.join(tmp, "release")
         base = ["--network", DEMO, "--out", out] + SMALL
         command(*(base + ["--parts", "1-1"]))
-        part = os.path.join(out, names.corpus_part(1))
+        return base, os.path.join(out, names.corpus_part(1))
+
+    def test_an_altered_part_is_refused(self):
+        base, part = self.part_from_another_run()
         with open(part, encoding="utf-8", newline="") as handle:
             rows = list(csv.reader(handle))
         number, kind, _, text, record = rows[1]
@@ -578,12 +582,7 @@ class ReadBack(unittest.TestCase):
         self.assertIn("record %s" % number, err.getvalue())
 
     def test_a_broken_part_is_one_line(self):
-        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-readback-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        out = os.path.join(tmp, "release")
-        base = ["--network", DEMO, "--out", out] + SMALL
-        command(*(base + ["--parts", "1-1"]))
-        part = os.path.join(out, names.corpus_part(1))
+        base, part = self.part_from_another_run()
         with open(part, "rb") as handle:
             whole = handle.read()
 

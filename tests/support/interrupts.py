@@ -46,6 +46,14 @@ def _outcome(instant, number, status, top, out):
             "left": os.path.exists(top)}
 
 
+def _signalled(function, number):
+    """``function``, sending this process signal ``number`` as it is called."""
+    def signalled(*args):
+        os.kill(os.getpid(), number)
+        return function(*args)
+    return signalled
+
+
 def stopped_at_every_instant(instants):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     transitlm.io.exit_status.raise_on_terminate()
@@ -66,27 +74,15 @@ def stopped_at_every_instant(instants):
                                number)
             outcomes.append(_outcome(index, number, status, top, out))
         # One signal certainly comes as the arguments are parsed, before
-        # anything is begun ...
-        build_parser = transitlm.cli.build_parser
-
-        def signalled_parser(benchmark):
-            os.kill(os.getpid(), signal.SIGINT)
-            return build_parser(benchmark)
-        top = os.path.join(tmp, "parsing")
-        out = os.path.join(top, "new", "run")
-        with mock.patch.object(transitlm.cli, "build_parser", signalled_parser):
-            status = _run_once(benchmark, out)
-        outcomes.append(_outcome("parsing", signal.SIGINT, status, top, out))
-        # ... and, however fast or slow the machine, one comes inside the run:
-        # sent as the report is rendered, the files not yet in place.
-        render = transitlm.cli.report_json
-
-        def signalled_render(report):
-            os.kill(os.getpid(), signal.SIGTERM)
-            return render(report)
-        top = os.path.join(tmp, "inside")
-        out = os.path.join(top, "new", "run")
-        with mock.patch.object(transitlm.cli, "report_json", signalled_render):
-            status = _run_once(benchmark, out)
-        outcomes.append(_outcome("inside", signal.SIGTERM, status, top, out))
+        # anything is begun, and, however fast or slow the machine, one
+        # inside the run: sent as the report is rendered, the files not yet
+        # in place.
+        for name, where, number in (("parsing", "build_parser", signal.SIGINT),
+                                    ("inside", "report_json", signal.SIGTERM)):
+            top = os.path.join(tmp, name)
+            out = os.path.join(top, "new", "run")
+            with mock.patch.object(transitlm.cli, where,
+                                   _signalled(getattr(transitlm.cli, where), number)):
+                status = _run_once(benchmark, out)
+            outcomes.append(_outcome(name, number, status, top, out))
     return outcomes
