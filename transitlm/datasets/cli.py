@@ -2,7 +2,7 @@
 
     python3 data/make_dataset.py --network DIR [--network DIR ...] --out DIR
         [--train N] [--test N] [--corpus N] [--part_size N] [--seed S] [--lang zh|en]
-        [--workers N] [--parts A-B]
+        [--origin_group N] [--workers N] [--parts A-B]
 
 Writes the SFT splits (transit-lm-benchmark{1,2,3}-{train,test}.csv and
 transit-lm-general-benchmark1-test.csv), sft/*.jsonl, the network files
@@ -14,9 +14,10 @@ transit-lm-station-ids.json, network.json), the pre-training corpus
 The order of a run: the four test files are drawn first and their trips held
 out (splits.HoldOut); then the train files, checked against the hold-out;
 then the corpus parts that are not there yet, each renamed into place when
-complete; last the network files, the statistics (read back from the files,
-so they are the same however the parts were built), dataset.json and the
-card.  ``--parts A-B`` draws the test trips (to hold them out), writes only
+complete, each record audited by the task that made it (audit.CorpusAudit);
+last the network files, the statistics (from those audits, and for parts
+another run built, read back from the files and audited by the same code, so
+they are the same however the parts were built), dataset.json and the card.  ``--parts A-B`` draws the test trips (to hold them out), writes only
 those parts and a dataset.json holding the settings; a run without it
 completes the folder.
 
@@ -545,7 +546,7 @@ def build(args, ctx, networks, settings, parts, files):
             % (parts[0], parts[1], ctx.plan.parts))
         return
 
-    # 4. Network files, the corpus read back, the manifest and the card.
+    # 4. Network files, the corpus audited (parts of other runs read back), the manifest and the card.
     network_files = Outputs()
     with network_files:
         release.write_network_files(network_files, out, args.network, ctx.nets)
