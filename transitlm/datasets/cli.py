@@ -17,9 +17,10 @@ then the corpus parts that are not there yet, each renamed into place when
 complete, each record audited by the task that made it (audit.CorpusAudit);
 last the network files, the statistics (from those audits, and for parts
 another run built, read back from the files and audited by the same code, so
-they are the same however the parts were built), dataset.json and the card.  ``--parts A-B`` draws the test trips (to hold them out), writes only
-those parts and a dataset.json holding the settings; a run without it
-completes the folder.
+they are the same however the parts were built), dataset.json and the card.
+``--parts A-B`` draws the test trips (to hold them out), writes only those
+parts and a dataset.json holding the settings; a run without it completes
+the folder.
 
 Shortfall: a network that cannot supply the rows asked for gives what it
 has (a file may hold fewer rows, even none: benchmark 3 on a network without
