@@ -5,8 +5,6 @@ release's own station file, determinism whatever --workers, parts built apart,
 the card's configs resolving to files, candidates, and bad input (exit 2, one
 line, nothing written).  On the demo network and on the shared GTFS feeds."""
 
-import atexit
-import collections
 import contextlib
 import csv
 import fnmatch
@@ -14,7 +12,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +19,9 @@ import tempfile
 import unittest
 
 from tests.support import evaluator_rows, gtfs_feeds  # noqa: E402
+from tests.support.dataset_builds import DEMO, SCRIPT, SMALL, command, corpus_rows, read_csv, scratch
 from tests.support import REPO
-from tests.support.lane import Background, Offloaded
+from tests.support.lane import Background
 from tests import real_feeds
 
 import common
@@ -36,27 +34,9 @@ from transitlm.networks.router import Prefs, expert_score
 
 csv.field_size_limit(2 ** 31 - 1)
 
-SCRIPT = os.path.join(REPO, "data", "make_dataset.py")
-DEMO = os.path.join(REPO, "data")
-SMALL = ["--train", "10", "--test", "6", "--corpus", "16", "--part_size", "120"]
 TRANSFER = "【换乘】"
 EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
               "general": "general_llm"}
-
-
-def scratch(prefix):
-    """A temporary folder removed when the tests end."""
-    folder = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-def command(*args):
-    done = subprocess.run([sys.executable, SCRIPT] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, encoding="utf-8")
-    if done.returncode:
-        raise AssertionError("make_dataset.py %s exited %s: %s" % (args, done.returncode, done.stderr))
-    return done.stdout
 
 
 def build_demo():
@@ -146,17 +126,9 @@ def build_interrupted():
 
 DEMO_BUILDS = Background(build_demo)
 STOPPED = Background(build_interrupted)
-STOPPED_AS_A_PART_OPENS = Offloaded("tests.support.dataset_interrupts:stopped_as_a_part_opens",
-                                    DEMO, os.path.join(scratch("transitlm-dataset-open-"), "release"))
 HAVE_FEEDS = real_feeds.available("nyc-subway.zip") and real_feeds.available("cairns.zip")
 JOINT = Background(build_joint) if HAVE_FEEDS else None
 EVERY_FEED = Background(build_every_feed) if os.path.isdir(real_feeds.SHARED_GTFS) else None
-
-
-def read_csv(path):
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        return reader.fieldnames, list(reader)
 
 
 def general_pair(label, code, lines):
@@ -186,15 +158,6 @@ def near(trip, test):
         if haversine_km(s[0], s[1], a[0], a[1]) <= 0.5 and haversine_km(e[0], e[1], b[0], b[1]) <= 0.5:
             return True
     return False
-
-
-def corpus_rows(out):
-    folder = os.path.join(out, names.CORPUS_FOLDER)
-    for name in sorted(os.listdir(folder)):
-        header, rows = read_csv(os.path.join(folder, name))
-        assert header == names.CORPUS_COLUMNS, header
-        for row in rows:
-            yield row
 
 
 class ReleaseChecks(object):
@@ -409,17 +372,6 @@ class Interrupted(ReleaseChecks, unittest.TestCase):
         self.assert_corpus_true(out)
 
 
-class StoppedAsAPartOpens(unittest.TestCase):
-    """SIGINT the moment a corpus part's temporary is made, before its writer
-    is handed back: the run stops with 130 and leaves no temporary."""
-
-    def test_no_temporary_left(self):
-        outcome = STOPPED_AS_A_PART_OPENS.result()
-        self.assertEqual(len(outcome["opened"]), 2)
-        self.assertEqual(outcome["status"], 130)
-        self.assertEqual([n for n in outcome["names"] if n.startswith(".")], [])
-
-
 class HoldOutGrid(unittest.TestCase):
     """The grid's near() says what a scan of every test trip says, at the
     500 m boundary too, at any latitude."""
@@ -547,170 +499,6 @@ class Shortfall(unittest.TestCase):
         self.assertEqual(rows, [])
         _, rows = read_csv(os.path.join(out, "transit-lm-benchmark1-test.csv"))
         self.assertEqual(len(rows), 3)
-
-
-class ReadBack(unittest.TestCase):
-    """A part built by another run (another process, another machine) is
-    checked in full by the run that completes the folder: a text that no
-    longer states its record is refused (the completing run does not check
-    again the texts of the parts it built itself; its tasks did)."""
-
-    def part_from_another_run(self):
-        """(the completing run's arguments, part 1 built by a --parts run)."""
-        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-readback-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        out = os.path.join(tmp, "release")
-        base = ["--network", DEMO, "--out", out] + SMALL
-        command(*(base + ["--parts", "1-1"]))
-        return base, os.path.join(out, names.corpus_part(1))
-
-    def test_an_altered_part_is_refused(self):
-        base, part = self.part_from_another_run()
-        with open(part, encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
-        number, kind, _, text, record = rows[1]
-        stop = json.loads(record)["stop_id"]
-        self.assertIn(stop, text)
-        rows[1][3] = text.replace(stop, "X" + stop)
-        with open(part, "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle, lineterminator="\n").writerows(rows)
-        err = io.StringIO()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            status = cli.main(base)
-        self.assertEqual(status, 2, err.getvalue())
-        self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
-        self.assertIn("record %s" % number, err.getvalue())
-
-    def test_a_broken_part_is_one_line(self):
-        base, part = self.part_from_another_run()
-        with open(part, "rb") as handle:
-            whole = handle.read()
-
-        def cut(rows):
-            return [rows[0], rows[1][:4]] + rows[2:]
-
-        def not_json(rows):
-            return [rows[0], rows[1][:4] + ["{not json"]] + rows[2:]
-        breaks = [("row 1 has 4 cells", cut), ("its record is not a JSON object", not_json),
-                  ("cannot be read as a corpus part", None)]
-        for words, change in breaks:
-            if change is None:
-                data = whole[:200] + b"\xff\xfe" + whole[200:]
-            else:
-                rows = list(csv.reader(io.StringIO(whole.decode("utf-8"), newline="")))
-                text = io.StringIO(newline="")
-                csv.writer(text).writerows(change(rows))
-                data = text.getvalue().encode("utf-8")
-            with open(part, "wb") as handle:
-                handle.write(data)
-            err = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                status = cli.main(base)
-            with self.subTest(words):
-                self.assertEqual(status, 2, err.getvalue())
-                self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
-                self.assertIn(words, err.getvalue())
-                self.assertIn(names.corpus_part(1), err.getvalue())
-
-
-class OriginGroups(unittest.TestCase):
-    """Sessions share an origin point in groups: by the corpus's density (20
-    to 100) unless --origin_group says; dataset.json says which; a group cut
-    by a part boundary gives the same bytes whatever builds the parts."""
-
-    def test_the_density_rule(self):
-        from transitlm.datasets.splits import origin_group
-        self.assertEqual(origin_group(100000, 977), 20)        # 102 sessions a station
-        self.assertEqual(origin_group(200000, 977), 40)
-        self.assertEqual(origin_group(1000000, 977), 100)      # capped
-        self.assertEqual(origin_group(0, 0), 20)
-        self.assertEqual(origin_group(3000000, 30000), 20)
-
-    def test_groups_share_an_origin_and_parts_give_the_same_bytes(self):
-        root = tempfile.mkdtemp(prefix="transitlm-dataset-groups-")
-        self.addCleanup(shutil.rmtree, root, True)
-        out = os.path.join(root, "release")
-        base = ["--network", DEMO, "--out", out, "--train", "2", "--test", "2", "--corpus", "40",
-                "--part_size", "30", "--origin_group", "7"]
-        command(*base)
-        with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
-            manifest = json.load(handle)
-        self.assertEqual(manifest["settings"]["origin_group"], 7)
-        self.assertEqual(set(manifest["origin_groups"].values()), {7})
-        starts = collections.defaultdict(collections.Counter)
-        for row in corpus_rows(out):
-            if row["kind"] == "session":
-                record = json.loads(row["record"])
-                starts[row["adcode"]][record["start"]] += 1
-        for code, counter in starts.items():
-            # a group's sessions start at its origin (a session that finds no
-            # route from it draws a trip of its own)
-            self.assertGreaterEqual(max(counter.values()), 5, code)
-            self.assertLess(len(counter), sum(counter.values()) / 3.0, code)
-        one = os.path.join(root, "one")
-        os.rename(out, one)
-        command(*(base + ["--parts", "1-3", "--workers", "2"]))
-        command(*(base + ["--workers", "2"]))
-        for folder, _, files in os.walk(one):
-            rel = os.path.relpath(folder, one)
-            for name in files:
-                with open(os.path.join(folder, name), "rb") as a, \
-                        open(os.path.join(out, rel, name), "rb") as b:
-                    self.assertEqual(a.read(), b.read(), "%s/%s" % (rel, name))
-
-
-class AuditedAsMade(unittest.TestCase):
-    """The run that builds a part checks each of its records in the task that
-    made it (audit.CorpusAudit, as the part holds it) and does not read the
-    part back; a record the audit refuses stops the run: exit 2, one line
-    naming the part and the record, no card."""
-
-    def run_builder(self, argv):
-        err = io.StringIO()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            status = cli.main(argv)
-        return status, err.getvalue()
-
-    def test_built_parts_are_not_read_back(self):
-        from unittest import mock
-        from transitlm.datasets import release
-        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-audit-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        out = os.path.join(tmp, "release")
-        with mock.patch.object(release, "read_csv_rows",
-                               side_effect=AssertionError("a part read back")):
-            status, err = self.run_builder(["--network", DEMO, "--out", out] + SMALL)
-        self.assertEqual(status, 0, err)
-        with open(os.path.join(out, names.MANIFEST), encoding="utf-8") as handle:
-            manifest = json.load(handle)
-        # The figures the tasks' audits gave are those of the parts on disk.
-        total = 0
-        for rel, entry in manifest["files"].items():
-            if rel.startswith(names.CORPUS_FOLDER + "/"):
-                with open(os.path.join(out, rel), encoding="utf-8", newline="") as handle:
-                    self.assertEqual(entry["rows"], sum(1 for _ in csv.reader(handle)) - 1, rel)
-                total += entry["rows"]
-        self.assertEqual(manifest["statistics"]["corpus"]["records"], total)
-
-    def test_a_record_the_audit_refuses_stops_the_run(self):
-        from unittest import mock
-        from transitlm.datasets import corpus_texts as texts
-        tmp = tempfile.mkdtemp(prefix="transitlm-dataset-audit-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        out = os.path.join(tmp, "release")
-        real, seen = texts.record_matches_network, []
-
-        def off_network(kind, record, net):
-            seen.append(kind)
-            if kind == "session" and seen.count("session") == 3:
-                return False, "stop X is not a station of the network"
-            return real(kind, record, net)
-        with mock.patch.object(texts, "record_matches_network", off_network):
-            status, err = self.run_builder(["--network", DEMO, "--out", out] + SMALL)
-        self.assertEqual(status, 2, err)
-        self.assertEqual(len(err.splitlines()), 1, err)
-        self.assertRegex(err, r"%s record \d+: stop X is not" % re.escape(names.corpus_part(999)).replace("999", r"\d+"))
-        self.assertFalse(os.path.exists(os.path.join(out, names.CARD)))
 
 
 class BadInput(unittest.TestCase):

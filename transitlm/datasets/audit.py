@@ -53,21 +53,37 @@ class CorpusAudit(object):
                 else corpus_texts.record_matches_network(kind, record, net)
         if not ok:
             raise InputError("%s record %s: %s" % (names.corpus_part(part), number, reason))
-        self.records += 1
-        self.stats.add_corpus_record(kind, text, record)
+        try:
+            self._count(ctx, kind, text, record)
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+            raise InputError("%s record %s: the record is not a %s record (%s: %s)"
+                             % (names.corpus_part(part), number, kind, type(exc).__name__, exc))
+
+    def _count(self, ctx, kind, text, record):
+        # What the counts need, read from the record first (a record that is
+        # not one stops the run: add() makes it one line).
         if kind == "station":
-            self.stations[record["stop_id"]] += 1
+            key = record["stop_id"]
         elif kind == "line":
-            self.lines[record["line_name"]] += 1
+            key = record["line_name"]
         else:
-            checked, holdout = self.checked, ctx.holdout
-            checked["sessions"] += 1
+            holdout = ctx.holdout
             start = tuple(float(v) for v in record["start"].split(","))
             end = tuple(float(v) for v in record["end"].split(","))
-            checked["near"] += holdout.near(start, end)
-            for route in record["routes"]:
-                checked["routes"] += 1
-                checked["pairs_held"] += holdout.held_pair(label_pair(route))
+            near = holdout.near(start, end)
+            held = [holdout.held_pair(label_pair(route)) for route in record["routes"]]
+        self.stats.add_corpus_record(kind, text, record)
+        self.records += 1
+        if kind == "station":
+            self.stations[key] += 1
+        elif kind == "line":
+            self.lines[key] += 1
+        else:
+            checked = self.checked
+            checked["sessions"] += 1
+            checked["near"] += near
+            checked["routes"] += len(held)
+            checked["pairs_held"] += sum(held)
 
     def merge(self, other):
         """Add another audit's checks and counts to these."""
