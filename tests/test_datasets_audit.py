@@ -230,3 +230,64 @@ class AuditedAsMade(unittest.TestCase):
         self.assertEqual(len(err.splitlines()), 1, err)
         self.assertRegex(err, r"%s record \d+: stop X is not" % re.escape(names.corpus_part(999)).replace("999", r"\d+"))
         self.assertFalse(os.path.exists(os.path.join(out, names.CARD)))
+
+
+class HoldOutCache(unittest.TestCase):
+    """A --parts run reads the test trips an earlier --parts run of the same
+    settings drew (a dot-file keyed by the settings and version) instead of
+    drawing the four test files again; a cache that is not one is ignored;
+    the folder the completing run leaves is the bytes of one run, cache-free."""
+
+    def test_parts_runs_share_the_hold_out(self):
+        root = tempfile.mkdtemp(prefix="transitlm-dataset-holdout-")
+        self.addCleanup(shutil.rmtree, root, True)
+        out = os.path.join(root, "release")
+        base = ["--network", DEMO, "--out", out] + SMALL
+        command(*base)
+        one = os.path.join(root, "one")
+        os.rename(out, one)
+
+        first = command(*(base + ["--parts", "1-1"]))
+        self.assertNotIn("earlier --parts run", first)
+        caches = [n for n in os.listdir(out) if n.startswith(".transitlm-holdout-")]
+        self.assertEqual(len(caches), 1, os.listdir(out))
+        second = command(*(base + ["--parts", "2-2"]))
+        self.assertRegex(second, r"hold-out +\d+ test trips \(\d+ pairs\), as an earlier --parts run")
+        self.assertNotIn("-test.csv", second)          # no test file drawn
+
+        # A cache that is not one (cut short) is ignored: the run draws.
+        cache = os.path.join(out, caches[0])
+        with open(cache, "rb") as handle:
+            whole = handle.read()
+        with open(cache, "wb") as handle:
+            handle.write(whole[:len(whole) // 2])
+        third = command(*(base + ["--parts", "3-3"]))
+        self.assertNotIn("earlier --parts run", third)
+        self.assertIn("-test.csv", third)
+
+        command(*base)
+        self.assertEqual([n for n in os.listdir(out) if n.startswith(".")], [])
+        for folder, _, files in os.walk(one):
+            rel = os.path.relpath(folder, one)
+            for name in files:        # both built at the same --out path
+                with open(os.path.join(folder, name), "rb") as a, \
+                        open(os.path.join(out, rel, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), "%s/%s" % (rel, name))
+
+    def test_another_key_is_not_read(self):
+        from transitlm.datasets import release
+        root = tempfile.mkdtemp(prefix="transitlm-dataset-holdout-")
+        self.addCleanup(shutil.rmtree, root, True)
+        entries = [(("a", "b"), (1.0, 2.0), (3.0, 4.5))]
+        key = release.holdout_key({"seed": 1})
+        release.write_holdout_cache(root, key, entries)
+        self.assertEqual(release.read_holdout_cache(root, key), entries)
+        self.assertIsNone(release.read_holdout_cache(root, release.holdout_key({"seed": 2})))
+        # the same name (a key's first 32 digits) but not the whole key
+        name = [n for n in os.listdir(root)][0]
+        with open(os.path.join(root, name), encoding="utf-8") as handle:
+            data = json.load(handle)
+        data["key"] = key[:32] + "0" * 32
+        with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+        self.assertIsNone(release.read_holdout_cache(root, key))

@@ -481,13 +481,22 @@ def build(args, ctx, networks, settings, parts, files):
     tasks.CONTEXT = ctx
     entries, shortfall, summaries = {}, {}, []
 
-    # 1. The test files: drawn first, their trips held out.
+    # 1. The test files: drawn first, their trips held out.  A --parts run
+    # reads the trips another --parts run of these settings drew, when one
+    # left them (release.read_holdout_cache); else it draws and leaves them.
+    key = release.holdout_key(settings)
+    cached = release.read_holdout_cache(out, key) if parts else None
+    if cached is not None:
+        for entry in cached:
+            holdout.add(*entry)
+        say("hold-out       %d test trips (%d pairs), as an earlier --parts run of these settings "
+            "drew them" % (holdout.trips, len(holdout.pairs)))
     if not parts:
         files.make_folders(os.path.join(out, names.SFT_FOLDER))
     with Runner(args.workers) as runner:
         progress = Progress(4 * args.test, enabled)
         for kind, name, split, rel in names.split_files():
-            if split != "test":
+            if split != "test" or cached is not None:
                 continue
             task_id = names.task_id(name, split)
             sink = hold_only(holdout) if parts else SplitSink(
@@ -501,6 +510,8 @@ def build(args, ctx, networks, settings, parts, files):
             if not parts:
                 entries.update(sink.entries())
         progress.finish()
+    if parts and cached is None:
+        release.write_holdout_cache(out, key, holdout.entries)
 
     # The settings: the folder is this dataset's from now on.
     if release.read_manifest(out) is None:
@@ -597,6 +608,7 @@ def build(args, ctx, networks, settings, parts, files):
         % (holdout.trips, len(holdout.pairs), leakage["train_rows_checked"], checked["sessions"],
            checked["routes"], leakage["train_draws_refused_near"],
            leakage["train_draws_refused_pair"]))
+    release.remove_holdout_caches(out)
     say("wrote          %s (%s, %s)" % (out, names.MANIFEST, names.CARD))
 
 

@@ -12,7 +12,8 @@ Why its folder is byte for byte one make_dataset.py run's:
   settings (plan.py), so a part is the same file whichever process builds it.
 - A task is make_dataset.py's own builder (cli.main), called in the Ray
   worker's process with ``--parts A-B``: it draws the test files to hold their
-  trips out, removes its own parts' leftovers, writes each missing part as a
+  trips out (or reads the trips an earlier task of these settings left:
+  release.read_holdout_cache), removes its own parts' leftovers, writes each missing part as a
   dot-file and renames it into place when complete (release.PartWriter).  A
   task that fails (an exception, or its worker killed mid-part) is retried by
   Ray; the retry runs the same range, removes the half part the failed attempt
@@ -84,7 +85,7 @@ def parse_args(argv):
     ray.add_argument("--parts_per_task", type=limits.int_arg(1, names.MAX_PARTS),
                      default=DEFAULT_PARTS_PER_TASK,
                      help="corpus parts per Ray task (default %(default)s); each task also "
-                          "draws the test files, to hold their trips out")
+                          "loads the networks and the test trips, to hold them out")
     ray.add_argument("--retries", type=limits.int_arg(0, MAX_RETRIES), default=DEFAULT_RETRIES,
                      help="times Ray retries a task that fails, its worker killed or raising "
                           "(default %(default)s)")

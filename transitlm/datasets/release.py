@@ -128,14 +128,19 @@ def part_temp_prefix(number):
     return "%spart%03d-" % (TEMP_PREFIX, number)
 
 
+def is_holdout_cache(name):
+    return name.startswith(names.HOLDOUT_CACHE.split("%s")[0]) and name.endswith(".json")
+
+
 def remove_leftovers(out, parts=None):
     """Remove the temporaries a stopped run left -> count.  A whole run removes
-    every one in --out and its folders; a --parts A-B run only those of its own
-    parts, so runs of other ranges into the same folder go on undisturbed."""
+    every one in --out and its folders (not the hold-out cache: see
+    holdout_cache); a --parts A-B run only those of its own parts, so runs of
+    other ranges into the same folder go on undisturbed."""
     removed = 0
     if parts is None:
         folders = (out, os.path.join(out, names.CORPUS_FOLDER), os.path.join(out, names.SFT_FOLDER))
-        mine = is_temporary
+        mine = lambda name: is_temporary(name) and not is_holdout_cache(name)
     else:
         folders = (os.path.join(out, names.CORPUS_FOLDER),)
         prefixes = tuple(part_temp_prefix(k) for k in range(parts[0], parts[1] + 1))
@@ -151,6 +156,74 @@ def remove_leftovers(out, parts=None):
                 except OSError:
                     pass
     return removed
+
+
+# ---------------------------------------------------------------------------
+# The hold-out cache of --parts runs
+# ---------------------------------------------------------------------------
+#
+# A --parts run needs the test trips to hold them out of its parts, and they
+# are drawn by drawing the four test files: minutes of CPU at the release's
+# sizes, for every --parts run (every Ray task).  The first such run of a
+# folder leaves them in a dot-file named for the settings' key; later --parts
+# runs with the same settings and version read them instead of drawing.  The
+# run that completes the folder draws the test files itself (it writes them),
+# audits every part against its own hold-out -- so a cache that lied would be
+# caught there -- and removes the cache.
+
+def holdout_key(settings):
+    """The key of a hold-out: the version and every setting (networks included)."""
+    text = json.dumps({"version": VERSION, "settings": settings}, sort_keys=True,
+                      ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def read_holdout_cache(out, key):
+    """The hold-out entries ([(pair, origin, dest)]) a --parts run of these
+    settings left in ``out``, or None (none there, another key, unreadable)."""
+    path = os.path.join(out, names.HOLDOUT_CACHE % key[:32])
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("key") != key:
+            return None
+        entries = []
+        for (a, b), origin, dest in data["entries"]:
+            entries.append(((str(a), str(b)), (float(origin[0]), float(origin[1])),
+                            (float(dest[0]), float(dest[1]))))
+        return entries
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def write_holdout_cache(out, key, entries):
+    """Leave the hold-out entries for later --parts runs (written beside, then
+    renamed: a reader sees the whole file or none).  A failure to write is
+    not an error: the cache only saves time."""
+    path = os.path.join(out, names.HOLDOUT_CACHE % key[:32])
+    data = json.dumps({"key": key, "entries": [[list(pair), list(origin), list(dest)]
+                                               for pair, origin, dest in entries]})
+    try:
+        handle, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=out)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(data)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except OSError:
+        pass
+
+
+def remove_holdout_caches(out):
+    """The completed folder keeps no hold-out cache."""
+    try:
+        found = [n for n in os.listdir(out) if is_holdout_cache(n)]
+    except OSError:
+        return
+    for name in found:
+        try:
+            os.remove(os.path.join(out, name))
+        except OSError:
+            pass
 
 
 class PartWriter(object):

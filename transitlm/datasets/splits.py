@@ -129,6 +129,7 @@ class HoldOut(object):
         self.pairs = set()
         self.cells = {}
         self.trips = 0
+        self.entries = []       # (pair, origin, dest) of every add, in order
 
     def _cell(self, point):
         return (int(math.floor(point[0] / self.cell_lng)), int(math.floor(point[1] / self.cell_lat)))
@@ -136,6 +137,7 @@ class HoldOut(object):
     def add(self, pair, origin, dest):
         """Hold out a test trip: its first route's pair and its two ends."""
         self.trips += 1
+        self.entries.append((pair, origin, dest))
         self.pairs.add(pair)
         self.cells.setdefault(self._cell(origin), []).append((origin, dest))
         self.cells.setdefault(self._cell(dest), []).append((dest, origin))
