@@ -160,7 +160,7 @@ class AuditOfHostileRecords(unittest.TestCase):
         class Ctx(object):
             pass
         ctx = Ctx()
-        ctx._net_of = {"010": object()}
+        ctx.net_of = {"010": object()}
         ctx.holdout = HoldOut([])
         records = [{"start": 12.5, "end": "1,2", "routes": []},
                    {"start": "1", "end": "1,2", "routes": []},

@@ -48,7 +48,7 @@ class CorpusAudit(object):
         ok, reason = corpus_texts.text_states_record(kind, text, record) if check_text \
             else (True, "")
         if ok:
-            net = network_of(ctx, code)
+            net = ctx.net_of.get(code)
             ok, reason = (False, "names ad_code %s, of no network" % code) if net is None \
                 else corpus_texts.record_matches_network(kind, record, net)
         if not ok:
@@ -112,16 +112,3 @@ class CorpusAudit(object):
             raise InputError("the corpus does not hold every line direction exactly once: remove "
                              "%s and run again" % names.CORPUS_FOLDER)
         return dict(checked)
-
-
-def network_of(ctx, code):
-    """The network an ad_code's records belong to (its unit's, else the first
-    network naming it), or None."""
-    table = getattr(ctx, "_net_of", None)
-    if table is None:
-        table = {u.code: u.net for u in ctx.units}
-        for net in ctx.nets:
-            for c in net.city:
-                table.setdefault(c, net)
-        ctx._net_of = table
-    return table.get(code)

@@ -35,6 +35,12 @@ class Context(object):
         self.seed = seed
         self.lang = lang
         self.req_types = req_types      # per network: benchmark 2's satisfiable preferences
+        # ad_code -> the network its records belong to: its unit's, else the
+        # first network naming it (the corpus audit's look-up)
+        self.net_of = {u.code: u.net for u in units}
+        for net in nets:
+            for code in net.city:
+                self.net_of.setdefault(code, net)
         self.holdout = None
         self.audit = True               # corpus tasks audit their records (not for --parts runs)
 
