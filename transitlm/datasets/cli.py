@@ -484,7 +484,7 @@ def build(args, ctx, networks, settings, parts, files):
     # 1. The test files: drawn first, their trips held out.  A --parts run
     # reads the trips another --parts run of these settings drew, when one
     # left them (release.read_holdout_cache); else it draws and leaves them.
-    key = release.holdout_key(settings)
+    key = release.holdout_key(settings) if parts else None
     cached = release.read_holdout_cache(out, key) if parts else None
     if cached is not None:
         for entry in cached:
@@ -542,7 +542,7 @@ def build(args, ctx, networks, settings, parts, files):
             make_folders(os.path.join(out, names.CORPUS_FOLDER), [], "output folder")
         else:
             files.make_folders(os.path.join(out, names.CORPUS_FOLDER))
-        total = sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1 for k in numbers)
+        total = sum(ctx.plan.part_records(k) for k in numbers)
         progress = Progress(total, enabled)
         corpus, built = build_parts(runner, ctx, out, numbers, progress)
         progress.finish()
@@ -558,7 +558,8 @@ def build(args, ctx, networks, settings, parts, files):
             % (parts[0], parts[1], ctx.plan.parts))
         return
 
-    # 4. Network files, the corpus audited (parts of other runs read back), the manifest and the card.
+    # 4. Network files, the corpus audited (other runs' parts read back), the
+    # manifest and the card.
     network_files = Outputs()
     with network_files:
         release.write_network_files(network_files, out, args.network, ctx.nets)
@@ -571,8 +572,8 @@ def build(args, ctx, networks, settings, parts, files):
                             None)
     files.write(os.path.join(out, names.NETWORK_JSON), record)
     entries[names.NETWORK_JSON] = {"rows": 1, "sha256": hashlib.sha256(record.encode("utf-8")).hexdigest()}
-    progress = Progress(sum(ctx.plan.part_range(k)[1] - ctx.plan.part_range(k)[0] + 1
-                            for k in range(1, ctx.plan.parts + 1) if k not in built), enabled)
+    progress = Progress(sum(ctx.plan.part_records(k) for k in range(1, ctx.plan.parts + 1)
+                            if k not in built), enabled)
     corpus_entries, checked = read_corpus(out, ctx, stats, progress, built)
     progress.finish()
     entries.update(corpus_entries)

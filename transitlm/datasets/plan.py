@@ -55,6 +55,11 @@ class Plan(object):
         first = (number - 1) * self.part_size + 1
         return first, min(self.total, number * self.part_size)
 
+    def part_records(self, number):
+        """How many records part ``number`` holds in the plan."""
+        first, last = self.part_range(number)
+        return last - first + 1
+
     def part_of(self, number):
         """The part that holds record ``number``."""
         return (number - 1) // self.part_size + 1
