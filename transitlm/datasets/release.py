@@ -129,13 +129,13 @@ def part_temp_prefix(number):
 
 
 def is_holdout_cache(name):
-    return name.startswith(names.HOLDOUT_CACHE.split("%s")[0]) and name.endswith(".json")
+    return name.startswith(names.HOLDOUT_CACHE_PREFIX) and name.endswith(".json")
 
 
 def remove_leftovers(out, parts=None):
     """Remove the temporaries a stopped run left -> count.  A whole run removes
-    every one in --out and its folders (not the hold-out cache: see
-    holdout_cache); a --parts A-B run only those of its own parts, so runs of
+    every one in --out and its folders (not the hold-out cache, below, which
+    it removes once complete); a --parts A-B run only those of its own parts, so runs of
     other ranges into the same folder go on undisturbed."""
     removed = 0
     if parts is None:

@@ -33,7 +33,8 @@ MANIFEST = "dataset.json"
 MANIFEST_MARKER = "transitlm_dataset"            # dataset.json's first key; its value the schema
 MANIFEST_SCHEMA = 1
 TEMP_PREFIX = ".transitlm-"                      # temporaries (transitlm.io.files.TEMP_PREFIX)
-HOLDOUT_CACHE = TEMP_PREFIX + "holdout-%s.json"   # --parts runs' hold-out, by the settings' key
+HOLDOUT_CACHE_PREFIX = TEMP_PREFIX + "holdout-"  # --parts runs' hold-out ...
+HOLDOUT_CACHE = HOLDOUT_CACHE_PREFIX + "%s.json"  # ... named by the settings' key
 
 
 def task_id(name, split):
