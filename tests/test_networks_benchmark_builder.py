@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -445,11 +446,56 @@ class DemoNetworkBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCas
                         open(os.path.join(self.out, filename), "rb") as b:
                     self.assertEqual(a.read(), b.read(), filename)
 
+    def test_same_bytes_for_any_workers(self):
+        # self.out was built with the default (one worker per core)
+        for workers in ("1", "3"):
+            with tempfile.TemporaryDirectory() as again:
+                done = run(SCRIPT, "--network", DATA, "--out", again, "--samples", "12",
+                           "--workers", workers)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertEqual(done.stdout, self.done.stdout)
+                for filename in mb.output_names():
+                    with open(os.path.join(again, filename), "rb") as a, \
+                            open(os.path.join(self.out, filename), "rb") as b:
+                        self.assertEqual(a.read(), b.read(), (workers, filename))
+
     def test_labels_pass_their_own_benchmark(self):
         self.assert_labels_pass(DATA, self.out)
 
     def test_labels_are_optimal(self):
         self.assertEqual(self.assert_labels_optimal(DATA, self.out), 48)
+
+
+class RowWorkersTest(unittest.TestCase):
+    """Rows built ahead by workers are those of one process, even when a row
+    finds no trip and benchmark 2's preferences move over the later rows."""
+
+    def test_rows_that_find_no_trip(self):
+        net = mb.load_network(DATA)
+        real, lost = mb.build_row, {1, 2, 9}
+
+        def some_rows_find_no_trip(net, seed, kind, task_id, row, lang, req_type, districts,
+                                   draws=None, **options):
+            if row in lost:
+                draws["route"] = draws.get("route", 0) + 5
+                return None
+            return real(net, seed, kind, task_id, row, lang, req_type, districts, draws, **options)
+
+        made = {}
+        with mock.patch.object(mb, "build_row", some_rows_find_no_trip):
+            for workers in (1, 3):
+                with mb.RowMaker(net, 7, "zh", workers) as maker:
+                    again = mock.patch.object(maker, "here", wraps=maker.here)
+                    with again as here:
+                        made[workers] = [mb.build_file(net, 7, kind, "1", 8, "zh", [2, 5, 7, 8], maker)
+                                         for kind in ("b1", "b2")]
+                    if workers > 1:         # the moved preferences were built again here
+                        self.assertGreater(here.call_count, 0)
+        self.assertEqual(made[1], made[3])
+        rows, figures = made[3][1]
+        self.assertEqual([r[1] for r in rows], ["2", "5", "7", "8"] * 2)
+        self.assertEqual((figures["no_trip"], figures["short"]), (3, 0))
+        self.assertGreaterEqual(figures["no_label"], 3 * 5)
 
 
 def label_with_prefix(label, prefix):

@@ -43,6 +43,7 @@ one stops the run with exit status 2 and one line.  Standard library only.
 """
 
 import argparse
+import collections
 import csv
 import hashlib
 import json
@@ -62,6 +63,7 @@ from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
 from transitlm.evaluation.prompt_texts import system_prompt
+from transitlm.evaluation.workers import ForkedWorkers, can_fork
 from transitlm.networks import limits
 from transitlm.networks.limits import LimitError, parse_number, shown
 from transitlm.networks import router
@@ -85,6 +87,7 @@ REQ_TYPES = (2, 5, 7, 8)
 # Limits (README "Limits"): rows per file; the network's numbers; every
 # network file's lines together (the tables and the router's network are in memory).
 MAX_SAMPLES = 100000
+MAX_WORKERS = 64                  # --workers
 MAX_SEED_DIGITS = 40
 MAX_MINUTES = 7 * 24 * 60            # a ride hop or a walking transfer
 MAX_HEADWAY_MIN = 7 * 24 * 60
@@ -659,23 +662,105 @@ def usable_districts(net):
     return [d for d in net.districts if len(d.stops) >= 2 and d.lines]
 
 
-def build_file(net, seed, kind, task_id, samples, lang, req_types):
-    """-> (rows, figures) of one benchmark file."""
-    districts = usable_districts(net)
-    rows, failures, legs, line_changes = [], 0, 0, 0
+# ---------------------------------------------------------------------------
+# Rows, in this process or in forked workers
+# ---------------------------------------------------------------------------
+
+_FORKED = None      # (net, seed, lang, districts): what RowMaker's forked workers read
+
+
+def _made_row(job, task):
+    """(kind, task_id, row, req_type) -> (cells or None, whether the label changes
+    lines, the draws rejected)."""
+    net, seed, lang, districts = job
+    kind, task_id, row, req_type = task
+    draws = {}
+    built = build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws)
+    if built is None:
+        return None, False, draws
+    cells, routes = built
+    return cells, len(routes[0].legs) > 1, draws
+
+
+def _row_in_worker(task):
+    return _made_row(_FORKED, task)
+
+
+class RowMaker(object):
+    """build_row for one run's rows: here (workers 1, or no fork on this
+    platform) or in forked workers, which inherit the network and send back
+    only a row's cells.  A row depends only on the seed, the benchmark, its
+    number and its preference, so the files are the same bytes for any
+    number of workers.  Use it as a context manager (the workers end with it)."""
+
+    def __init__(self, net, seed, lang, workers=1):
+        global _FORKED
+        self.job = (net, seed, lang, usable_districts(net))
+        self.pool = None
+        if workers > 1 and can_fork():
+            _FORKED = self.job
+            self.pool = ForkedWorkers(workers, _row_in_worker)
+        self.window = 4 * workers      # rows asked ahead of the one being written
+
+    def here(self, task):
+        return _made_row(self.job, task)
+
+    def close(self, kill=False):
+        if self.pool is not None:
+            self.pool.close(kill=kill)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        self.close(kill=kind is not None)
+
+
+def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None):
+    """-> (rows, figures) of one benchmark file.
+
+    Rows are drawn in order, row 0, 1, 2 ..., until ``samples`` are written
+    (or samples x 3 drawn); benchmark 2's preferences take turns over the rows
+    written.  Workers are asked for the next rows ahead of time, each with
+    the preference it gets if every row before it is written; a row that
+    finds its preference moved (an earlier row found no trip: rare) is built
+    again here with the right one, so the rows are those of one process."""
+    maker = maker or RowMaker(net, seed, lang)
+    rows, failures, line_changes = [], 0, 0
     draws = {"range": 0, "route": 0}
-    row = 0
-    while len(rows) < samples and row < samples * 3:
-        req_type = req_types[len(rows) % len(req_types)] if kind == "b2" else 0
-        built = build_row(net, seed, kind, task_id, row, lang, req_type, districts, draws)
-        row += 1
-        if built is None:
+
+    def preference(written):
+        return req_types[written % len(req_types)] if kind == "b2" else 0
+
+    pending, row, limit = collections.deque(), 0, samples * 3
+    while len(rows) < samples:
+        if maker.pool is None:
+            if row >= limit:
+                break
+            made = maker.here((kind, task_id, row, preference(len(rows))))
+            row += 1
+        else:
+            while (len(pending) < maker.window and row < limit
+                   and len(rows) + len(pending) < samples):
+                task = (kind, task_id, row, preference(len(rows) + len(pending)))
+                maker.pool.submit(task)
+                pending.append(task)
+                row += 1
+            if not pending:
+                break
+            task, made = pending.popleft(), maker.pool.result()
+            if task[3] != preference(len(rows)):
+                made = maker.here(task[:3] + (preference(len(rows)),))
+        cells, changes, rejected = made
+        for reason, count in rejected.items():
+            draws[reason] = draws.get(reason, 0) + count
+        if cells is None:
             failures += 1
             continue
-        cells, routes = built
         rows.append(cells)
-        legs += 1
-        line_changes += len(routes[0].legs) > 1
+        line_changes += changes
+    if pending:
+        maker.pool.discard()
     return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes,
                   "short": samples - len(rows), "out_of_range": draws["range"],
                   "no_label": draws["route"]}
@@ -712,7 +797,16 @@ def parse_args(argv):
     parser.add_argument("--overwrite", action="store_true",
                         help="let --out replace the benchmark a folder already holds "
                              "(without it such a folder is refused)")
+    parser.add_argument("--workers", type=limits.int_arg(0, MAX_WORKERS), default=0, metavar="N",
+                        help="build rows in N forked worker processes (where fork is available); "
+                             "the files are the same bytes for any N. 0 = one per CPU core "
+                             "(default); 1 = a single process")
     return parser.parse_args(argv)
+
+
+def worker_count(asked):
+    """--workers: 0 is one per CPU core."""
+    return asked or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
 
 def output_names():
@@ -770,13 +864,16 @@ def build_files(net, args, req_types, left_out, files):
             ", ".join(str(r) for r in left_out),
             " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
     written = 0
-    for kind, filename, task_id in FILES:
-        rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang, req_types)
-        write_csv(files.open(os.path.join(args.out, filename), newline=""), COLUMNS, rows)
-        written += len(rows)
-        note = "" if not figures["short"] else shortfall_note(figures)
-        print("%-28s %5d rows, %3.0f%% change lines%s" % (
-            filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]), note))
+    with RowMaker(net, args.seed, args.lang, worker_count(args.workers)) as maker:
+        for kind, filename, task_id in FILES:
+            rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang,
+                                       req_types, maker)
+            write_csv(files.open(os.path.join(args.out, filename), newline=""), COLUMNS, rows)
+            written += len(rows)
+            note = "" if not figures["short"] else shortfall_note(figures)
+            print("%-28s %5d rows, %3.0f%% change lines%s" % (
+                filename, figures["rows"], 100.0 * figures["changes"] / max(1, figures["rows"]),
+                note))
     # The network the files belong to: every tool that finds this record
     # beside a test file refuses another network (transitlm.evaluation.network_check).
     files.write(os.path.join(args.out, NETWORK_RECORD), network_record(
