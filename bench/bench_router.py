@@ -4,7 +4,7 @@ another checkout, and corpus sessions (router.OriginSearch) against the search's
 own floor.
 
     python3 bench/bench_router.py rows --network DIR --before CHECKOUT
-        [--small 10] [--large 60] [--repeat 3]
+        [--small 10] [--large 60] [--repeat 3] [--workers 1]
     python3 bench/bench_router.py sessions --network DIR
         [--origins 20] [--per_origin 20] [--candidates 5] [--factor 1.5]
 
@@ -31,6 +31,7 @@ import argparse
 import csv
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,10 +48,11 @@ FILES = ("benchmark1_single_route.csv", "benchmark2_personalized.csv",
 TRIP_KM = (2.5, 13.0)
 
 
-def run_builder(checkout, network, out, samples):
-    """(cpu s, wall s, peak MB) of one make_benchmark.py run in a fresh process."""
+def run_builder(checkout, network, out, samples, extra=()):
+    """(cpu s, wall s, peak MB) of one make_benchmark.py run in a fresh process
+    (cpu: the process and the workers it waited for; peak: the largest of them)."""
     command = [sys.executable, os.path.join(checkout, "data", "make_benchmark.py"),
-               "--network", network, "--out", out, "--samples", str(samples)]
+               "--network", network, "--out", out, "--samples", str(samples)] + list(extra)
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              cwd=checkout)
@@ -78,6 +80,7 @@ def changed_rows(a, b):
 
 def bench_rows(args):
     checkouts = (("before", os.path.abspath(args.before)), ("after", REPO))
+    extra = {"before": [], "after": ["--workers", str(args.workers)]}
     times = {(name, size): [] for name, _ in checkouts for size in (args.small, args.large)}
     peaks = {name: 0.0 for name, _ in checkouts}
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,25 +88,28 @@ def bench_rows(args):
             for size in (args.small, args.large):
                 for name, checkout in checkouts:
                     out = os.path.join(tmp, "%s-%d" % (name, size))
-                    cpu, wall, peak = run_builder(checkout, args.network, out, size)
+                    shutil.rmtree(out, ignore_errors=True)     # a fresh --out every run
+                    cpu, wall, peak = run_builder(checkout, args.network, out, size, extra[name])
                     times[(name, size)].append((cpu, wall))
                     peaks[name] = max(peaks[name], peak)
         compared, changed = changed_rows(os.path.join(tmp, "before-%d" % args.large),
                                          os.path.join(tmp, "after-%d" % args.large))
     rows = 4 * (args.large - args.small)
     print("network   %s" % args.network)
-    print("runs      --samples %d and %d, %d repeats each, before and after alternately; "
-          "medians" % (args.small, args.large, args.repeat))
-    rates = {}
+    print("runs      --samples %d and %d, %d repeats each, before and after (--workers %d) "
+          "alternately; medians" % (args.small, args.large, args.repeat, args.workers))
+    rates, wall_rates = {}, {}
     for name, _ in checkouts:
         cpu = [statistics.median(t[0] for t in times[(name, size)]) for size in (args.small, args.large)]
         wall = [statistics.median(t[1] for t in times[(name, size)]) for size in (args.small, args.large)]
         rates[name] = rows / max(1e-9, cpu[1] - cpu[0])
+        wall_rates[name] = rows / max(1e-9, wall[1] - wall[0])
         print("%-7s   cpu %6.2f s / %6.2f s  wall %6.2f s / %6.2f s  marginal %8.0f rows/s cpu, "
               "%8.0f rows/s wall  peak %5.0f MB" % (
-                  name, cpu[0], cpu[1], wall[0], wall[1], rates[name],
-                  rows / max(1e-9, wall[1] - wall[0]), peaks[name]))
-    print("speed-up  %.1fx (marginal rows/s, cpu)" % (rates["after"] / rates["before"]))
+                  name, cpu[0], cpu[1], wall[0], wall[1], rates[name], wall_rates[name],
+                  peaks[name]))
+    print("speed-up  %.1fx (marginal rows/s, cpu)  %.1fx (wall)" % (
+        rates["after"] / rates["before"], wall_rates["after"] / wall_rates["before"]))
     print("labels    %d of %d rows differ (--samples %d)" % (changed, compared, args.large))
 
 
@@ -173,6 +179,7 @@ def main():
     rows.add_argument("--small", type=int, default=10)
     rows.add_argument("--large", type=int, default=60)
     rows.add_argument("--repeat", type=int, default=3)
+    rows.add_argument("--workers", type=int, default=1, help="this checkout's --workers (default 1)")
     sessions = sub.add_parser("sessions")
     sessions.add_argument("--network", required=True)
     sessions.add_argument("--origins", type=int, default=20)
