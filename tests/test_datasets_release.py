@@ -40,15 +40,14 @@ EVALUATORS = {"b1": "single_route", "b2": "personalized", "b3": "diversity",
 
 
 def build_demo():
-    """The demo release built two ways into the same --out path: one run with
-    one process; and parts 2-3 (one process) and part 1 (two workers) built at
-    the same time into one folder, then the rest (two workers; a leftover
-    dot-file to remove)."""
+    """The demo release built two ways into two --out paths: one run with one
+    process into one/; and into release/, parts 2-3 (one process) and part 1
+    (two workers) built at the same time, then the rest (two workers; a
+    leftover dot-file to remove)."""
     root = scratch("transitlm-dataset-")
     out = os.path.join(root, "release")
+    command(*(["--network", DEMO, "--out", os.path.join(root, "one")] + SMALL))
     base = ["--network", DEMO, "--out", out] + SMALL
-    command(*base)
-    os.rename(out, os.path.join(root, "one"))
     side = [subprocess.Popen([sys.executable, SCRIPT] + base + extra, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, universal_newlines=True, encoding="utf-8")
             for extra in (["--parts", "2-3"], ["--parts", "1-1", "--workers", "2"])]
@@ -79,8 +78,7 @@ def build_joint():
         args += ["--network", folder]
     args += ["--out", out, "--train", "8", "--test", "6", "--corpus", "10", "--part_size", "600",
              "--lang", "en"]
-    command(*(args + ["--workers", "2"]))
-    os.rename(out, os.path.join(root, "one"))
+    command(*([a if a != out else os.path.join(root, "one") for a in args] + ["--workers", "2"]))
     command(*(args + ["--parts", "2-3"]))
     command(*args)
     return root, os.path.join(root, "one")
@@ -282,7 +280,7 @@ class ReleaseChecks(object):
         self.assertEqual(len(seen["line"]), len(set(seen["line"])))
 
     def assert_same_files(self, one, other):
-        """Two releases built into the same --out path: the same files, byte for byte."""
+        """Two releases built into different --out paths: the same files, byte for byte."""
         for folder, _, files in os.walk(one):
             rel = os.path.relpath(folder, one)
             there = os.path.join(other, rel)

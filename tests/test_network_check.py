@@ -565,6 +565,39 @@ class CheckTest(unittest.TestCase):
             os.remove(built_on)
             self.assertIn("which is no longer there", reason(other))
 
+    def test_a_release_record_names_its_files_beside_it(self):
+        # make_dataset.py's network.json names the files by their names in
+        # its own folder: the same bytes wherever the folder is built, and
+        # read against that folder wherever it is moved.
+        with tempfile.TemporaryDirectory() as tmp:
+            records = []
+            for name in ("built", "elsewhere"):
+                folder = os.path.join(tmp, name)
+                os.mkdir(folder)
+                station = os.path.join(folder, "transit-lm-station-info.csv")
+                with open(station, "w") as handle:
+                    handle.write("a\n")
+                records.append(network_check.network_record(station, beside=True))
+            self.assertEqual(records[0], records[1])
+            self.assertEqual(json.loads(records[0])["station_info"]["path"],
+                             "transit-lm-station-info.csv")
+            moved = os.path.join(tmp, "moved")
+            os.rename(os.path.join(tmp, "built"), moved)
+            with open(os.path.join(moved, network_check.NETWORK_RECORD), "w") as handle:
+                handle.write(records[0])
+            test_file = os.path.join(moved, "b1.csv")
+            station = os.path.join(moved, "transit-lm-station-info.csv")
+            record = network_check.read_record(test_file)
+            self.assertEqual(record["station_info"]["path"], station)
+            sha = network_check.cached_sha256
+            self.assertEqual(network_check.record_verdict(test_file, sha(station)).level, "match")
+            other = os.path.join(tmp, "other.csv")
+            with open(other, "w") as handle:
+                handle.write("b\n")
+            verdict = network_check.record_verdict(test_file, sha(other))
+            self.assertEqual(verdict.level, "foreign")
+            self.assertIn("give --station_info %s" % station, verdict.reason)
+
     def test_hashes_are_computed_once_per_file_state(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "f.csv")

@@ -569,7 +569,7 @@ def build(args, ctx, networks, settings, parts, files):
             sum(1 for _ in release.network_rows(args.network, "line_info.csv", ("line_name",)))
         entries[rel] = {"rows": rows, "sha256": sha}
     record = network_record(os.path.join(out, names.STATION_INFO), os.path.join(out, names.LINE_INFO),
-                            None)
+                            None, beside=True)
     files.write(os.path.join(out, names.NETWORK_JSON), record)
     entries[names.NETWORK_JSON] = {"rows": 1, "sha256": hashlib.sha256(record.encode("utf-8")).hexdigest()}
     progress = Progress(sum(ctx.plan.part_records(k) for k in range(1, ctx.plan.parts + 1)

@@ -318,13 +318,20 @@ def cached_sha256(path):
     return digest
 
 
-def network_record(station_path, line_path=None, folder=None):
-    """The text of network.json for the files a benchmark was built on."""
+def network_record(station_path, line_path=None, folder=None, beside=False):
+    """The text of network.json for the files a benchmark was built on.
+    ``beside``: the files lie in the folder network.json is written to (a
+    release's): each is named by its file name, read against that folder, so
+    the record is the same wherever the folder is built or moved; otherwise
+    by its absolute path."""
+    def where(path):
+        return os.path.basename(path) if beside else os.path.abspath(path)
+
     record = {RECORD_MARKER: RECORD_SCHEMA, "network": folder,
-              "station_info": {"path": os.path.abspath(station_path),
+              "station_info": {"path": where(station_path),
                                "sha256": cached_sha256(station_path)}}
     if line_path and os.path.exists(line_path):
-        record["line_info"] = {"path": os.path.abspath(line_path),
+        record["line_info"] = {"path": where(line_path),
                                "sha256": cached_sha256(line_path)}
     return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
@@ -345,6 +352,11 @@ def read_record(test_path):
     if not isinstance(record, dict) or record.get(RECORD_MARKER) != RECORD_SCHEMA:
         return None
     record["_path"] = path
+    for role in ("station_info", "line_info"):
+        entry = record.get(role)
+        named = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(named, str) and named and not os.path.isabs(named):
+            entry["path"] = os.path.join(os.path.dirname(path), named)    # a release's: beside it
     return record
 
 
