@@ -2,9 +2,12 @@
 loading, labels, and every label scored against itself by the four evaluators
 (demo network; MTA feeds when present)."""
 
+import contextlib
 import csv
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -496,6 +499,31 @@ class RowWorkersTest(unittest.TestCase):
         self.assertEqual([r[1] for r in rows], ["2", "5", "7", "8"] * 2)
         self.assertEqual((figures["no_trip"], figures["short"]), (3, 0))
         self.assertGreaterEqual(figures["no_label"], 3 * 5)
+
+
+    def test_a_killed_worker_stops_the_run_with_a_message(self):
+        # The out-of-memory killer, say: exit status 1, one line naming the
+        # signal, nothing written.
+        original = mb._row_in_worker
+
+        def dies_past_row_5(task):          # (kind, task_id, row, req_type)
+            if task[2] > 5:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(task)
+
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(mb, "_row_in_worker", dies_past_row_5):
+            out = os.path.join(tmp, "bench")
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                status = mb.main(["--network", DATA, "--out", out, "--samples", "20",
+                                  "--workers", "2"])
+            self.assertEqual(status, 1)
+            self.assertRegex(err.getvalue(), r"^make_benchmark.py: worker process \d+ was killed by "
+                                             r"signal 9 \(SIGKILL\) while building rows \(out of "
+                                             r"memory\?\); nothing was written: run again, or with "
+                                             r"--workers 1\n$")
+            self.assertFalse(os.path.exists(out))
 
 
 def label_with_prefix(label, prefix):

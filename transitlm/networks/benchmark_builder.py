@@ -55,7 +55,7 @@ import sys
 from common import (DP_RATIO, LINE_COLUMNS, STATION_FILE_COLUMNS, InputError,
                     is_subway_line, parse_distance_km)
 from common import MAX_JSON_DEPTH, json_too_deep
-from transitlm.io.exit_status import EXIT_USAGE
+from transitlm.io.exit_status import EXIT_USAGE, EXIT_WORKER
 from transitlm.io.files import Outputs, check_not_held, write_csv
 from transitlm.evaluation.network_check import NETWORK_RECORD, network_record
 from transitlm.io.terminal import CommandParser
@@ -63,7 +63,7 @@ from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
 from transitlm.evaluation.prompt_texts import system_prompt
-from transitlm.evaluation.workers import ForkedWorkers, can_fork
+from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.networks import limits
 from transitlm.networks.limits import LimitError, parse_number, shown
 from transitlm.networks import router
@@ -850,6 +850,10 @@ def main(argv=None):
                                  % (args.network, TRIP_KM[0], TRIP_KM[1]))
     except InputError as exc:
         return fail(exc)
+    except WorkerFailure as exc:        # the out-of-memory killer, say
+        sys.stderr.write("make_benchmark.py: %s while building rows (out of memory?); nothing "
+                         "was written: run again, or with --workers 1\n" % limits.one_line(str(exc)))
+        return EXIT_WORKER
     return 0
 
 
