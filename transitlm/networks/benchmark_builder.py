@@ -868,7 +868,8 @@ def build_files(net, args, req_types, left_out, files):
             ", ".join(str(r) for r in left_out),
             " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
     written = 0
-    with RowMaker(net, args.seed, args.lang, worker_count(args.workers)) as maker:
+    # no more workers than rows a file asks for
+    with RowMaker(net, args.seed, args.lang, min(worker_count(args.workers), args.samples)) as maker:
         for kind, filename, task_id in FILES:
             rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang,
                                        req_types, maker)
