@@ -495,6 +495,10 @@ class RowWorkersTest(unittest.TestCase):
                     if workers > 1:         # the moved preferences were built again here
                         self.assertGreater(here.call_count, 0)
         self.assertEqual(made[1], made[3])
+        with mb.RowMaker(net, 7, "zh", 2) as maker:
+            progress = mock.Mock()
+            rows, _ = mb.build_file(net, 7, "b1", "1", 8, "zh", [2, 5, 7, 8], maker, progress)
+        self.assertEqual(progress.step.call_count, len(rows))    # a step per row written
         rows, figures = made[3][1]
         self.assertEqual([r[1] for r in rows], ["2", "5", "7", "8"] * 2)
         self.assertEqual((figures["no_trip"], figures["short"]), (3, 0))

@@ -58,7 +58,7 @@ from common import MAX_JSON_DEPTH, json_too_deep
 from transitlm.io.exit_status import EXIT_USAGE, EXIT_WORKER
 from transitlm.io.files import Outputs, check_not_held, write_csv
 from transitlm.evaluation.network_check import NETWORK_RECORD, network_record
-from transitlm.io.terminal import CommandParser
+from transitlm.io.terminal import CommandParser, Progress
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import gtfs_fares
@@ -716,7 +716,7 @@ class RowMaker(object):
         self.close(kill=kind is not None)
 
 
-def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None):
+def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None, progress=None):
     """-> (rows, figures) of one benchmark file.
 
     Rows are drawn in order, row 0, 1, 2 ..., until ``samples`` are written
@@ -724,7 +724,8 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None):
     written.  Workers are asked for the next rows ahead of time, each with
     the preference it gets if every row before it is written; a row that
     finds its preference moved (an earlier row found no trip: rare) is built
-    again here with the right one, so the rows are those of one process."""
+    again here with the right one, so the rows are those of one process.
+    ``progress`` (transitlm.io.terminal.Progress) is stepped for each row written."""
     maker = maker or RowMaker(net, seed, lang)
     rows, failures, line_changes = [], 0, 0
     draws = {"range": 0, "route": 0}
@@ -759,6 +760,8 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None):
             continue
         rows.append(cells)
         line_changes += changes
+        if progress is not None:
+            progress.step()
     if pending:
         maker.pool.discard()
     return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes,
@@ -871,8 +874,10 @@ def build_files(net, args, req_types, left_out, files):
     # no more workers than rows a file asks for
     with RowMaker(net, args.seed, args.lang, min(worker_count(args.workers), args.samples)) as maker:
         for kind, filename, task_id in FILES:
+            progress = Progress(args.samples, sys.stderr.isatty())     # only on a terminal
             rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang,
-                                       req_types, maker)
+                                       req_types, maker, progress)
+            progress.finish()
             write_csv(files.open(os.path.join(args.out, filename), newline=""), COLUMNS, rows)
             written += len(rows)
             note = "" if not figures["short"] else shortfall_note(figures)
