@@ -372,7 +372,7 @@ class Interrupted(ReleaseChecks, unittest.TestCase):
 
 class HoldOutGrid(unittest.TestCase):
     """The grid's near() says what a scan of every test trip says, at the
-    500 m boundary too, at any latitude."""
+    500 m boundary too, at any latitude, and across the 180th meridian."""
 
     def test_grid_equals_scan(self):
         import math
@@ -381,19 +381,24 @@ class HoldOutGrid(unittest.TestCase):
 
         class Net(object):
             pass
-        for lat0 in (0.0, 40.7, -33.9, 64.1):
+        def wrapped(lng):                   # a longitude in [-180, 180)
+            return (lng + 180.0) % 360.0 - 180.0
+
+        for lng0, lat0 in ((10.0, 0.0), (10.0, 40.7), (10.0, -33.9), (10.0, 64.1),
+                           (180.0, -17.8), (-180.0, 65.0)):
             net = Net()
             net.lat = [lat0]
             holdout, trips, rng = HoldOut([net]), [], random.Random(lat0)
 
             def point(lng, lat):
-                return (lng + rng.uniform(-0.03, 0.03), lat + rng.uniform(-0.03, 0.03))
+                return (wrapped(lng + rng.uniform(-0.03, 0.03)), lat + rng.uniform(-0.03, 0.03))
 
             def shifted(p):
                 r, a = rng.uniform(0.45, 0.55) / 111.19, rng.uniform(0, 2 * math.pi)
-                return (p[0] + r * math.cos(a) / math.cos(math.radians(p[1])), p[1] + r * math.sin(a))
+                return (wrapped(p[0] + r * math.cos(a) / math.cos(math.radians(p[1]))),
+                        p[1] + r * math.sin(a))
             for _ in range(60):
-                trip = (point(10.0, lat0), point(10.0, lat0))
+                trip = (point(lng0, lat0), point(lng0, lat0))
                 holdout.add(("a", "b"), *trip)
                 trips.append(trip)
             near = 0

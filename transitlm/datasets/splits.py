@@ -125,14 +125,18 @@ class HoldOut(object):
         # degree is at most CELL_KM_PER_DEG km of latitude, or of longitude
         # times the cosine, on the haversine's sphere; a margin to spare).
         self.cell_lat = NEAR_KM / CELL_KM_PER_DEG
-        self.cell_lng = NEAR_KM / (CELL_KM_PER_DEG * math.cos(math.radians(top)))
+        # A whole number of cells around the globe, so that the cells either
+        # side of the 180th meridian are neighbours.
+        self.lng_cells = max(3, int(360.0 / (NEAR_KM / (CELL_KM_PER_DEG * math.cos(math.radians(top))))))
+        self.cell_lng = 360.0 / self.lng_cells
         self.pairs = set()
         self.cells = {}
         self.trips = 0
         self.entries = []       # (pair, origin, dest) of every add, in order
 
     def _cell(self, point):
-        return (int(math.floor(point[0] / self.cell_lng)), int(math.floor(point[1] / self.cell_lat)))
+        column = int(math.floor((point[0] + 180.0) / self.cell_lng)) % self.lng_cells
+        return (column, int(math.floor(point[1] / self.cell_lat)))
 
     def add(self, pair, origin, dest):
         """Hold out a test trip: its first route's pair and its two ends."""
@@ -151,7 +155,7 @@ class HoldOut(object):
         cx, cy = self._cell(origin)
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
-                for start, end in self.cells.get((cx + dx, cy + dy), ()):
+                for start, end in self.cells.get(((cx + dx) % self.lng_cells, cy + dy), ()):
                     if haversine_km(origin[0], origin[1], start[0], start[1]) <= NEAR_KM and \
                             haversine_km(dest[0], dest[1], end[0], end[1]) <= NEAR_KM:
                         return True
