@@ -211,8 +211,17 @@ class InputsTest(RefusalAssertions, unittest.TestCase):
         utf16 = self.path("utf16.csv")
         with open(utf16, "wb") as handle:
             handle.write(text.encode("utf-16"))
+        big5 = self.path("big5.csv")        # traditional Chinese, as Taiwan's files are
+        header = text.split("\n", 1)[0]
+        row = ('1,0,710000,row%d,你是臺北的交通助手,"{""query"": ""臺北車站到松山機場怎麼走？""}",'
+               '"{""line_sequence"": [""板南線"", ""文湖線""], ""total_time"": ""32分鐘""}",'
+               '"{""total_distance"": ""約5.3公里"", ""total_fare"": ""25元""}"')
+        with open(big5, "wb") as handle:
+            handle.write("\n".join([header] + [row % k for k in range(5)]).encode("big5"))
         cases = ((gbk, ["none of its first 38 rows is", "GB18030 (GBK",
                         "iconv -f GB18030 -t UTF-8"]),
+                 (big5, ["none of its first 5 rows is", "reads as Big5 (traditional Chinese)",
+                         "iconv -f BIG5 -t UTF-8"]),
                  (utf16, ["line 1 is not", "UTF-16"]))
         for path, words in cases:
             for workers in ("1", "2"):

@@ -220,8 +220,18 @@ class SplitRecord(Exception):
 HEAD_ROWS = 50
 # A file that is not UTF-8: what its first bytes may decode as, tried in
 # order -- (Python codec, iconv's name, what a message calls it).  A Chinese
-# file that is not UTF-8 is nearly always GBK, which GB18030 extends.
-_LIKELY_ENCODINGS = (("gb18030", "GB18030", "GB18030 (GBK, the Chinese Windows encoding)"),)
+# file that is not UTF-8 is nearly always GBK, which GB18030 extends, or Big5
+# (traditional Chinese: Taiwan, Hong Kong).
+_GB18030 = ("gb18030", "GB18030", "GB18030 (GBK, the Chinese Windows encoding)")
+_BIG5 = ("big5", "BIG5", "Big5 (traditional Chinese)")
+_LIKELY_ENCODINGS = (_GB18030,)
+# Big5 text decodes as GB18030 too, but its common characters land in GBK's
+# rows of symbols: kana, Greek, Cyrillic, pinyin letters, vertical forms, the
+# private use area.  A quarter of them says Big5 (Chinese text in GBK has
+# almost none).
+_GBK_SYMBOL_RANGES = (("\u00c0", "\u024f"), ("\u02c0", "\u02ff"), ("\u0370", "\u04ff"),
+                      ("\u2460", "\u27bf"), ("\u3040", "\u30ff"), ("\u3100", "\u312f"),
+                      ("\ue000", "\uf8ff"), ("\ufe30", "\ufe4f"))
 _UTF16 = ("utf-16", "UTF-16", "UTF-16 (it starts with a UTF-16 byte-order mark)")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -279,6 +289,8 @@ def likely_encoding(data):
     (or UTF-16, by its byte-order mark), or None."""
     if data.startswith(_UTF16_BOMS):
         return _UTF16
+    if looks_big5(data):
+        return _BIG5
     for entry in _LIKELY_ENCODINGS:
         try:
             data.decode(entry[0])
@@ -286,6 +298,19 @@ def likely_encoding(data):
             continue
         return entry
     return None
+
+
+def looks_big5(data):
+    """Bytes that are Big5 rather than GBK: they decode as Big5, and read as
+    GB18030 a quarter of their characters beyond ASCII are GBK's symbols."""
+    try:
+        data.decode("big5")
+    except UnicodeDecodeError:
+        return False
+    text = data.decode("gb18030", "replace")
+    wide = [ch for ch in text if ch > "\x7f"]
+    symbols = sum(1 for ch in wide if any(low <= ch <= high for low, high in _GBK_SYMBOL_RANGES))
+    return bool(wide) and 4 * symbols >= len(wide)
 
 
 def not_utf8_problem(path, data, where):
