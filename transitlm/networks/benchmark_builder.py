@@ -88,6 +88,7 @@ REQ_TYPES = (2, 5, 7, 8)
 # network file's lines together (the tables and the router's network are in memory).
 MAX_SAMPLES = 100000
 MAX_WORKERS = 64                  # --workers
+DEFAULT_WORKERS = 8               # --workers 0 (the default): one per core, at most this
 MAX_SEED_DIGITS = 40
 MAX_MINUTES = 7 * 24 * 60            # a ride hop or a walking transfer
 MAX_HEADWAY_MIN = 7 * 24 * 60
@@ -802,14 +803,16 @@ def parse_args(argv):
                              "(without it such a folder is refused)")
     parser.add_argument("--workers", type=limits.int_arg(0, MAX_WORKERS), default=0, metavar="N",
                         help="build rows in N forked worker processes (where fork is available); "
-                             "the files are the same bytes for any N. 0 = one per CPU core "
-                             "(default); 1 = a single process")
+                             "the files are the same bytes for any N. 0 = one per CPU core, at "
+                             "most %d (default); 1 = a single process" % DEFAULT_WORKERS)
     return parser.parse_args(argv)
 
 
 def worker_count(asked):
-    """--workers: 0 is one per CPU core."""
-    return asked or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+    """--workers: 0 is one per CPU core, at most DEFAULT_WORKERS (each worker
+    holds its own copy of what the router fills in: about 150 MB on a
+    38,000-station network)."""
+    return asked or max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
 
 
 def output_names():
