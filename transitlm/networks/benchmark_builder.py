@@ -810,7 +810,7 @@ def parse_args(argv):
 
 def worker_count(asked):
     """--workers: 0 is one per CPU core, at most DEFAULT_WORKERS (each worker
-    holds its own copy of what the router fills in: about 150 MB on a
+    holds its own copy of what the router fills in: about 100 MB on a
     38,000-station network)."""
     return asked or max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
 
