@@ -2,6 +2,7 @@
 """Build the four TransitLM benchmark files, labels included, for any network folder.
 
     python3 data/make_benchmark.py --network DIR --out DIR --samples N [--seed S] [--lang zh|en]
+                                   [--workers N]
 
 The builder is transitlm/networks/benchmark_builder.py (its labels come from
 transitlm/networks/router.py); `--help` lists every flag.

@@ -1,7 +1,7 @@
 """Build the four TransitLM benchmark files for any network folder.
 
     python3 data/make_benchmark.py --network DIR --out DIR --samples N [--seed S] [--lang zh|en]
-                                   [--overwrite]
+                                   [--workers N] [--overwrite]
 
 DIR is a folder written by import_gtfs.py or make_demo.py (station_info.csv
 and line_info.csv; hop_times.csv, line_service.csv and city.json when
@@ -36,8 +36,9 @@ Benchmark 3 labels are the best route, the best riding none of its lines,
 and the best riding none of either's, each within ALTERNATIVE_FACTOR of the
 first.  General-LLM labels name stations and are kept only when the
 route-eval name matching finds exactly the label's stops.  Deterministic for
-a given seed; row ids come from the network's files' hash, the seed, the
-benchmark and the row.  Every file is read within limits and every value
+a given seed, whatever --workers (rows are built in forked workers, one per
+core by default: RowMaker); row ids come from the network's files' hash, the
+seed, the benchmark and the row.  Every file is read within limits and every value
 checked (docs/gtfs-and-benchmarks.md, "Limits: make_benchmark.py"); a bad
 one stops the run with exit status 2 and one line.  Standard library only.
 """
