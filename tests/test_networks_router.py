@@ -30,7 +30,7 @@ class ExhaustiveSearchTest(unittest.TestCase):
         when the router finds none."""
         results = EXHAUSTIVE.result()
         self.assertEqual([r["case"] for r in results], list(range(CASES)))
-        multi_leg = 0
+        multi_leg = shared = 0
         for result in results:
             where = "case %d" % result["case"]
             if not result["found"]:
@@ -40,7 +40,14 @@ class ExhaustiveSearchTest(unittest.TestCase):
             self.assertIsNone(result["cheaper"], "%s: router %.6f, exhaustive %s"
                               % (where, result["cost"], result["cheaper"]))
             multi_leg += result["legs"] > 1
+            # A* bounded by a table of lower bounds (bound_tables) is as exact.
+            for cells, found, illegal, cost in result["tables"]:
+                self.assertTrue(found, where)
+                self.assertIsNone(illegal, where)
+                self.assertAlmostEqual(cost, result["cost"], places=9, msg="%s, %d cells" % (where, cells))
+                shared += cells < result["stops"]
         self.assertGreater(multi_leg, CASES // 10)
+        self.assertGreater(shared, CASES // 4)          # tables whose cells hold several stops
 
     def test_dijkstra_agrees_with_the_router(self):
         # The textbook search the real-feed tests use, checked where the router

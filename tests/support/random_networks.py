@@ -6,6 +6,7 @@ on."""
 import random
 
 from transitlm.networks import benchmark_builder as mb
+from transitlm.networks import bound_tables
 from transitlm.networks import gtfs_fares as fares
 from transitlm.networks import router as routing
 from tests import route_oracle as oracle
@@ -120,7 +121,21 @@ def router_against_exhaustive(cases):
                     "illegal": oracle.illegal(net, route.legs, prefs), "cost": cost,
                     "cheaper": oracle.exhaustive_best(net, district, origin, dest, prefs,
                                                       below=cost - 1e-9),
-                    "legs": len(route.legs)})
+                    "legs": len(route.legs), "stops": len(net.ids), "tables": with_tables(case)})
+    return out
+
+
+def with_tables(case):
+    """The case routed with bound tables (bound_tables) of a stop per cell and
+    of several stops per cell -> [(cells, found, illegal, cost)]."""
+    net, district, prefs, origin, dest = random_case(case)
+    out = []
+    for cell_deg in (bound_tables.CELL_DEG / 8, bound_tables.CELL_DEG * 4):
+        table = bound_tables.build(net, *bound_tables.weights_of(prefs), cell_deg=cell_deg)
+        route = routing.find_route(net, district, origin, dest, prefs, table=table)
+        out.append((len(set(table.cell_of)), route is not None,
+                    route and oracle.illegal(net, route.legs, prefs),
+                    route and oracle.route_cost(net, route, prefs)))
     return out
 
 

@@ -51,7 +51,8 @@ from transitlm.io.files import Outputs, make_folders, write_whole
 from transitlm.evaluation.network_check import network_record
 from transitlm.networks import limits
 from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, NetworkError,
-                                                  load_network, satisfiable_req_types)
+                                                  load_network, satisfiable_req_types,
+                                                  warm_bound_tables)
 from transitlm.io.terminal import CommandParser, Progress
 from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.datasets import plan as planning
@@ -128,7 +129,11 @@ class Runner(object):
     the order the tasks were submitted."""
 
     def __init__(self, workers):
-        self.pool = ForkedWorkers(workers, tasks.run_task) if workers > 1 and can_fork() else None
+        forked = workers > 1 and can_fork()
+        if forked and tasks.CONTEXT is not None:
+            for net in tasks.CONTEXT.nets:      # made once here, shared by the forks
+                warm_bound_tables(net)
+        self.pool = ForkedWorkers(workers, tasks.run_task) if forked else None
         self.window = 2 * workers if self.pool else 1
         self.done = collections.deque()
 

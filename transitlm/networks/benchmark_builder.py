@@ -62,7 +62,7 @@ from transitlm.evaluation.network_check import NETWORK_RECORD, network_record
 from transitlm.io.terminal import CommandParser, Progress
 from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
-from transitlm.networks import gtfs_fares
+from transitlm.networks import bound_tables, gtfs_fares
 from transitlm.evaluation.prompt_texts import system_prompt
 from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
 from transitlm.networks import limits
@@ -515,8 +515,18 @@ class Trip(object):
         self.end_access = PointAccess(net, district, dest)
 
     def find(self, prefs):
+        """find_route's itinerary under prefs, A* bounded by the network's
+        table of lower bounds where it has one (bound_tables)."""
         return find_route(self.net, self.district, self.origin, self.dest, prefs,
-                          self.start_access, self.end_access)
+                          self.start_access, self.end_access, bound_tables.table_for(self.net, prefs))
+
+
+def warm_bound_tables(net):
+    """Make the network's bound tables for every weighting the builders route
+    with (the expert score, benchmark 2's preferences), before workers fork,
+    so that they share them instead of each making its own."""
+    for prefs in [Prefs()] + [prefs_for_req(r) for r in REQ_TYPES]:
+        bound_tables.table_for(net, prefs)
 
 
 def satisfiable_req_types(net):
@@ -700,6 +710,7 @@ class RowMaker(object):
         self.job = (net, seed, lang, usable_districts(net))
         self.pool = None
         if workers > 1 and can_fork():
+            warm_bound_tables(net)
             _FORKED = self.job
             self.pool = ForkedWorkers(workers, _row_in_worker)
         self.window = 4 * workers      # rows asked ahead of the one being written

@@ -646,7 +646,7 @@ def ride_table(net, time_w, fare_w):
     return table
 
 
-def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None):
+def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None, table=None):
     """The itinerary of least cost under prefs (None when there is none).
 
     Itineraries: access to a stop, one or more legs, egress from the last
@@ -670,7 +670,9 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     The search is confined to one district and stops once no open state can
     beat the best complete itinerary.  Rides' costs come from ride_costs,
     computed once per network; the labels are those of a search computing
-    them afresh, bit for bit.
+    them afresh, bit for bit.  ``table``: a bound_tables.BoundTable for
+    prefs' weights, whose bounds (tighter, as admissible) replace the
+    straight-line ones.
     """
     start_access = start_access or PointAccess(net, district, origin)
     end_access = end_access or PointAccess(net, district, dest)
@@ -678,8 +680,11 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     if not starts or not ends:
         return None
     time_w, fare_w = prefs.time_w, prefs.fare_w
-    h_free, h_off = end_access.bound(0.98 * time_w * net.min_minutes_per_km,
-                                     prefs.least_boarding_cost(net))
+    if table is not None:
+        h_free, h_off = table.bounds(ends)
+    else:
+        h_free, h_off = end_access.bound(0.98 * time_w * net.min_minutes_per_km,
+                                         prefs.least_boarding_cost(net))
     n_stops = len(net.ids)
     # State keys: stop for "free to board at stop"; (line_id + 1) * n_stops + stop
     # for "just alighted at stop from line line_id".
