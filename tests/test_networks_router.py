@@ -7,6 +7,7 @@ import os
 import unittest
 
 from transitlm.networks import benchmark_builder as mb
+from transitlm.networks import bound_tables
 from transitlm.networks import gtfs_fares as fares
 from transitlm.networks import router as routing
 from tests import route_oracle as oracle
@@ -48,6 +49,26 @@ class ExhaustiveSearchTest(unittest.TestCase):
                 shared += cells < result["stops"]
         self.assertGreater(multi_leg, CASES // 10)
         self.assertGreater(shared, CASES // 4)          # tables whose cells hold several stops
+
+    def test_a_ceiling_only_cuts_what_costs_more(self):
+        # find_route(ceiling=C): the same itinerary (ties too) when it costs
+        # less than C, None when it does not; with a bound table as well.
+        checked = 0
+        for case in range(0, CASES, 4):
+            net, district, prefs, origin, dest = random_case(case)
+            for table in (None, bound_tables.build(net, *bound_tables.weights_of(prefs))):
+                route = routing.find_route(net, district, origin, dest, prefs, table=table)
+                if route is None:
+                    continue
+                cost = oracle.route_cost(net, route, prefs)
+                above = routing.find_route(net, district, origin, dest, prefs, table=table,
+                                           ceiling=cost + 1e-6)
+                self.assertEqual((above.legs, above.start.mode, above.end.mode),
+                                 (route.legs, route.start.mode, route.end.mode), "case %d" % case)
+                self.assertIsNone(routing.find_route(net, district, origin, dest, prefs, table=table,
+                                                     ceiling=cost - 1e-6), "case %d" % case)
+                checked += 1
+        self.assertGreater(checked, CASES // 8)
 
     def test_dijkstra_agrees_with_the_router(self):
         # The textbook search the real-feed tests use, checked where the router

@@ -514,11 +514,13 @@ class Trip(object):
         self.start_access = start_access or PointAccess(net, district, origin)
         self.end_access = PointAccess(net, district, dest)
 
-    def find(self, prefs):
-        """find_route's itinerary under prefs, A* bounded by the network's
-        table of lower bounds where it has one (bound_tables)."""
+    def find(self, prefs, ceiling=None):
+        """find_route's itinerary under prefs (costing less than ``ceiling``,
+        if given), A* bounded by the network's table of lower bounds where it
+        has one (bound_tables)."""
         return find_route(self.net, self.district, self.origin, self.dest, prefs,
-                          self.start_access, self.end_access, bound_tables.table_for(self.net, prefs))
+                          self.start_access, self.end_access, bound_tables.table_for(self.net, prefs),
+                          ceiling)
 
 
 def warm_bound_tables(net):

@@ -357,6 +357,10 @@ class Prefs:
             prefs.stop_penalty[stop] = prefs.stop_penalty.get(stop, 0.0) + amount
         return prefs
 
+    def scores_as_expert(self):
+        """A route's cost under these prefs is its expert score (bans aside)."""
+        return (self.time_w, self.bike_w, self.fare_w) == (0.2, 1.0, 1.0) and \
+            set(self.line_w.values()) == {1.0} and not self.penalty and not self.stop_penalty
 
     def without_lines(self, lines):
         """These prefs, never riding the given lines (any direction)."""
@@ -427,8 +431,6 @@ def make_route(net, origin, dest, legs, start_mode, end_mode):
     return Itinerary(net, origin, dest, legs,
                  Access(start_mode, net.dist_to(first, origin)),
                  Access(end_mode, net.dist_to(last, dest)))
-
-
 
 
 class LazyBound(dict):
@@ -646,7 +648,8 @@ def ride_table(net, time_w, fare_w):
     return table
 
 
-def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None, table=None):
+def find_route(net, district, origin, dest, prefs, start_access=None, end_access=None, table=None,
+               ceiling=None):
     """The itinerary of least cost under prefs (None when there is none).
 
     Itineraries: access to a stop, one or more legs, egress from the last
@@ -672,7 +675,9 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     computed once per network; the labels are those of a search computing
     them afresh, bit for bit.  ``table``: a bound_tables.BoundTable for
     prefs' weights, whose bounds (tighter, as admissible) replace the
-    straight-line ones.
+    straight-line ones.  ``ceiling``: only an itinerary costing less is
+    wanted; None when there is none (the search stops where every open
+    state's bound reaches it).
     """
     start_access = start_access or PointAccess(net, district, origin)
     end_access = end_access or PointAccess(net, district, dest)
@@ -694,7 +699,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
         prev[s] = None
         heap.append((cost + h_free[s], s))
     heapq.heapify(heap)
-    best_dest, dest_state = float("inf"), None
+    best_dest, dest_state = float("inf") if ceiling is None else ceiling, None
     expanded = {}       # stop -> [(cost, line_id)]: the two cheapest alighted expansions, distinct lines
     boarded = {}        # ld_id * n_stops + position -> least cost at which it was boarded
     linedirs, boardings, links = net.linedirs, boarding_table(net), net.links
@@ -1016,7 +1021,6 @@ class OriginSearch:
 # ---------------------------------------------------------------------------
 # Formatting values the way the dataset writes them
 # ---------------------------------------------------------------------------
-# ---------------------------------------------------------------------------
 
 
 def fmt_km(rng, km):
@@ -1199,8 +1203,13 @@ def distinct_alternatives(case, prefs, count, factor):
         return []
     routes, used = [first], set(first.line_ids(case.net))
     score, minutes = expert_score(first), first.minutes
+    # Under the expert score a search's cost is the route's score: no route
+    # dearer than the factor allows is searched to its end (a margin for the
+    # two sums' rounding).
+    ceiling = factor * score * (1 + 1e-9) + 1e-9 if math.isfinite(factor) and \
+        prefs.scores_as_expert() else None
     while len(routes) < count:
-        route = case.find(prefs.without_lines(used))
+        route = case.find(prefs.without_lines(used), ceiling=ceiling)
         if route is None or ends_where_it_boarded(case.net, route) or \
                 expert_score(route) > factor * score or route.minutes > factor * minutes:
             break
@@ -1236,8 +1245,3 @@ def same_stations(a, b):
 def same_lines(net, a, b):
     # Alternatives must differ in lines too, or route diversity would be 0.
     return set(a.line_ids(net)) == set(b.line_ids(net))
-
-
-# ---------------------------------------------------------------------------
-# Prediction helpers shared by the scenario builders
-# ---------------------------------------------------------------------------
