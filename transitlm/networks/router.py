@@ -761,6 +761,8 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
                 rides = ride_costs(net, linedirs[ld_id], pos, time_w, fare_w)
             for j, nxt, ride_time, ride_fare in rides:
                 new = base + ride_time + ride_fare
+                if new >= best_dest:        # out whatever its bound (never below 0)
+                    continue
                 f_new = new + h_off[nxt]
                 if f_new >= best_dest:
                     continue
