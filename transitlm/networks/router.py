@@ -74,6 +74,7 @@ ACCESS_TAXI = "taxi"
 # Straight-line ranges in which the router offers a mode; all are inside the
 # evaluator's grounding thresholds (3 / 5 / 10 km) so labels always ground.
 ACCESS_RANGE_KM = {ACCESS_WALK: (0.0, 2.0), ACCESS_BIKE: (0.8, 4.5), ACCESS_TAXI: (2.5, 9.0)}
+FARTHEST_KM = max(high for _, high in ACCESS_RANGE_KM.values())
 # A mode is offered only when the nearest station is at least this far away,
 # the way journey planners suggest a bike or a car only when walking is long.
 ACCESS_OFFER_FROM_KM = {ACCESS_WALK: 0.0, ACCESS_BIKE: 1.0, ACCESS_TAXI: 3.0}
@@ -451,24 +452,23 @@ class PointAccess:
     def __init__(self, net, district, point):
         lng0, lat0 = point
         self.kx = kx = KM_PER_DEG * math.cos(math.radians(lat0))
-        self.net = net
-        self.district = district
-        self.point = point
+        self.net, self.district, self.point = net, district, point
         self.coords = district.coords
-        self._bounds = {}
-        self._flat = None
+        self._bounds, self._flat = {}, None
         grid = stop_grid(net, district)
-        # The stations within walking reach hold the nearest one whenever it
-        # is in walking reach (the usual case): one look at the grid, not two.
-        walk_reach = ACCESS_RANGE_KM[ACCESS_WALK][1] + 0.05
-        walkable = grid.within(point, kx, walk_reach)
-        self.nearest_flat = min((flat, s) for _, s, flat in walkable) if walkable \
-            else grid.nearest(point, kx)
-        nearest = self.nearest_flat[0]
-        modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI) if nearest >= ACCESS_OFFER_FROM_KM[m]]
+        # The stations in walking reach hold the nearest one when it is in walking reach
+        # (the usual case), else those in the longest reach do: modes' stations are filtered.
+        radius = ACCESS_RANGE_KM[ACCESS_WALK][1] + 0.05
+        around = grid.within(point, kx, radius)
+        if not around:
+            radius = FARTHEST_KM + 0.05
+            around = grid.within(point, kx, radius)
+        self.nearest_flat = min((flat, s) for _, s, flat in around) if around else grid.nearest(point, kx)
+        modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI)
+                 if self.nearest_flat[0] >= ACCESS_OFFER_FROM_KM[m]]
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
-        in_reach = walkable if self.reach_km + 0.05 == walk_reach \
-            else grid.within(point, kx, self.reach_km + 0.05)
+        reach = self.reach_km + 0.05
+        in_reach = [e for e in around if e[2] <= reach] if reach <= radius else grid.within(point, kx, reach)
         self.options = []          # (stop, [Access per offered mode in range])
         lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
         cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
