@@ -231,6 +231,21 @@ class OriginSearchNetworkTest(unittest.TestCase):
 
 
 class HelperTest(unittest.TestCase):
+    def test_bound_tables_only_where_they_bound(self):
+        net, _, _, _, _ = random_case(3)
+        table = bound_tables.table_for(net, routing.Prefs())
+        self.assertIsNotNone(table)
+        self.assertIs(bound_tables.table_for(net, routing.Prefs().without_lines([0])), table)
+        self.assertIsNot(bound_tables.table_for(net, routing.prefs_for_req(8)), table)
+        self.assertIsNone(bound_tables.build(net, 0.2, 1.0, 1.0, max_work=1))     # too large
+        # a negative penalty, or a ride back in time, is not bounded by the relaxation
+        self.assertIsNone(bound_tables.table_for(net, routing.Prefs().penalised([0], -1.0)))
+        ld = net.linedirs[0]
+        ld.cumarr[1] = ld.cumtime[0] - 1.0
+        net.bound_tables = {}
+        self.assertFalse(bound_tables.relaxable(net))
+        self.assertIsNone(bound_tables.table_for(net, routing.Prefs()))
+
     def test_stop_grid_answers_as_a_scan_of_every_stop(self):
         # Stops in clusters, across a cell border and far apart; points near and far.
         import random
