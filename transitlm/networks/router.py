@@ -31,8 +31,12 @@ import json
 import math
 import random
 
-from common import CYCLE, TRANSFER, WALK, EARTH_RADIUS_KM, haversine_km
+from common import CYCLE, TRANSFER, WALK, haversine_km
 from common import strip_line_suffix as strip_suffix
+from transitlm.networks.access import (  # noqa: F401 (the router's names too)
+    ACCESS_BIKE, ACCESS_DETOUR, ACCESS_OFFER_FROM_KM, ACCESS_RANGE_KM, ACCESS_SETUP_MIN,
+    ACCESS_SPEED_KMH, ACCESS_TAXI, ACCESS_WALK, BIKE_FARE, FARTHEST_KM, TAXI_BASE_FARE,
+    TAXI_BASE_KM, TAXI_FARE_PER_KM, Access, LazyBound, PointAccess)
 from transitlm.networks.stop_grid import (  # noqa: F401 (GRID_DEG, StopGrid: router's names too)
     GRID_DEG, KM_PER_DEG, RADIANS_PER_DEGREE, StopGrid, flat_km, latitude_cosines, stop_grid)
 
@@ -68,23 +72,6 @@ FARE_BANDS = {KIND_METRO: ((6.0, 3.0), (12.0, 4.0), (22.0, 5.0), (32.0, 6.0)),
               KIND_BUS: ((10.0, 2.0),)}
 FARE_STEP_KM = {KIND_METRO: 20.0, KIND_BUS: 5.0}
 
-ACCESS_WALK = "walk"
-ACCESS_BIKE = "bike"
-ACCESS_TAXI = "taxi"
-# Straight-line ranges in which the router offers a mode; all are inside the
-# evaluator's grounding thresholds (3 / 5 / 10 km) so labels always ground.
-ACCESS_RANGE_KM = {ACCESS_WALK: (0.0, 2.0), ACCESS_BIKE: (0.8, 4.5), ACCESS_TAXI: (2.5, 9.0)}
-FARTHEST_KM = max(high for _, high in ACCESS_RANGE_KM.values())
-# A mode is offered only when the nearest station is at least this far away,
-# the way journey planners suggest a bike or a car only when walking is long.
-ACCESS_OFFER_FROM_KM = {ACCESS_WALK: 0.0, ACCESS_BIKE: 1.0, ACCESS_TAXI: 3.0}
-ACCESS_DETOUR = {ACCESS_WALK: 1.25, ACCESS_BIKE: 1.25, ACCESS_TAXI: 1.30}
-ACCESS_SPEED_KMH = {ACCESS_WALK: 5.0, ACCESS_BIKE: 11.0, ACCESS_TAXI: 30.0}
-ACCESS_SETUP_MIN = {ACCESS_WALK: 0.0, ACCESS_BIKE: 4.0, ACCESS_TAXI: 5.0}   # find/park a bike, hail a car
-BIKE_FARE = 1.5
-TAXI_BASE_FARE = 13.0
-TAXI_BASE_KM = 3.0
-TAXI_FARE_PER_KM = 2.3
 TRANSFER_WALK_DETOUR = 1.2
 WALK_SPEED_KMH = 5.0
 
@@ -296,22 +283,6 @@ class Network:
 # ---------------------------------------------------------------------------
 
 
-class Access:
-    """Getting between a point and a station: mode, distance, time, fare."""
-
-    def __init__(self, mode, straight_km):
-        self.mode = mode
-        self.straight_km = straight_km
-        self.km = straight_km * ACCESS_DETOUR[mode]
-        self.minutes = self.km / ACCESS_SPEED_KMH[mode] * 60 + ACCESS_SETUP_MIN[mode]
-        if mode == ACCESS_BIKE:
-            self.fare = BIKE_FARE
-        elif mode == ACCESS_TAXI:
-            self.fare = round(TAXI_BASE_FARE + TAXI_FARE_PER_KM * max(0.0, self.km - TAXI_BASE_KM), 1)
-        else:
-            self.fare = 0.0
-
-
 def fare_band(bands, step_km, km):
     """(fare, upper km limit of the band containing km) from a fare table."""
     for limit, fare in bands:
@@ -432,112 +403,6 @@ def make_route(net, origin, dest, legs, start_mode, end_mode):
     return Itinerary(net, origin, dest, legs,
                  Access(start_mode, net.dist_to(first, origin)),
                  Access(end_mode, net.dist_to(last, dest)))
-
-
-class LazyBound(dict):
-    """A* bounds per stop, computed when the search first looks a stop up."""
-
-    def __missing__(self, stop):
-        self.fill(stop)
-        return dict.__getitem__(self, stop)
-
-
-class PointAccess:
-    """Every station a point can reach, with the offered modes (per trip, reused
-    by every search of that trip), plus the A* bounds towards the point.
-
-    The stations in reach are found through the district's StopGrid; the
-    answers are those of a scan of every station."""
-
-    def __init__(self, net, district, point):
-        lng0, lat0 = point
-        self.kx = kx = KM_PER_DEG * math.cos(math.radians(lat0))
-        self.net, self.district, self.point = net, district, point
-        self.coords = district.coords
-        self._bounds, self._flat = {}, None
-        grid = stop_grid(net, district)
-        # The stations in walking reach hold the nearest one when it is in walking reach
-        # (the usual case), else those in the longest reach do: modes' stations are filtered.
-        radius = ACCESS_RANGE_KM[ACCESS_WALK][1] + 0.05
-        around = grid.within(point, kx, radius)
-        if not around:
-            radius = FARTHEST_KM + 0.05
-            around = grid.within(point, kx, radius)
-        self.nearest_flat = min((flat, s) for _, s, flat in around) if around else grid.nearest(point, kx)
-        modes = [m for m in (ACCESS_WALK, ACCESS_BIKE, ACCESS_TAXI)
-                 if self.nearest_flat[0] >= ACCESS_OFFER_FROM_KM[m]]
-        self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
-        reach = self.reach_km + 0.05
-        in_reach = [e for e in around if e[2] <= reach] if reach <= radius else grid.within(point, kx, reach)
-        self.options = []          # (stop, [Access per offered mode in range])
-        lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
-        cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
-        sin, asin, sqrt = math.sin, math.asin, math.sqrt
-        diameter = 2 * EARTH_RADIUS_KM
-        for _, s, _ in in_reach:
-            # net.dist_to(s, point), the same operations (bit for bit)
-            d = diameter * asin(sqrt(sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
-                                     + cos0 * cos_lat[s]
-                                     * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2))
-            accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
-            if accs:
-                self.options.append((s, accs))
-
-    @property
-    def flat(self):
-        """stop -> flat km from the point, for every stop of the district (made on first use)."""
-        if self._flat is None:
-            lng0, lat0 = self.point
-            kx, hypot = self.kx, math.hypot
-            self._flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
-                          for s, lng, lat in self.coords}
-        return self._flat
-
-    def nearest(self):
-        """The nearest stop by flat distance (the lowest index among equals)."""
-        return self.nearest_flat[1]
-
-    def bound(self, per_km, board_min):
-        """Admissible A* bounds towards this point, per stop: (free to board,
-        just alighted).  per_km times the straight distance left once the
-        longest offered access could finish the trip, plus the least boarding
-        cost wherever one more ride is unavoidable (before any ride, or beyond
-        access reach).  Computed per stop when the search first needs it."""
-        key = (per_km, board_min)
-        if key not in self._bounds:
-            reach, h_free, h_off = self.reach_km, LazyBound(), LazyBound()
-            lng0, lat0 = self.point
-            lngs, lats, cos_lat = self.net.lng, self.net.lat, latitude_cosines(self.net)
-            cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
-            sin, asin, sqrt = math.sin, math.asin, math.sqrt
-            diameter = 2 * EARTH_RADIUS_KM
-
-            def fill(s):
-                # great-circle distance: the flat one is off by the cosine of the
-                # latitude across a district hundreds of km wide (coaches).
-                # common.haversine_km(lng0, lat0, lng, lat), the same operations
-                # (bit for bit), with the stop's cosine computed once per network.
-                a = (sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
-                     + cos0 * cos_lat[s] * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2)
-                rest = per_km * (diameter * asin(sqrt(a)) - reach)
-                h_free[s] = (rest if rest > 0 else 0.0) + board_min
-                h_off[s] = rest + board_min if rest > 0 else 0.0
-
-            h_free.fill = h_off.fill = fill
-            self._bounds[key] = (h_free, h_off)
-        return self._bounds[key]
-
-    def best(self, prefs):
-        """stop -> (Access, cost) of the cheapest offered mode under prefs."""
-        out = {}
-        for s, accs in self.options:
-            best = None
-            for acc in accs:
-                cost = prefs.access_cost(acc)
-                if best is None or cost < best[1]:
-                    best = (acc, cost)
-            out[s] = best
-        return out
 
 
 def ride_costs(net, ld, pos, time_w, fare_w):
