@@ -18,6 +18,9 @@ seeded random networks).  ``distinct_alternatives`` gives benchmark 3's routes
 within a distance range (``pick_od``: the demo's draw) and ``route_json``
 writes a route the way the released data does.
 
+How a point reaches stations (``Access``, ``PointAccess``) is access.py's;
+the tables of lower bounds find_route may take are bound_tables.py's.
+
 Nothing here knows where the network came from: make_demo.py lays out a
 fictional one (ride times from a fixed speed), make_benchmark.py reads one
 written by import_gtfs.py (ride times from the schedule) or by make_demo.py.
