@@ -777,8 +777,6 @@ def build_file(net, seed, kind, task_id, samples, lang, req_types, maker=None, p
         line_changes += changes
         if progress is not None:
             progress.step()
-    if pending:
-        maker.pool.discard()
     return rows, {"rows": len(rows), "no_trip": failures, "changes": line_changes,
                   "short": samples - len(rows), "out_of_range": draws["range"],
                   "no_label": draws["route"]}

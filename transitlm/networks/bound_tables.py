@@ -120,17 +120,9 @@ def relaxable(net):
         ct, ca = ld.cumtime, ld.cumarr
         if ld.wait_min < 0 or any(ca[k + 1] < ct[k] or ct[k] < ca[k] for k in range(len(ct) - 1)):
             return False
-        if least_fare(ld) < 0:
+        if (ld.least_fare() or 0.0) < 0:
             return False
     return all(walk_min >= 0 for row in net.links for _, _, walk_min in row)
-
-
-def least_fare(ld):
-    """No ride of the line direction pays less."""
-    if ld.zone_fares is not None:
-        priced = [f for row in ld.zone_fares[1] for f in row if f is not None]
-        return min(priced) if priced else 0.0
-    return min(fare for _, fare in ld.fare_bands)
 
 
 def cells_of(net, cell_deg):
@@ -159,7 +151,8 @@ def build(net, time_w, line_w, fare_w, cell_deg=CELL_DEG, max_work=MAX_WORK):
     arrivals = [[] for _ in range(cells)]      # per cell: the onboard nodes alighting in it
     for ld_id, ld in enumerate(net.linedirs):
         base = first[ld_id]
-        board = time_w * ld.wait_min + line_w + fare_w * least_fare(ld)
+        # the line's least fare, as the straight-line bound takes it (none priced: 0)
+        board = time_w * ld.wait_min + line_w + fare_w * (ld.least_fare() or 0.0)
         last = len(ld.stops) - 1
         for k, stop in enumerate(ld.stops):
             if ld.board[k]:
