@@ -29,20 +29,28 @@ TAXI_BASE_KM = 3.0
 TAXI_FARE_PER_KM = 2.3
 
 
+def access_terms(mode, straight_km):
+    """(km, minutes, fare) of getting between a point and a station
+    straight_km apart by ``mode``: the detour, the speed and setup time, the
+    fare."""
+    km = straight_km * ACCESS_DETOUR[mode]
+    minutes = km / ACCESS_SPEED_KMH[mode] * 60 + ACCESS_SETUP_MIN[mode]
+    if mode == ACCESS_BIKE:
+        fare = BIKE_FARE
+    elif mode == ACCESS_TAXI:
+        fare = round(TAXI_BASE_FARE + TAXI_FARE_PER_KM * max(0.0, km - TAXI_BASE_KM), 1)
+    else:
+        fare = 0.0
+    return km, minutes, fare
+
+
 class Access:
     """Getting between a point and a station: mode, distance, time, fare."""
 
     def __init__(self, mode, straight_km):
         self.mode = mode
         self.straight_km = straight_km
-        self.km = straight_km * ACCESS_DETOUR[mode]
-        self.minutes = self.km / ACCESS_SPEED_KMH[mode] * 60 + ACCESS_SETUP_MIN[mode]
-        if mode == ACCESS_BIKE:
-            self.fare = BIKE_FARE
-        elif mode == ACCESS_TAXI:
-            self.fare = round(TAXI_BASE_FARE + TAXI_FARE_PER_KM * max(0.0, self.km - TAXI_BASE_KM), 1)
-        else:
-            self.fare = 0.0
+        self.km, self.minutes, self.fare = access_terms(mode, straight_km)
 
 
 class LazyBound(dict):
@@ -80,19 +88,26 @@ class PointAccess:
         self.reach_km = max(ACCESS_RANGE_KM[m][1] for m in modes)
         reach = self.reach_km + 0.05
         in_reach = [e for e in around if e[2] <= reach] if reach <= radius else grid.within(point, kx, reach)
-        self.options = []          # (stop, [Access per offered mode in range])
+        self.in_reach = []         # (stop, straight km, the offered modes in range)
         lngs, lats, cos_lat = net.lng, net.lat, latitude_cosines(net)
         cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
         sin, asin, sqrt = math.sin, math.asin, math.sqrt
         diameter = 2 * EARTH_RADIUS_KM
+        ranges = [(m,) + ACCESS_RANGE_KM[m] for m in modes]
         for _, s, _ in in_reach:
             # net.dist_to(s, point), the same operations (bit for bit)
             d = diameter * asin(sqrt(sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
                                      + cos0 * cos_lat[s]
                                      * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2))
-            accs = [Access(m, d) for m in modes if ACCESS_RANGE_KM[m][0] <= d <= ACCESS_RANGE_KM[m][1]]
-            if accs:
-                self.options.append((s, accs))
+            offered = tuple(m for m, low, high in ranges if low <= d <= high)
+            if offered:
+                self.in_reach.append((s, d, offered))
+        self._best = {}
+
+    @property
+    def options(self):
+        """[(stop, [Access per offered mode in range])], in district order."""
+        return [(s, [Access(m, d) for m in offered]) for s, d, offered in self.in_reach]
 
     @property
     def flat(self):
@@ -139,13 +154,21 @@ class PointAccess:
         return self._bounds[key]
 
     def best(self, prefs):
-        """stop -> (Access, cost) of the cheapest offered mode under prefs."""
-        out = {}
-        for s, accs in self.options:
-            best = None
-            for acc in accs:
-                cost = prefs.access_cost(acc)
-                if best is None or cost < best[1]:
-                    best = (acc, cost)
-            out[s] = best
+        """stop -> (mode, cost) of the cheapest offered mode under prefs (the
+        first offered among equals).  Kept per prefs.access_weights(): every
+        search of a trip under the same access weights shares one dict (not
+        to be changed)."""
+        key = prefs.access_weights()
+        out = self._best.get(key)
+        if out is None:
+            out = self._best[key] = {}
+            cost_of = prefs.mode_cost
+            for s, d, offered in self.in_reach:
+                best = None
+                for mode in offered:
+                    _, minutes, fare = access_terms(mode, d)
+                    cost = cost_of(mode, minutes, fare)
+                    if best is None or cost < best[1]:
+                        best = (mode, cost)
+                out[s] = best
         return out

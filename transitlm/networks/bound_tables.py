@@ -46,14 +46,18 @@ class BoundTable(object):
         self.cell_of = cell_of
         self.weights = weights          # (time_w, least line_w, fare_w)
         self._last = (None, None)       # (the egress asked last, its bounds)
+        self._last_ends = None          # that egress's dict
 
     def bounds(self, ends):
         """(free, alighted): find_route's A* bounds per stop towards a trip
-        whose egress is ``ends`` (stop -> (Access, cost)), filled per stop on
+        whose egress is ``ends`` (stop -> (mode, cost)), filled per stop on
         first use.  The last trip's are kept, with what they have filled:
         benchmark 3 searches one trip three times."""
+        if ends is self._last_ends:             # PointAccess.best's shared dict
+            return self._last[1]
         key = tuple(sorted((stop, cost) for stop, (_, cost) in ends.items()))
         if key == self._last[0]:
+            self._last_ends = ends
             return self._last[1]
         cheapest = {}
         for stop, cost in key:
@@ -73,11 +77,12 @@ class BoundTable(object):
 
             def free(stop):
                 return min(map(add, pick(rows[stop]), egress))
-        h_free, h_off = _Filled(free), _Filled(free)
+        h_free = _Filled(free)
+        h_off = _Filled(h_free.__getitem__)     # the same, where egress there does not undercut
         for stop, there in key:                 # egress there, without riding on
             if there < h_free[stop]:
                 h_off[stop] = there
-        self._last = (key, (h_free, h_off))
+        self._last, self._last_ends = (key, (h_free, h_off)), ends
         return h_free, h_off
 
 

@@ -319,8 +319,15 @@ class Prefs:
                 + self.fare_w * (net.least_fare or 0.0))
 
     def access_cost(self, acc):
-        return (self.time_w * acc.minutes + self.fare_w * acc.fare
-                + (self.bike_w if acc.mode == ACCESS_BIKE else 0.0))
+        return self.mode_cost(acc.mode, acc.minutes, acc.fare)
+
+    def mode_cost(self, mode, minutes, fare):
+        """The cost of an access or egress by ``mode`` taking these minutes and fare."""
+        return self.time_w * minutes + self.fare_w * fare + (self.bike_w if mode == ACCESS_BIKE else 0.0)
+
+    def access_weights(self):
+        """What mode_cost reads: prefs equal in these cost every access the same."""
+        return (self.time_w, self.fare_w, self.bike_w)
 
     def penalised(self, lines, amount, stops=()):
         prefs = copy.copy(self)
@@ -562,7 +569,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     # State keys: stop for "free to board at stop"; (line_id + 1) * n_stops + stop
     # for "just alighted at stop from line line_id".
     best, prev, heap = {}, {}, []
-    for s, (acc, cost) in starts.items():
+    for s, (_, cost) in starts.items():
         best[s] = cost
         prev[s] = None
         heap.append((cost + h_free[s], s))
@@ -667,14 +674,14 @@ def remember_expansion(expanded, stop, cost, line_id):
 
 def rebuild_route(net, origin, dest, prev, state, starts, ends, n_stops):
     legs = []
-    end_mode = ends[state % n_stops][0].mode
+    end_mode = ends[state % n_stops][0]
     while prev[state] is not None:
         back_state, ld_id, i, j = prev[state]
         if ld_id is not None:
             legs.append((ld_id, i, j))
         state = back_state
     legs.reverse()
-    return make_route(net, origin, dest, legs, starts[state % n_stops][0].mode, end_mode)
+    return make_route(net, origin, dest, legs, starts[state % n_stops][0], end_mode)
 
 
 class OriginSearch:
@@ -714,7 +721,7 @@ class OriginSearch:
         self.boarded = {}       # ld_id * stops + position: line directions boarded (each once)
         self.onboard = {}       # stays_on_cheaper's table
         self.popped = 0         # states expanded so far (for the benchmarks)
-        for s, (acc, cost) in self.starts.items():
+        for s, (_, cost) in self.starts.items():
             self.best[s] = cost
             self.prev[s] = None
             self.heap.append((cost, s))
@@ -828,8 +835,8 @@ class OriginSearch:
 
     def _route(self, dest, ends, state):
         legs, first = self._legs(state)
-        return make_route(self.net, self.origin, dest, legs, self.starts[first][0].mode,
-                          ends[state % self.n_stops][0].mode)
+        return make_route(self.net, self.origin, dest, legs, self.starts[first][0],
+                          ends[state % self.n_stops][0])
 
     def route_to(self, dest, end_access=None):
         """The itinerary of least cost from the origin to dest (None when there
