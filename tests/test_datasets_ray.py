@@ -277,6 +277,7 @@ class DriverWithoutRay(unittest.TestCase):
                     (["--retries", "many"], "--retries"),
                     (["--num_cpus", "0"], "--num_cpus"),
                     (["--num_cpus", "2", "--workers", "3"], "more than --num_cpus 2"),
+                    (["--workers", "0"], "at least 1"),
                     (["--parts", "6-7"], "outside the plan"),
                     (["--parts", "3-1"], "--parts")):
                 with self.subTest(argv=argv):

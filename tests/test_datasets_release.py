@@ -46,11 +46,11 @@ def build_demo():
     leftover dot-file to remove)."""
     root = scratch("transitlm-dataset-")
     out = os.path.join(root, "release")
-    command(*(["--network", DEMO, "--out", os.path.join(root, "one")] + SMALL))
+    command(*(["--network", DEMO, "--out", os.path.join(root, "one"), "--workers", "1"] + SMALL))
     base = ["--network", DEMO, "--out", out] + SMALL
     side = [subprocess.Popen([sys.executable, SCRIPT] + base + extra, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, universal_newlines=True, encoding="utf-8")
-            for extra in (["--parts", "2-3"], ["--parts", "1-1", "--workers", "2"])]
+            for extra in (["--parts", "2-3", "--workers", "1"], ["--parts", "1-1", "--workers", "2"])]
     for process in side:
         _, err = process.communicate()
         if process.returncode:
@@ -79,8 +79,8 @@ def build_joint():
     args += ["--out", out, "--train", "8", "--test", "6", "--corpus", "10", "--part_size", "600",
              "--lang", "en"]
     command(*([a if a != out else os.path.join(root, "one") for a in args] + ["--workers", "2"]))
-    command(*(args + ["--parts", "2-3"]))
-    command(*args)
+    command(*(args + ["--parts", "2-3"]))        # the default: one worker per core
+    command(*(args + ["--workers", "1"]))
     return root, os.path.join(root, "one")
 
 

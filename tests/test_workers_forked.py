@@ -198,3 +198,34 @@ class ForkedWorkersTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BuildWorkerCountTest(unittest.TestCase):
+    """The builders' --workers 0 (their default): one worker per core, at most
+    DEFAULT_BUILD_WORKERS; make_benchmark.py and make_dataset.py share it."""
+
+    def test_zero_is_one_per_core_at_most_the_cap(self):
+        from unittest import mock
+        cap = worker_pool.DEFAULT_BUILD_WORKERS
+        for cores, wanted in ((1, 1), (3, 3), (cap + 5, cap)):
+            with mock.patch.object(worker_pool, "available_cores", return_value=cores):
+                self.assertEqual(worker_pool.build_worker_count(0), wanted, cores)
+                self.assertEqual(worker_pool.build_worker_count(5), 5)
+
+    def test_available_cores_are_the_affinity(self):
+        from unittest import mock
+        cores = worker_pool.available_cores()
+        self.assertTrue(1 <= cores <= (os.cpu_count() or 1))
+        if hasattr(os, "sched_getaffinity"):
+            with mock.patch("os.sched_getaffinity", return_value={0, 3, 5}):
+                self.assertEqual(worker_pool.available_cores(), 3)
+        with mock.patch("os.sched_getaffinity", side_effect=OSError, create=True), \
+                mock.patch("os.cpu_count", return_value=None):
+            self.assertEqual(worker_pool.available_cores(), 1)
+
+    def test_both_builders_default_to_it(self):
+        from transitlm.datasets import cli as dataset_cli
+        from transitlm.networks import benchmark_builder
+        rows = benchmark_builder.parse_args(["--network", "n", "--out", "o", "--samples", "1"])
+        release = dataset_cli.parse_args(["--network", "n", "--out", "o"])
+        self.assertEqual((rows.workers, release.workers), (0, 0))

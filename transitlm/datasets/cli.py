@@ -54,7 +54,8 @@ from transitlm.networks.benchmark_builder import (MAX_SEED_DIGITS, TRIP_KM, Netw
                                                   load_network, satisfiable_req_types,
                                                   warm_bound_tables)
 from transitlm.io.terminal import CommandParser, Progress
-from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
+from transitlm.evaluation.workers import (DEFAULT_BUILD_WORKERS, ForkedWorkers, WorkerFailure,
+                                          build_worker_count, can_fork)
 from transitlm.datasets import plan as planning
 from transitlm.datasets import card, corpus_texts, release, sft, statistics, tasks
 from transitlm.datasets import release_names as names
@@ -108,8 +109,11 @@ def make_parser(prog=PROG, description="Build the TransitLM training-data releas
                              "docs/training-data.md)" % (MIN_ORIGIN_GROUP, MAX_ORIGIN_GROUP))
     parser.add_argument("--lang", choices=("zh", "en"), default="zh",
                         help="language of prompts and corpus texts (default zh)")
-    parser.add_argument("--workers", type=limits.int_arg(1, planning.MAX_WORKERS), default=1,
-                        help="worker processes (the bytes written do not depend on it)")
+    parser.add_argument("--workers", type=limits.int_arg(0, planning.MAX_WORKERS), default=0,
+                        metavar="N",
+                        help="forked worker processes (where fork is available); the bytes "
+                             "written do not depend on it. 0 = one per available CPU core, at most %d "
+                             "(default); 1 = a single process" % DEFAULT_BUILD_WORKERS)
     parser.add_argument("--parts", default=None,
                         help="build only corpus parts A-B (and dataset.json's settings)")
     return parser
@@ -129,6 +133,7 @@ class Runner(object):
     the order the tasks were submitted."""
 
     def __init__(self, workers):
+        workers = build_worker_count(workers)
         forked = workers > 1 and can_fork()
         if forked and tasks.CONTEXT is not None:
             for net in tasks.CONTEXT.nets:      # made once here, shared by the forks

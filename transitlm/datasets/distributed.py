@@ -92,7 +92,14 @@ def parse_args(argv):
     ray.add_argument("--num_cpus", type=limits.int_arg(1, MAX_CPUS), default=None,
                      help="CPUs of a local Ray started here (default: the machine's); not for "
                           "a cluster. Each task takes --workers CPUs")
+    for action in parser._actions:          # here --workers is the CPUs a task reserves
+        if action.dest == "workers":
+            action.default = 1
+            action.help = ("make_dataset.py's processes inside each task, and the CPUs each "
+                           "task reserves on its node (default 1)")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers is the CPUs each Ray task reserves: at least 1")
     if args.num_cpus is not None and args.workers > args.num_cpus:
         parser.error("each task takes --workers %d CPUs, more than --num_cpus %d"
                      % (args.workers, args.num_cpus))

@@ -7,7 +7,6 @@ Standard library only; Python 3.8+.
 
 import functools
 import itertools
-import os
 import sys
 
 from common import (
@@ -428,7 +427,7 @@ def evaluate_stream(benchmark, options, sinks_for, rows=None):
     prompt = run_prompt(prediction_column == "sft_label",
                         read_generation(options.predictions) if options.predictions else None)
     warnings = []
-    worker_count = options.workers or os.cpu_count() or 1
+    worker_count = options.workers or workers.available_cores()
     if rows is not None:
         source = RowsSource(rows, prediction_column, benchmark.needs_req_type,
                             options.sample_count)

@@ -314,6 +314,26 @@ def can_fork():
     return hasattr(os, "fork") and hasattr(select, "poll")
 
 
+# The builders' --workers 0 (make_benchmark.py's and make_dataset.py's
+# default): one worker per CPU core, at most this many (each holds its own
+# copy of what the router fills in: about 100 MB on a 38,000-station network).
+DEFAULT_BUILD_WORKERS = 8
+
+
+def available_cores():
+    """The CPU cores this process may run on (its affinity, which a container
+    or a batch scheduler may narrow; else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def build_worker_count(asked):
+    """The builders' --workers: 0 is one per available core, at most DEFAULT_BUILD_WORKERS."""
+    return asked or max(1, min(DEFAULT_BUILD_WORKERS, available_cores()))
+
+
 def _evaluate_task(task):
     """Worker: evaluate one task -> the chunk's outputs (RowSinks.render_chunk
     plus the context's tally), None when a chunk ("bytes" or "span") did not

@@ -64,7 +64,8 @@ from common import CITY_CODES
 from common import MIN_STATION_SIMILARITY, bigram_jaccard
 from transitlm.networks import bound_tables, gtfs_fares
 from transitlm.evaluation.prompt_texts import system_prompt
-from transitlm.evaluation.workers import ForkedWorkers, WorkerFailure, can_fork
+from transitlm.evaluation.workers import (DEFAULT_BUILD_WORKERS, ForkedWorkers, WorkerFailure,
+                                          build_worker_count, can_fork)
 from transitlm.networks import limits
 from transitlm.networks.limits import LimitError, parse_number, shown
 from transitlm.networks import router
@@ -89,7 +90,6 @@ REQ_TYPES = (2, 5, 7, 8)
 # network file's lines together (the tables and the router's network are in memory).
 MAX_SAMPLES = 100000
 MAX_WORKERS = 64                  # --workers
-DEFAULT_WORKERS = 8               # --workers 0 (the default): one per core, at most this
 MAX_SEED_DIGITS = 40
 MAX_MINUTES = 7 * 24 * 60            # a ride hop or a walking transfer
 MAX_HEADWAY_MIN = 7 * 24 * 60
@@ -815,16 +815,9 @@ def parse_args(argv):
                              "(without it such a folder is refused)")
     parser.add_argument("--workers", type=limits.int_arg(0, MAX_WORKERS), default=0, metavar="N",
                         help="build rows in N forked worker processes (where fork is available); "
-                             "the files are the same bytes for any N. 0 = one per CPU core, at "
-                             "most %d (default); 1 = a single process" % DEFAULT_WORKERS)
+                             "the files are the same bytes for any N. 0 = one per available CPU core, at "
+                             "most %d (default); 1 = a single process" % DEFAULT_BUILD_WORKERS)
     return parser.parse_args(argv)
-
-
-def worker_count(asked):
-    """--workers: 0 is one per CPU core, at most DEFAULT_WORKERS (each worker
-    holds its own copy of what the router fills in: about 100 MB on a
-    38,000-station network)."""
-    return asked or max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
 
 
 def output_names():
@@ -887,7 +880,8 @@ def build_files(net, args, req_types, left_out, files):
             " and no ".join("bus" if r == 5 else "subway" for r in left_out)))
     written = 0
     # no more workers than rows a file asks for
-    with RowMaker(net, args.seed, args.lang, min(worker_count(args.workers), args.samples)) as maker:
+    workers = min(build_worker_count(args.workers), args.samples)
+    with RowMaker(net, args.seed, args.lang, workers) as maker:
         for kind, filename, task_id in FILES:
             progress = Progress(args.samples, sys.stderr.isatty())     # only on a terminal
             rows, figures = build_file(net, args.seed, kind, task_id, args.samples, args.lang,

@@ -46,6 +46,7 @@ from transitlm.io.terminal import CommandParser
 from transitlm.networks import limits
 from transitlm.evaluation.prompt_texts import DEFAULT_LANGUAGE, system_prompt
 from transitlm.io.exit_status import EXIT_USAGE
+from transitlm.evaluation.workers import available_cores
 from transitlm.networks.router import (
     KIND_METRO, Prefs, alternatives, dumps, pick_od, prefs_for_req, route_json, sub_rng)
 from transitlm.networks.demo.cases import Case, prompt_json
@@ -210,7 +211,7 @@ def default_workers():
         multiprocessing.get_context("fork")
     except ValueError:
         return 1
-    return max(1, min(4, os.cpu_count() or 1))
+    return max(1, min(4, available_cores()))
 
 
 def generate(out_dir, seed, stations, samples, workers):
