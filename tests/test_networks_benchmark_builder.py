@@ -682,5 +682,79 @@ class RealFeedBenchmarkTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCase):
                 self.check(name, 4, None)
 
 
+def feed_across_the_meridian(feed, out_zip):
+    """A copy of a GTFS feed whose stops are moved east or west so that the
+    180th meridian runs through the middle of them (longitudes kept within
+    ±180)."""
+    import zipfile
+    with zipfile.ZipFile(feed) as source, zipfile.ZipFile(out_zip, "w") as out:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if os.path.basename(info.filename) == "stops.txt":
+                rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+                column = rows[0].index("stop_lon")
+                lngs = [float(r[column]) for r in rows[1:] if r[column]]
+                shift = 180.0 - (min(lngs) + max(lngs)) / 2
+                for row in rows[1:]:
+                    if row[column]:
+                        lng = float(row[column]) + shift
+                        row[column] = "%.6f" % (lng - 360.0 if lng > 180.0 else lng)
+                text = io.StringIO()
+                csv.writer(text, lineterminator="\n").writerows(rows)
+                data = text.getvalue().encode("utf-8")
+            out.writestr(info.filename, data)
+
+
+class AntimeridianTest(SelfScoreMixin, LabelJudgeMixin, unittest.TestCase):
+    """Cairns' buses moved onto the 180th meridian: a trip's points are on the
+    map (longitudes within ±180), stations across the meridian are in reach of
+    a point (access and egress cross it), and every label passes and is
+    optimal."""
+
+    @classmethod
+    def setUpClass(cls):
+        feed = os.path.join(real_feeds.SHARED_GTFS, "cairns.zip")
+        if not real_feeds.available("cairns.zip"):
+            raise unittest.SkipTest("cairns.zip is absent")
+        cls.tmp = tempfile.mkdtemp(prefix="transitlm-meridian-")
+        moved = os.path.join(cls.tmp, "cairns-180.zip")
+        feed_across_the_meridian(feed, moved)
+        cls.network, cls.bench = os.path.join(cls.tmp, "net"), os.path.join(cls.tmp, "bench")
+        for main, argv in ((gtfs_import.main, [moved, "--city", "Cairns", "--out", cls.network]),
+                           (mb.main, ["--network", cls.network, "--out", cls.bench, "--samples", "12",
+                                      "--workers", "1"])):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                assert main(argv) == 0, argv
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.tmp, True)
+
+    def test_points_on_the_map_and_access_across(self):
+        _, stations = read_rows(os.path.join(self.network, "station_info.csv"))
+        east = {r["stop_id"]: float(r["coord_x"]) < 0 for r in stations}
+        self.assertEqual(set(east.values()), {True, False})
+        across = 0
+        for _, filename in EVALUATORS:
+            for row in read_rows(os.path.join(self.bench, filename))[1]:
+                prompt = json.loads(row["sft_prompt"])
+                ends = [float(prompt[k].split(",")[0]) for k in ("start", "end")]
+                for lng in ends:
+                    self.assertTrue(-180.0 <= lng <= 180.0, prompt)
+                if filename == "general_llm.csv":
+                    continue
+                label = json.loads(row["sft_label"])
+                for route in ([label[k] for k in ("first", "second", "third")]
+                              if "first" in label else [label]):
+                    stops = [s for s in route["station_sequence"] if s in east]
+                    across += (east[stops[0]] != (ends[0] < 0)) + (east[stops[-1]] != (ends[1] < 0))
+        self.assertGreater(across, 0, "no access or egress crosses the meridian")
+
+    def test_labels_pass_and_are_optimal(self):
+        self.assert_labels_pass(self.network, self.bench)
+        self.assertGreater(self.assert_labels_optimal(self.network, self.bench), 0)
+
+
 if __name__ == "__main__":
     unittest.main()

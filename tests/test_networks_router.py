@@ -247,24 +247,41 @@ class HelperTest(unittest.TestCase):
         self.assertIsNone(bound_tables.table_for(net, routing.Prefs()))
 
     def test_stop_grid_answers_as_a_scan_of_every_stop(self):
-        # Stops in clusters, across a cell border and far apart; points near and far.
+        # Stops in clusters, across a cell border and far apart; points near and
+        # far; and the same across the 180th meridian, where a flat distance is
+        # the least to the point or its image a turn away.
         import random
-        rng = random.Random(7)
+
+        def on_the_map(lng):
+            return lng - 360.0 if lng > 180.0 else lng + 360.0 if lng < -180.0 else lng
+
+        for lng0 in (LNG0, 179.98, -179.85):
+            rng = random.Random(7)
+            net = routing.Network(0.0)
+            district = routing.District(0, mb.City("X", "0"), lng0, LAT0)
+            for k in range(300):
+                lng = on_the_map(lng0 + rng.choice((0.0, 0.01, 0.5)) + rng.uniform(-0.02, 0.02))
+                district.stops.append(net.add_stop("s%d" % k, "S", lng, LAT0 + rng.uniform(-0.05, 0.05), "0"))
+            district.stops.append(net.add_stop("twin", "S", net.lng[0], net.lat[0], "0"))   # a tie
+            grid = routing.stop_grid(net, district)
+            across = 0
+            for _ in range(300):
+                point = (on_the_map(lng0 + rng.uniform(-0.3, 0.8)), LAT0 + rng.uniform(-0.3, 0.3))
+                kx = routing.KM_PER_DEG * math.cos(math.radians(point[1]))
+                flat = [(routing.flat_km(net, s, point, kx), s) for s in district.stops]
+                self.assertEqual(grid.nearest(point, kx), min(flat))
+                radius = rng.choice((0.5, 2.05, 4.5, 9.05, 60.0))
+                found = grid.within(point, kx, radius)
+                self.assertEqual([(s, f) for _, s, f in found],
+                                 [(s, f) for f, s in flat if f <= radius], lng0)
+                across += any((net.lng[s] > 0) != (point[0] > 0) for _, s, _ in found)
+            if lng0 != LNG0:
+                self.assertGreater(across, 0, "no stop found across the meridian")
+        # the flat distance across the meridian is the short way round
         net = routing.Network(0.0)
-        district = routing.District(0, mb.City("X", "0"), LNG0, LAT0)
-        for k in range(300):
-            lng = LNG0 + rng.choice((0.0, 0.01, 0.5)) + rng.uniform(-0.02, 0.02)
-            district.stops.append(net.add_stop("s%d" % k, "S", lng, LAT0 + rng.uniform(-0.05, 0.05), "0"))
-        district.stops.append(net.add_stop("twin", "S", net.lng[0], net.lat[0], "0"))   # a tie
-        grid = routing.stop_grid(net, district)
-        for _ in range(300):
-            point = (LNG0 + rng.uniform(-0.3, 0.8), LAT0 + rng.uniform(-0.3, 0.3))
-            kx = routing.KM_PER_DEG * math.cos(math.radians(point[1]))
-            flat = [(routing.flat_km(net, s, point, kx), s) for s in district.stops]
-            self.assertEqual(grid.nearest(point, kx), min(flat))
-            radius = rng.choice((0.5, 2.05, 4.5, 9.05, 60.0))
-            self.assertEqual([s for _, s, _ in grid.within(point, kx, radius)],
-                             [s for f, s in flat if f <= radius])
+        east = net.add_stop("e", "E", -179.995, LAT0, "0")
+        kx = routing.KM_PER_DEG * math.cos(math.radians(LAT0))
+        self.assertLess(routing.flat_km(net, east, (179.995, LAT0), kx), 1.0)
 
     def test_zone_runs_and_line_fares(self):
         self.assertEqual(fares.zone_runs([]), [])

@@ -8,7 +8,8 @@ router.py has their names too.  Standard library only.
 import math
 
 from common import EARTH_RADIUS_KM
-from transitlm.networks.stop_grid import KM_PER_DEG, RADIANS_PER_DEGREE, latitude_cosines, stop_grid
+from transitlm.networks.stop_grid import (KM_PER_DEG, RADIANS_PER_DEGREE, flat_km, latitude_cosines,
+                                         stop_grid)
 
 ACCESS_WALK = "walk"
 ACCESS_BIKE = "bike"
@@ -116,6 +117,7 @@ class PointAccess:
             lng0, lat0 = self.point
             kx, hypot = self.kx, math.hypot
             self._flat = {s: hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
+                          if -180.0 <= lng - lng0 <= 180.0 else flat_km(self.net, s, self.point, kx)
                           for s, lng, lat in self.coords}
         return self._flat
 

@@ -999,6 +999,10 @@ def random_point_near(net, rng, stop, low_km, high_km):
     r = uniform(rng, low_km, high_km)
     lat = net.lat[stop] + r * math.sin(angle) / KM_PER_DEG_LAT
     lng = net.lng[stop] + r * math.cos(angle) / (KM_PER_DEG_LNG_EQUATOR * math.cos(math.radians(lat)))
+    if lng > 180.0:         # across the 180th meridian: the longitude a map gives there
+        lng -= 360.0
+    elif lng < -180.0:
+        lng += 360.0
     return (round(lng, 6), round(lat, 6))
 
 

@@ -16,10 +16,20 @@ KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180
 RADIANS_PER_DEGREE = math.pi / 180.0     # common.haversine_km's factor
 
 
+def images(lng0):
+    """A point's longitude and its images a turn west and east: the flat map
+    wraps at the 180th meridian, a stop's flat distance being the least to
+    any of them (the same as to the point itself wherever the two lie less
+    than 180 degrees of longitude apart)."""
+    return (lng0, lng0 - 360.0, lng0 + 360.0)
+
+
 def flat_km(net, stop, point, kx):
     # Equirectangular distance: within 0.1 % of haversine at district scale,
     # and far cheaper; used only to screen and to bound, never for output.
-    return math.hypot((net.lng[stop] - point[0]) * kx, (net.lat[stop] - point[1]) * KM_PER_DEG)
+    lng, lat = net.lng[stop], net.lat[stop]
+    dy = (lat - point[1]) * KM_PER_DEG
+    return min(math.hypot((lng - image) * kx, dy) for image in images(point[0]))
 
 
 GRID_DEG = 0.01          # StopGrid's cell side, degrees of longitude and of latitude
@@ -30,7 +40,7 @@ class StopGrid:
     stops within a flat distance of a point are found by looking at the cells
     around it rather than at every stop.  The answers are those of a scan of
     every stop with flat_km's formula (the same floating-point operations),
-    in the district's stop order."""
+    in the district's stop order, across the 180th meridian too."""
 
     def __init__(self, net, stops):
         self.size = len(stops)
@@ -44,10 +54,9 @@ class StopGrid:
         ys = [k[1] for k in self.cells] or [0]
         self.box = (min(xs), max(xs), min(ys), max(ys))
 
-    def _cells(self, point, kx, radius):
-        """The cells holding every stop within `radius` flat km of point."""
+    def _cells(self, lng0, lat0, kx, radius):
+        """The cells holding every stop within `radius` flat km of (lng0, lat0)."""
         x0, x1, y0, y1 = self.box
-        lng0, lat0 = point
         if kx > 1e-9:
             span = radius / kx
             lo, hi = math.floor((lng0 - span) / GRID_DEG) - 1, math.floor((lng0 + span) / GRID_DEG) + 1
@@ -68,13 +77,32 @@ class StopGrid:
         lng0, lat0 = point
         hypot = math.hypot
         out = []
-        for cell in self._cells(point, kx, radius):
+        for cell in self._cells(lng0, lat0, kx, radius):
             for pos, s, lng, lat in cell:
                 flat = hypot((lng - lng0) * kx, (lat - lat0) * KM_PER_DEG)
                 if flat <= radius:
                     out.append((pos, s, flat))
+        wrapped = [image for image in images(lng0)[1:] if self._reaches(image, kx, radius)]
+        if wrapped:                     # across the 180th meridian: the least over the images
+            least = {pos: (s, flat) for pos, s, flat in out}
+            for image in wrapped:
+                for cell in self._cells(image, lat0, kx, radius):
+                    for pos, s, lng, lat in cell:
+                        flat = hypot((lng - image) * kx, (lat - lat0) * KM_PER_DEG)
+                        if flat <= radius and (pos not in least or flat < least[pos][1]):
+                            least[pos] = (s, flat)
+            out = [(pos, s, flat) for pos, (s, flat) in least.items()]
         out.sort()
         return out
+
+    def _reaches(self, lng0, kx, radius):
+        """Whether stops within `radius` flat km of longitude lng0 may be in the
+        grid (a point's image a turn away almost never is)."""
+        if kx <= 1e-9:
+            return True
+        span = radius / kx
+        return math.floor((lng0 - span) / GRID_DEG) - 1 <= self.box[1] and \
+            math.floor((lng0 + span) / GRID_DEG) + 1 >= self.box[0]
 
     def nearest(self, point, kx):
         """(flat km, stop) of the nearest stop (the lowest stop index among equals),
