@@ -75,7 +75,7 @@ ROUTE_KEYS = ("first", "second", "third")
 
 # The project's version (semantic versioning): it goes into every report and
 # signature, so figures can be traced to the code that computed them.
-VERSION = "1.6.0"
+VERSION = "1.6.1"
 
 
 class Protocol(object):

@@ -359,7 +359,7 @@ def short_hash(hex_digest):
 
 def signature_line(report):
     """One line naming what makes two runs' figures comparable (as sacreBLEU's
-    signature): transitlm:1.6.0|single_route|protocol:reference|rows:38|
+    signature): transitlm:1.6.1|single_route|protocol:reference|rows:38|
     stations:889a5dbf|input:da737ae5|prompt:column#ab12cd34, plus lines,
     service and any figure option that is not at its default.
 

@@ -4,7 +4,7 @@
 ``transitlm.io.files.settings_path`` gives; the evaluators copy it into
 their run folder's run.json), the settings that shape an answer:
 
-    {"settings_schema": 1, "tool": "generate.py", "version": "1.6.0",
+    {"settings_schema": 1, "tool": "generate.py", "version": "1.6.1",
      "model": "qwen2.5-7b", "api_url": "http://127.0.0.1:8000/v1",
      "system_prompt_sha256": null, "temperature": 0.0, "top_p": null,
      "max_tokens": null, "extra_body": {}, "input_sha256": "9f2c...",
