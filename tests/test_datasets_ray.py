@@ -27,7 +27,7 @@ from unittest import mock
 from tests.support import REPO
 from tests.support.chromium import in_ci
 from tests.support.evaluator_rows import run_in_process
-from tests.support.lane import Background
+from tests.support.lane import Background, suite_environment
 
 from transitlm.datasets import cli, distributed, release_names as names
 
@@ -63,7 +63,7 @@ def ray_python():
 
 
 def ray_env(**extra):
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **extra)
+    env = suite_environment(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **extra)
     env.pop("RAY_ADDRESS", None)
     if distributed.FAULT_ENV not in extra:
         env.pop(distributed.FAULT_ENV, None)

@@ -26,7 +26,7 @@ from tests.support import REPO
 from tests.support.services import StandIn, answers_from
 from tests.support.chromium import in_ci
 from tests.support.evaluator_rows import evaluate_to_files, run_in_process
-from tests.support.lane import Background
+from tests.support.lane import Background, suite_environment
 from transitlm.evaluation.catalog import (BENCHMARK_NAMES, DATA_DIR, benchmark_info,  # noqa: E402
                                benchmark_metrics, load_benchmark)
 from transitlm.generate.runner import input_prompts  # noqa: E402
@@ -68,8 +68,8 @@ def run_the_group(program):
         answers.update(file_answers)
     server = StandIn(lambda user, nth: ("ok", answers[user]))
     try:
-        env = dict(os.environ, HF_DATASETS_CACHE=os.path.join(tmp, "hf"),
-                   HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSITLM_CACHE_DIR="off")
+        env = suite_environment(HF_DATASETS_CACHE=os.path.join(tmp, "hf"), HF_HUB_OFFLINE="1",
+                                HF_DATASETS_OFFLINE="1", TRANSITLM_CACHE_DIR="off")
         env.pop("OPENAI_API_KEY", None)
         # The harness's own command, as docs/harness.md shows it.
         done = subprocess.run(

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.support import REPO
 from tests.support.services import send_json, serve_in_background, stop_serving
-from tests.support.lane import Background
+from tests.support.lane import Background, suite_environment
 
 MODEL_URL = "http://127.0.0.1:8000/v1"      # the README's model server
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
@@ -110,7 +110,7 @@ def run_readme_commands():
     server.answers = answers
     thread = serve_in_background(server)
     url = "http://127.0.0.1:%d/v1" % server.server_address[1]
-    env = dict(os.environ, TRANSITLM_CACHE_DIR="off")
+    env = suite_environment(TRANSITLM_CACHE_DIR="off")
     env.pop("OPENAI_API_KEY", None)
     results = []
     try:

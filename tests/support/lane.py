@@ -1,13 +1,37 @@
-"""The lane beside the suite: slow fixtures computed one at a time while the tests run (Background: in a thread; Offloaded: in a fresh process)."""
+"""The lane beside the suite: slow fixtures computed one at a time while the tests run (Background: in a thread; Offloaded: in a fresh process), every program it starts given the environment the suite started with."""
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
 import threading
 
 from tests.support import REPO
+
+# The environment the suite started with (this module is imported while the
+# test modules load, before any test runs).  Tests change os.environ for a
+# while (mock.patch.dict); a program the lane starts meanwhile would inherit
+# the change -- a station file of a folder since deleted, say -- so every
+# process started from the lane's thread gets this environment instead.
+SUITE_ENVIRONMENT = dict(os.environ)
+_THREAD = threading.local()             # .in_lane: this thread is the lane's
+_popen_init = subprocess.Popen.__init__
+
+
+def suite_environment(**extra):
+    """The environment the suite started with, plus ``extra``."""
+    return dict(SUITE_ENVIRONMENT, **extra)
+
+
+def _lane_popen_init(self, *args, **kwargs):
+    if getattr(_THREAD, "in_lane", False) and kwargs.get("env") is None:
+        kwargs["env"] = SUITE_ENVIRONMENT
+    _popen_init(self, *args, **kwargs)
+
+
+subprocess.Popen.__init__ = _lane_popen_init
 
 
 class _Beside(object):
@@ -55,6 +79,7 @@ class _Beside(object):
 
     @classmethod
     def _run_lane(cls):
+        _THREAD.in_lane = True          # its programs get SUITE_ENVIRONMENT
         cls._hold(signal.SIG_BLOCK)
         while True:
             with cls._lock:
