@@ -316,7 +316,8 @@ def can_fork():
 
 # The builders' --workers 0 (make_benchmark.py's and make_dataset.py's
 # default): one worker per CPU core, at most this many (each holds its own
-# copy of what the router fills in: about 100 MB on a 38,000-station network).
+# copy of what the router fills in: on a 38,000-station network about 100 MB
+# for benchmark rows, 250 MB for corpus sessions).
 DEFAULT_BUILD_WORKERS = 8
 
 
