@@ -55,11 +55,17 @@ class Access:
 
 
 class LazyBound(dict):
-    """A* bounds per stop, computed when the search first looks a stop up."""
+    """stop -> an A* bound, computed by ``fill(stop)`` (which returns it) when
+    the search first looks the stop up (PointAccess.bound's and
+    bound_tables' bounds)."""
+
+    def __init__(self, fill):
+        dict.__init__(self)
+        self.fill = fill
 
     def __missing__(self, stop):
-        self.fill(stop)
-        return dict.__getitem__(self, stop)
+        value = self[stop] = self.fill(stop)
+        return value
 
 
 class PointAccess:
@@ -133,14 +139,14 @@ class PointAccess:
         access reach).  Computed per stop when the search first needs it."""
         key = (per_km, board_min)
         if key not in self._bounds:
-            reach, h_free, h_off = self.reach_km, LazyBound(), LazyBound()
+            reach = self.reach_km
             lng0, lat0 = self.point
             lngs, lats, cos_lat = self.net.lng, self.net.lat, latitude_cosines(self.net)
             cos0 = math.cos(lat0 * RADIANS_PER_DEGREE)
             sin, asin, sqrt = math.sin, math.asin, math.sqrt
             diameter = 2 * EARTH_RADIUS_KM
 
-            def fill(s):
+            def both(s):
                 # great-circle distance: the flat one is off by the cosine of the
                 # latitude across a district hundreds of km wide (coaches).
                 # common.haversine_km(lng0, lat0, lng, lat), the same operations
@@ -148,10 +154,17 @@ class PointAccess:
                 a = (sin((lats[s] - lat0) * RADIANS_PER_DEGREE / 2) ** 2
                      + cos0 * cos_lat[s] * sin((lngs[s] - lng0) * RADIANS_PER_DEGREE / 2) ** 2)
                 rest = per_km * (diameter * asin(sqrt(a)) - reach)
-                h_free[s] = (rest if rest > 0 else 0.0) + board_min
-                h_off[s] = rest + board_min if rest > 0 else 0.0
+                return (rest if rest > 0 else 0.0) + board_min, (rest + board_min if rest > 0 else 0.0)
 
-            h_free.fill = h_off.fill = fill
+            def fill_free(s):           # both tables filled at once
+                free, h_off[s] = both(s)
+                return free
+
+            def fill_off(s):
+                h_free[s], off = both(s)
+                return off
+
+            h_free, h_off = LazyBound(fill_free), LazyBound(fill_off)
             self._bounds[key] = (h_free, h_off)
         return self._bounds[key]
 

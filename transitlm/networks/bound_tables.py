@@ -28,6 +28,8 @@ import heapq
 import math
 import operator
 
+from transitlm.networks.access import LazyBound
+
 CELL_DEG = 0.02          # a cell's side, degrees of longitude and of latitude (about 2 km)
 MAX_WORK = 2000000       # cells x nodes of the relaxed network: a table's bound on effort
 # The table's costs are kept this much under its sums, so that rounding (the
@@ -77,25 +79,13 @@ class BoundTable(object):
 
             def free(stop):
                 return min(map(add, pick(rows[stop]), egress))
-        h_free = _Filled(free)
-        h_off = _Filled(h_free.__getitem__)     # the same, where egress there does not undercut
+        h_free = LazyBound(free)
+        h_off = LazyBound(h_free.__getitem__)   # the same, where egress there does not undercut
         for stop, there in key:                 # egress there, without riding on
             if there < h_free[stop]:
                 h_off[stop] = there
         self._last, self._last_ends = (key, (h_free, h_off)), ends
         return h_free, h_off
-
-
-class _Filled(dict):
-    """stop -> bound, computed by ``fill`` when first asked for."""
-
-    def __init__(self, fill):
-        dict.__init__(self)
-        self.fill = fill
-
-    def __missing__(self, stop):
-        value = self[stop] = self.fill(stop)
-        return value
 
 
 def weights_of(prefs):

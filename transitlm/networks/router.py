@@ -318,9 +318,6 @@ class Prefs:
         return (self.time_w * net.min_wait_min + min(self.line_w.values())
                 + self.fare_w * (net.least_fare or 0.0))
 
-    def access_cost(self, acc):
-        return self.mode_cost(acc.mode, acc.minutes, acc.fare)
-
     def mode_cost(self, mode, minutes, fare):
         """The cost of an access or egress by ``mode`` taking these minutes and fare."""
         return self.time_w * minutes + self.fare_w * fare + (self.bike_w if mode == ACCESS_BIKE else 0.0)
@@ -532,7 +529,7 @@ def find_route(net, district, origin, dest, prefs, start_access=None, end_access
     board and alights at a later position where they may alight.  Between
     legs a rider either stays at the stop and boards another line (never the
     line just left, in either direction) or walks one walking link and boards
-    any line there.  Cost: Prefs.access_cost of access and egress, per leg
+    any line there.  Cost: Prefs.mode_cost of access and egress, per leg
     time_w * (wait + ride minutes) + line_w + fare_w * fare + the penalties,
     per walk time_w * walk minutes.
 
@@ -714,7 +711,7 @@ class OriginSearch:
         self.prefs = prefs
         self.start_access = start_access or PointAccess(net, district, origin)
         self.starts = self.start_access.best(prefs)
-        self.n_stops = n_stops = len(net.ids)
+        self.n_stops = len(net.ids)
         self.best, self.prev, self.heap = {}, {}, []
         self.arrivals = {}      # stop -> [alighted state keys with a label there]
         self.expanded = {}      # remember_expansion's table (find_route's dominance rule)
